@@ -1,0 +1,126 @@
+"""EKS managed add-ons at pinned versions, and the encrypted default StorageClass."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_aws import eks as aws_eks
+from pulumi_aws import iam
+
+from config.versions import AddonVersion
+
+from . import iam as policies
+
+# Add-ons a node needs before it turns Ready (networking, service routing, credentials) go in before
+# the node group. The rest run Deployments that need a node: created first, they sit DEGRADED and
+# the create fails after twenty minutes.
+BEFORE_NODES = frozenset({"vpc-cni", "kube-proxy", "eks-pod-identity-agent"})
+
+# Add-ons that call AWS APIs, the service account they run as, and the managed policy they need.
+# Their credentials come from EKS Pod Identity, never from the node role.
+ADDON_IDENTITIES: dict[str, tuple[str, str]] = {
+    "aws-ebs-csi-driver": ("ebs-csi-controller-sa", "service-role/AmazonEBSCSIDriverPolicy"),
+}
+
+DEFAULT_STORAGE_CLASS = "gp3-encrypted"
+
+
+class ClusterAddons(pulumi.ComponentResource):
+    """A set of EKS managed add-ons, each pinned, conflicts resolved in favour of the declared config."""
+
+    addons: dict[str, aws_eks.Addon]
+
+    def __init__(
+        self,
+        name: str,
+        addons: Sequence[AddonVersion],
+        *,
+        cluster_name: str,
+        tags: Mapping[str, str],
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:cluster:ClusterAddons", name, None, opts)
+        self.addons = {}
+        for addon in addons:
+            pod_identities: list[aws_eks.AddonPodIdentityAssociationArgs] = []
+            if addon.name in ADDON_IDENTITIES:
+                service_account, policy = ADDON_IDENTITIES[addon.name]
+                role = self._pod_identity_role(name, cluster_name, addon.name, policy, tags)
+                pod_identities.append(aws_eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=service_account))
+            self.addons[addon.name] = aws_eks.Addon(
+                f"{name}-{addon.name}",
+                cluster_name=cluster_name,
+                addon_name=addon.name,
+                addon_version=addon.version,
+                resolve_conflicts_on_create="OVERWRITE",
+                resolve_conflicts_on_update="OVERWRITE",
+                pod_identity_associations=pod_identities or None,
+                tags=dict(tags),
+                # A component's depends_on does not reach its children; each add-on waits itself.
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+            )
+        self.register_outputs({"addons": {n: a.addon_version for n, a in self.addons.items()}})
+
+    def _pod_identity_role(self, name: str, cluster_name: str, addon: str, policy: str, tags: Mapping[str, str]) -> iam.Role:
+        role = iam.Role(
+            f"{name}-{addon}",
+            name=f"{cluster_name}-{addon}",
+            assume_role_policy=policies.to_json(policies.pod_identity_trust_policy()),
+            tags=dict(tags),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        iam.RolePolicyAttachment(
+            f"{name}-{addon}",
+            role=role.name,
+            policy_arn=policies.managed_policy(policy),
+            opts=pulumi.ResourceOptions(parent=role),
+        )
+        return role
+
+
+class DefaultStorageClass(pulumi.ComponentResource):
+    """The cluster's default StorageClass: encrypted gp3 through the EBS CSI driver."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:cluster:DefaultStorageClass", name, None, opts)
+        manifest = default_storage_class()
+        k8s.storage.v1.StorageClass(
+            f"{name}-{manifest['metadata']['name']}",
+            metadata=manifest["metadata"],
+            provisioner=manifest["provisioner"],
+            parameters=manifest["parameters"],
+            reclaim_policy=manifest["reclaimPolicy"],
+            volume_binding_mode=manifest["volumeBindingMode"],
+            allow_volume_expansion=manifest["allowVolumeExpansion"],
+            # The EBS CSI driver must be running before a volume can be provisioned from this class.
+            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
+        )
+        self.register_outputs({"name": manifest["metadata"]["name"]})
+
+
+def default_storage_class() -> dict[str, Any]:
+    """gp3, encrypted, bound where the pod lands (an EBS volume lives in one zone)."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {
+            "name": DEFAULT_STORAGE_CLASS,
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+        },
+        "provisioner": "ebs.csi.aws.com",
+        "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+    }

@@ -1,0 +1,53 @@
+"""IAM policy documents as plain dicts: trust policies for the platform's roles.
+
+Kept apart from the components so tests can read them without Pulumi, and so every role trusts
+exactly one service principal.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# AWS-managed policies by name, in the commercial partition.
+MANAGED_POLICY_ARN = "arn:aws:iam::aws:policy/{}"
+
+
+def managed_policy(name: str) -> str:
+    return MANAGED_POLICY_ARN.format(name)
+
+
+def service_trust_policy(service: str, *, tag_session: bool = False) -> dict[str, Any]:
+    """A role that only `service` may assume (`ec2.amazonaws.com`, `pods.eks.amazonaws.com`, ...).
+
+    EKS Pod Identity also needs `sts:TagSession`: it tags the session with the cluster, namespace and
+    service account, which is what lets policies scope by them.
+    """
+    actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else "sts:AssumeRole"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}],
+    }
+
+
+def pod_identity_trust_policy() -> dict[str, Any]:
+    return service_trust_policy("pods.eks.amazonaws.com", tag_session=True)
+
+
+def flow_logs_delivery_policy(log_group_arn: str) -> dict[str, Any]:
+    """What VPC flow logs need to write into one log group, and nothing else."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                "Resource": [log_group_arn, f"{log_group_arn}:*"],
+            }
+        ],
+    }
+
+
+def to_json(document: dict[str, Any]) -> str:
+    """Policy JSON with stable key order, so a render is byte-identical run to run."""
+    return json.dumps(document, sort_keys=True)

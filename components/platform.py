@@ -1,0 +1,81 @@
+"""The whole platform, composed from its parts in dependency order."""
+
+from __future__ import annotations
+
+import pulumi
+
+from config import PlatformConfig
+
+from .addons import BEFORE_NODES, ClusterAddons, DefaultStorageClass
+from .cluster import Cluster
+from .network import Network
+from .system_nodes import SystemNodeGroup
+
+
+class GpuPlatform(pulumi.ComponentResource):
+    """Network, cluster, add-ons and system nodes for one stack.
+
+    Logical names start with the cluster name from config, so two stacks' resources never collide
+    and a resource's name only changes when its config name does.
+    """
+
+    def __init__(self, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
+        name = config.cluster.name
+        super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
+        cluster_config = config.cluster
+        tags = config.tags
+
+        self.network = Network(
+            f"{name}-network",
+            config.network,
+            cluster_name=name,
+            tags=tags,
+            protect=cluster_config.protect,
+            flow_log_retention_days=(
+                cluster_config.network.flow_logs.retention_days if cluster_config.network.flow_logs.enabled else None
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.cluster = Cluster(
+            f"{name}-cluster",
+            cluster_config,
+            vpc_id=self.network.vpc_id,
+            private_subnet_ids=self.network.private_subnet_ids,
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        node_addons = ClusterAddons(
+            f"{name}-node-addons",
+            [addon for addon in config.addon_versions if addon.name in BEFORE_NODES],
+            cluster_name=name,
+            tags=tags,
+            depends_on=[self.cluster.eks],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.system_nodes = SystemNodeGroup(
+            f"{name}-system",
+            cluster_config.system_nodes,
+            cluster_name=name,
+            subnet_ids=self.network.private_subnet_ids,
+            tags=tags,
+            depends_on=[self.cluster.eks, *node_addons.addons.values()],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        workload_addons = ClusterAddons(
+            f"{name}-addons",
+            [addon for addon in config.addon_versions if addon.name not in BEFORE_NODES],
+            cluster_name=name,
+            tags=tags,
+            depends_on=[self.system_nodes.node_group],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        DefaultStorageClass(
+            f"{name}-storage",
+            provider=self.cluster.provider,
+            depends_on=[workload_addons.addons["aws-ebs-csi-driver"]],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.register_outputs({})

@@ -1,0 +1,139 @@
+"""The managed system node group: on-demand nodes reserved for the platform's own controllers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+from pulumi_aws import ec2, iam
+from pulumi_aws import eks as aws_eks
+
+from config.cluster import SystemNodesConfig
+
+from . import iam as policies
+
+# Controllers (Karpenter, the GPU Operator, Prometheus, KEDA, Kueue) select these nodes by the label
+# and tolerate the taint; everything else is kept off them.
+SYSTEM_NODE_LABELS = {"CriticalAddonsOnly": "true", "gpu-platform/node-role": "system"}
+SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}
+
+NODE_ROLE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    # The VPC CNI reads its credentials from the node, before any pod (Pod Identity's agent included) runs.
+    "AmazonEKS_CNI_Policy",
+    # Shell access through Session Manager instead of SSH keys and open ports.
+    "AmazonSSMManagedInstanceCore",
+)
+
+
+class SystemNodeGroup(pulumi.ComponentResource):
+    """An EKS managed node group, labelled and tainted `CriticalAddonsOnly`, with IMDSv2 and encrypted disks."""
+
+    node_group: aws_eks.NodeGroup
+    node_group_name: pulumi.Output[str]
+    role_arn: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        config: SystemNodesConfig,
+        *,
+        cluster_name: str,
+        subnet_ids: Sequence[pulumi.Input[str]],
+        tags: Mapping[str, str],
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:nodes:SystemNodeGroup", name, None, opts)
+
+        role = iam.Role(
+            f"{name}-node",
+            name=f"{cluster_name}-system-node",
+            assume_role_policy=policies.to_json(policies.service_trust_policy("ec2.amazonaws.com")),
+            tags=dict(tags),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        attachments = [
+            iam.RolePolicyAttachment(
+                f"{name}-node-{policy}",
+                role=role.name,
+                policy_arn=policies.managed_policy(policy),
+                opts=pulumi.ResourceOptions(parent=role),
+            )
+            for policy in NODE_ROLE_POLICIES
+        ]
+
+        template = ec2.LaunchTemplate(
+            f"{name}-nodes",
+            name=f"{cluster_name}-system",
+            update_default_version=True,
+            **launch_template_args(config, tags, cluster_name),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        self.node_group = aws_eks.NodeGroup(
+            f"{name}-nodes",
+            cluster_name=cluster_name,
+            node_group_name=f"{cluster_name}-system",
+            node_role_arn=role.arn,
+            subnet_ids=list(subnet_ids),
+            capacity_type="ON_DEMAND",
+            ami_type=config.ami_type,
+            instance_types=list(config.instance_types),
+            scaling_config=aws_eks.NodeGroupScalingConfigArgs(
+                min_size=config.min_size, desired_size=config.desired_size, max_size=config.max_size
+            ),
+            update_config=aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            labels=dict(SYSTEM_NODE_LABELS),
+            taints=[aws_eks.NodeGroupTaintArgs(**SYSTEM_NODE_TAINT)],
+            launch_template=aws_eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
+            tags=dict(tags),
+            # The role's policies must be attached before nodes boot, or they never join; `depends_on`
+            # brings what a node needs from the cluster (its networking add-ons).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *depends_on]),
+        )
+
+        self.node_group_name = self.node_group.node_group_name
+        self.role_arn = role.arn
+        self.register_outputs({"nodeGroupName": self.node_group_name, "roleArn": self.role_arn})
+
+
+def launch_template_args(config: SystemNodesConfig, tags: Mapping[str, str], cluster_name: str) -> dict[str, Any]:
+    """Launch template inputs: IMDSv2 only, hop limit 1, an encrypted gp3 volume, tagged instances.
+
+    Hop limit 1 keeps pods (one network hop further) away from the node's instance credentials;
+    controllers get their own AWS identity through Pod Identity instead.
+    """
+    name_tags = {**tags, "Name": f"{cluster_name}-system"}
+    return {
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            "http_put_response_hop_limit": 1,
+            "instance_metadata_tags": "disabled",
+        },
+        "block_device_mappings": [
+            {
+                "device_name": data_volume_device(config.ami_type),
+                "ebs": {
+                    "volume_size": config.disk_size_gib,
+                    "volume_type": "gp3",
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+        "tag_specifications": [
+            {"resource_type": "instance", "tags": name_tags},
+            {"resource_type": "volume", "tags": name_tags},
+        ],
+        "tags": dict(tags),
+    }
+
+
+def data_volume_device(ami_type: str) -> str:
+    """The volume that holds images and pod data: AL2023's root, Bottlerocket's second (data) volume."""
+    return "/dev/xvdb" if ami_type.startswith("BOTTLEROCKET") else "/dev/xvda"
+

@@ -1,0 +1,189 @@
+"""`gpu-platform:cluster`: the network, the EKS control plane, who administers it, and the system nodes."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator
+
+from .base import ConfigModel
+from .versions import KUBERNETES_VERSIONS
+
+# An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
+_PRINCIPAL_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
+_CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+_INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+_LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
+
+
+def _principal_arn(arn: str) -> str:
+    if not _PRINCIPAL_ARN.match(arn):
+        raise ValueError("is not an IAM role or user ARN such as 'arn:aws:iam::111122223333:role/PlatformAdmin'")
+    return arn
+
+
+def _public_cidr(cidr: str) -> str:
+    try:
+        network = ipaddress.IPv4Network(cidr, strict=True)
+    except ValueError as err:
+        raise ValueError(f"is not an IPv4 CIDR with its host bits zero ({err})") from None
+    if network.prefixlen == 0:
+        raise ValueError("opens the API to the internet; list your office or VPN CIDRs instead")
+    return cidr
+
+
+def _instance_type(name: str) -> str:
+    if not _INSTANCE_TYPE.match(name):
+        raise ValueError("is not an EC2 instance type such as 'm7i.xlarge'")
+    return name
+
+
+def _unique(kind: str):
+    def check(values: list[str]) -> list[str]:
+        seen = [v for i, v in enumerate(values) if v in values[:i]]
+        if seen:
+            raise ValueError(f"lists {kind} {seen[0]!r} twice")
+        return values
+
+    return AfterValidator(check)
+
+
+PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+PublicCidr = Annotated[str, AfterValidator(_public_cidr)]
+InstanceType = Annotated[str, AfterValidator(_instance_type)]
+
+
+class FlowLogsConfig(ConfigModel):
+    enabled: bool = Field(False, description="Send VPC flow logs (all traffic) to a CloudWatch log group.")
+    retention_days: int = Field(30, description="Days CloudWatch keeps the flow logs.")
+
+    @field_validator("retention_days")
+    @classmethod
+    def _known_retention(cls, days: int) -> int:
+        return _check_retention(days)
+
+
+class NetworkConfig(ConfigModel):
+    vpc_cidr: str = Field(
+        "10.0.0.0/16",
+        description="IPv4 CIDR of the VPC, /16 to /20. Private subnets take /19-sized blocks of a /16 "
+        "(pods get VPC addresses, so they are large); public subnets share one block.",
+    )
+    az_count: int = Field(
+        3, ge=2, le=6,
+        description="Availability zones to spread subnets and NAT across, taken in order from the region's "
+        "row in config/regions.py. EKS needs at least 2.",
+    )
+    nat_gateways: Literal["single", "perAz"] = Field(
+        "perAz",
+        description="`single`: one NAT gateway for the VPC (cheap, one zone's outage cuts egress everywhere). "
+        "`perAz`: one per zone, each zone's private subnet routes through its own.",
+    )
+    flow_logs: FlowLogsConfig = Field(default_factory=FlowLogsConfig, description="VPC flow logs.")
+
+    @field_validator("vpc_cidr")
+    @classmethod
+    def _valid_cidr(cls, cidr: str) -> str:
+        try:
+            network = ipaddress.IPv4Network(cidr, strict=True)
+        except ValueError as err:
+            raise ValueError(f"is not an IPv4 CIDR with its host bits zero ({err}); e.g. 10.0.0.0/16") from None
+        if not 16 <= network.prefixlen <= 20:
+            raise ValueError("must be a /16 to /20: smaller VPCs run out of pod addresses")
+        return cidr
+
+
+class EndpointConfig(ConfigModel):
+    public_access_cidrs: Annotated[list[PublicCidr], _unique("CIDR")] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public API endpoint. Empty: the public endpoint is off and "
+        "the API is reachable only from inside the VPC. The private endpoint is always on.",
+    )
+
+
+
+class SystemNodesConfig(ConfigModel):
+    instance_types: Annotated[list[InstanceType], _unique("instance type")] = Field(
+        default_factory=lambda: ["m7i.xlarge"], min_length=1,
+        description="Instance types of the managed system node group that runs the platform's controllers "
+        "(Karpenter, the GPU Operator, Prometheus, KEDA, Kueue). On-demand only.",
+    )
+    ami_type: Literal["AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD", "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"] = Field(
+        "AL2023_x86_64_STANDARD", description="EKS-optimised AMI type of the system nodes; must match the instance types' architecture."
+    )
+    min_size: int = Field(2, ge=1, le=100, description="Minimum system nodes; 2 or more keeps controllers up through a node loss.")
+    desired_size: int = Field(2, ge=1, le=100, description="System nodes at creation; between minSize and maxSize.")
+    max_size: int = Field(4, ge=1, le=100, description="Maximum system nodes.")
+    disk_size_gib: int = Field(50, alias="diskSizeGiB", ge=20, le=1000, description="Encrypted gp3 root volume size per system node, GiB.")
+
+
+
+class LoggingConfig(ConfigModel):
+    types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
+        default_factory=lambda: ["api", "audit", "authenticator"],
+        description="EKS control-plane log types sent to CloudWatch.",
+    )
+    retention_days: int = Field(90, description="Days CloudWatch keeps control-plane logs.")
+
+    @field_validator("retention_days")
+    @classmethod
+    def _known_retention(cls, days: int) -> int:
+        return _check_retention(days)
+
+
+class ClusterConfig(ConfigModel):
+    name: str = Field(
+        description="EKS cluster name (2-32 characters, lowercase letters, digits and '-'). It prefixes every "
+        "AWS resource name and is the value of the `karpenter.sh/discovery` tag."
+    )
+    kubernetes_version: str = Field(
+        "1.35", description=f"Kubernetes minor version of the control plane; one of {', '.join(KUBERNETES_VERSIONS)}."
+    )
+    protect: bool = Field(
+        True, description="Protect the cluster, its secrets KMS key and the VPC from `pulumi destroy` and replacement."
+    )
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource, e.g. cost allocation.")
+    network: NetworkConfig = Field(default_factory=NetworkConfig, description="The VPC.")
+    endpoint: EndpointConfig = Field(default_factory=EndpointConfig, description="Kubernetes API endpoint access.")
+    admins: Annotated[list[PrincipalArn], _unique("principal")] = Field(
+        min_length=1,
+        description="IAM role or user ARNs granted cluster-admin through EKS access entries. Include the "
+        "role that runs `pulumi up`: it needs the API to declare Kubernetes objects.",
+    )
+    system_nodes: SystemNodesConfig = Field(default_factory=SystemNodesConfig, description="The system node group.")
+    logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Control-plane logging.")
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        if not _CLUSTER_NAME.match(name):
+            raise ValueError("is not a valid cluster name: 2-32 characters, lowercase letters, digits and '-', starting with a letter")
+        return name
+
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _supported_version(cls, version: object) -> object:
+        if str(version) not in KUBERNETES_VERSIONS:
+            raise ValueError(
+                f"is not supported by the pinned components; use one of {', '.join(KUBERNETES_VERSIONS)} "
+                "(quote it in YAML: \"1.30\" is not 1.3)"
+            )
+        return str(version)
+
+    @field_validator("tags")
+    @classmethod
+    def _valid_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        for key, value in tags.items():
+            if key.lower().startswith("aws:"):
+                raise ValueError(f"has key {key!r}: the 'aws:' prefix is reserved by AWS")
+            if not 1 <= len(key) <= 128 or len(value) > 256:
+                raise ValueError(f"has {key!r}: keys are 1-128 characters, values at most 256")
+        return tags
+
+
+def _check_retention(days: int) -> int:
+    if days not in _LOG_RETENTION_DAYS:
+        raise ValueError(f"is not a CloudWatch retention period; use one of {', '.join(map(str, _LOG_RETENTION_DAYS))}")
+    return days

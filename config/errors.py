@@ -1,0 +1,183 @@
+"""Config mistakes as lines a platform engineer can act on.
+
+Every problem is one line: the full key path as it is written in `Pulumi.<stack>.yaml`
+(`gpu-platform:cluster.systemNodes.minSize`), the value found, and what is allowed. All problems
+of a config are collected and reported together, so one run shows everything to fix.
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+Loc = Sequence[str | int]
+
+
+def key_path(root: str, loc: Loc) -> str:
+    """`gpu-platform:cluster` + ("admins", 2, "arn") -> `gpu-platform:cluster.admins[2].arn`."""
+    path = root
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def show(value: Any) -> str:
+    """A value as the user wrote it, short enough for one line."""
+    text = repr(value) if isinstance(value, str) else _yamlish(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _yamlish(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class ConfigError(Exception):
+    """The stack config is invalid; `problems` holds one line per mistake."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass
+class Problems:
+    """Collects problems across the whole config before anything is declared."""
+
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, path: str, message: str) -> None:
+        self.lines.append(f"{path}: {message}")
+
+    def add_validation_error(self, root: str, model: type[BaseModel], error: ValidationError) -> None:
+        for detail in error.errors(include_url=False):
+            loc = tuple(detail["loc"])
+            self.add(key_path(root, loc), describe(model, detail))
+
+    def raise_if_any(self) -> None:
+        if self.lines:
+            raise ConfigError(self.lines)
+
+    def __bool__(self) -> bool:
+        return bool(self.lines)
+
+
+def describe(model: type[BaseModel], detail: dict[str, Any]) -> str:
+    """Turn one pydantic error into `value: what is wrong; what is allowed`."""
+    kind = detail["type"]
+    loc = tuple(detail["loc"])
+    value = detail.get("input")
+    ctx = detail.get("ctx") or {}
+    if kind == "missing":
+        field_info = _field_at(model, loc)
+        hint = f" ({field_info.description})" if field_info is not None and field_info.description else ""
+        return f"required but not set{hint}"
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, loc[:-1])
+        return f"unknown key; allowed here: {', '.join(allowed)}" if allowed else "unknown key"
+    if kind == "value_error":
+        message = str(ctx.get("error", detail["msg"]))
+        return f"{show(value)} {message}"
+    if kind in _BOUNDS:
+        return f"{show(value)} is out of range; must be {_BOUNDS[kind]} {ctx.get(_BOUND_KEY[kind])}"
+    if kind in ("too_short", "too_long"):
+        bound = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
+        relation = "at least" if kind == "too_short" else "at most"
+        return f"{show(value)} has {ctx.get('actual_length')} entries; must have {relation} {bound}"
+    if kind == "literal_error":
+        return f"{show(value)} is not allowed; expected one of {ctx.get('expected')}"
+    if kind in _TYPES:
+        return f"{show(value)} is not {_TYPES[kind]}"
+    return f"{show(value)}: {detail['msg']}"
+
+
+_BOUNDS = {
+    "greater_than_equal": ">=",
+    "greater_than": ">",
+    "less_than_equal": "<=",
+    "less_than": "<",
+}
+_BOUND_KEY = {"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le", "less_than": "lt"}
+_TYPES = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping of keys to values",
+    "model_type": "a mapping of keys to values",
+    "model_attributes_type": "a mapping of keys to values",
+}
+
+
+# --- where in the models a location points --------------------------------------------------
+
+
+def _field_at(model: type[BaseModel], loc: Loc):
+    parent = _model_at(model, loc[:-1])
+    if parent is None or not loc or not isinstance(loc[-1], str):
+        return None
+    for name, info in parent.model_fields.items():
+        if (info.alias or name) == loc[-1]:
+            return info
+    return None
+
+
+def _allowed_keys(model: type[BaseModel], loc: Loc) -> list[str]:
+    parent = _model_at(model, loc)
+    if parent is None:
+        return []
+    return [info.alias or name for name, info in parent.model_fields.items()]
+
+
+def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
+    """Follow a location through nested models, lists and mappings to the model it lands in."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(part, int) or not _is_model(current):
+            args = typing.get_args(current)
+            if not args:
+                return None
+            current = args[-1]  # list[X] -> X, dict[K, X] -> X
+            continue
+        match = [info for name, info in current.model_fields.items() if (info.alias or name) == part]
+        if not match:
+            # A mapping keyed by user names (dict[str, Model]) sits between two model levels.
+            return None
+        current = match[0].annotation
+    current = _unwrap(current)
+    return current if _is_model(current) else None
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X] / Annotated[X, ...] -> X."""
+    while True:
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+            if len(members) != 1:
+                return annotation
+            annotation = members[0]
+        else:
+            return annotation
+
+
+def _is_model(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+

@@ -1,0 +1,185 @@
+"""The whole stack config: parsed, checked as one, and the numbers everything else reads.
+
+`load_platform_config` takes the stack's raw config map (what `pulumi up` hands the program, or
+what the offline engine reads from `Pulumi.<stack>.yaml`) and returns a `PlatformConfig`, or raises
+`ConfigError` with every problem found. Nothing is declared before this succeeds.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .cluster import ClusterConfig
+from .errors import Problems, show
+from .regions import AVAILABILITY_ZONES
+from .versions import AddonVersion, VersionsConfig, resolve_addon_versions
+
+NAMESPACE = "gpu-platform"
+REGION_KEY = "aws:region"
+
+# The top-level keys under `gpu-platform:` and the model of each. Later capabilities add theirs here.
+SECTIONS: dict[str, type[BaseModel]] = {
+    "cluster": ClusterConfig,
+    "versions": VersionsConfig,
+}
+# Sections that may be left out entirely (their model has a default for every field).
+OPTIONAL_SECTIONS = {"versions"}
+
+
+@dataclass(frozen=True)
+class Subnet:
+    availability_zone: str
+    public_cidr: str
+    private_cidr: str
+
+
+@dataclass(frozen=True)
+class NetworkPlan:
+    """Derived once from `cluster.network` and the region: which zones, which CIDRs, how many NATs."""
+
+    vpc_cidr: str
+    subnets: tuple[Subnet, ...]
+    nat_per_az: bool
+
+    @property
+    def availability_zones(self) -> tuple[str, ...]:
+        return tuple(subnet.availability_zone for subnet in self.subnets)
+
+
+@dataclass(frozen=True)
+class PlatformConfig:
+    """The validated stack config plus everything derived from it."""
+
+    region: str
+    cluster: ClusterConfig
+    versions: VersionsConfig
+    network: NetworkPlan
+    addon_versions: tuple[AddonVersion, ...]
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """Tags for every AWS resource: the stack's own plus who manages it."""
+        return {**self.cluster.tags, "gpu-platform/cluster": self.cluster.name, "managed-by": "pulumi"}
+
+
+def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
+    """Parse and check the whole stack config; raise `ConfigError` listing every problem."""
+    problems = Problems()
+    sections: dict[str, BaseModel] = {}
+
+    for key in sorted(raw):
+        namespace, _, name = key.partition(":")
+        if namespace == NAMESPACE and name not in SECTIONS:
+            problems.add(key, f"unknown key; known keys: {', '.join(f'{NAMESPACE}:{s}' for s in SECTIONS)}")
+
+    for name, model in SECTIONS.items():
+        key = f"{NAMESPACE}:{name}"
+        value = _decode(raw.get(key))
+        if value is None and name in OPTIONAL_SECTIONS:
+            value = {}
+        if value is None:
+            problems.add(key, "required but not set; see the config reference in README.md")
+            continue
+        try:
+            sections[name] = model.model_validate(value)
+        except ValidationError as err:
+            problems.add_validation_error(key, model, err)
+
+    region = raw.get(REGION_KEY)
+    if not region:
+        problems.add(REGION_KEY, "required but not set; e.g. `pulumi config set aws:region us-west-2`")
+    elif region not in AVAILABILITY_ZONES:
+        problems.add(
+            REGION_KEY,
+            f"{show(region)} is not in config/regions.py; use one of {', '.join(AVAILABILITY_ZONES)} or add its zones there",
+        )
+
+    cluster = sections.get("cluster")
+    versions = sections.get("versions")
+    addon_versions: tuple[AddonVersion, ...] = ()
+    if isinstance(cluster, ClusterConfig):
+        _check_cluster(cluster, region if region in AVAILABILITY_ZONES else None, problems)
+    if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
+        addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
+    problems.raise_if_any()
+
+    assert isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig)
+    return PlatformConfig(
+        region=region,
+        cluster=cluster,
+        versions=versions,
+        network=plan_network(cluster, AVAILABILITY_ZONES[region]),
+        addon_versions=addon_versions,
+    )
+
+
+def plan_network(cluster: ClusterConfig, region_zones: tuple[str, ...]) -> NetworkPlan:
+    """Carve the VPC: one private /(n+3) per zone for nodes and pods, public subnets from the last block.
+
+    A /16 gives each zone a /19 private subnet (8,190 addresses: the VPC CNI gives every pod a VPC
+    address) and a /22 public subnet for load balancers and NAT gateways.
+    """
+    network = cluster.network
+    vpc = ipaddress.IPv4Network(network.vpc_cidr)
+    blocks = list(vpc.subnets(prefixlen_diff=3))
+    public_block = blocks[-1]
+    public_subnets = list(public_block.subnets(prefixlen_diff=3))
+    zones = region_zones[: network.az_count]
+    return NetworkPlan(
+        vpc_cidr=str(vpc),
+        subnets=tuple(
+            Subnet(availability_zone=zone, public_cidr=str(public_subnets[i]), private_cidr=str(blocks[i]))
+            for i, zone in enumerate(zones)
+        ),
+        nat_per_az=network.nat_gateways == "perAz",
+    )
+
+
+def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problems) -> None:
+    """Rules that span fields of `gpu-platform:cluster`."""
+    root = f"{NAMESPACE}:cluster"
+    nodes = cluster.system_nodes
+    if not nodes.min_size <= nodes.desired_size <= nodes.max_size:
+        problems.add(
+            f"{root}.systemNodes.desiredSize",
+            f"{nodes.desired_size} must lie between minSize ({nodes.min_size}) and maxSize ({nodes.max_size})",
+        )
+    arm = nodes.ami_type.endswith("ARM_64_STANDARD") or nodes.ami_type.endswith("ARM_64")
+    for index, instance_type in enumerate(nodes.instance_types):
+        if _is_graviton(instance_type) != arm:
+            problems.add(
+                f"{root}.systemNodes.instanceTypes[{index}]",
+                f"{show(instance_type)} is {'arm64' if _is_graviton(instance_type) else 'x86_64'} but amiType "
+                f"{nodes.ami_type} is {'arm64' if arm else 'x86_64'}; pick instance types of one architecture",
+            )
+    if region is not None:
+        available = AVAILABILITY_ZONES[region]
+        if cluster.network.az_count > len(available):
+            problems.add(
+                f"{root}.network.azCount",
+                f"{cluster.network.az_count} exceeds the {len(available)} availability zones of {region} "
+                f"({', '.join(available)}); use 2 to {len(available)}",
+            )
+
+
+def _is_graviton(instance_type: str) -> bool:
+    """m7g.large, c8gd.xlarge, r6gn.large are arm64: the family's suffix after the generation has a 'g'."""
+    family = instance_type.split(".")[0]
+    digits = [i for i, ch in enumerate(family) if ch.isdigit()]
+    return bool(digits) and "g" in family[digits[0] + 1 :]
+
+
+def _decode(value: Any) -> Any:
+    """Structured stack config reaches a Pulumi program as JSON text; offline it may already be parsed."""
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value

@@ -1,0 +1,23 @@
+"""The AWS regions the platform is set up for, and the availability zones it spreads across.
+
+Validation must run before any cloud call, so the zones are data here rather than an
+`ec2:DescribeAvailabilityZones` lookup. Zones are listed in the order the platform takes them
+(`network.azCount: 2` takes the first two). To run in another region, add a row.
+"""
+
+AVAILABILITY_ZONES: dict[str, tuple[str, ...]] = {
+    # us-east-1e is left out: EKS refuses to place control-plane ENIs there and it has no
+    # current-generation GPU instance types.
+    "us-east-1": ("us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1f"),
+    "us-east-2": ("us-east-2a", "us-east-2b", "us-east-2c"),
+    "us-west-2": ("us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"),
+    "ca-central-1": ("ca-central-1a", "ca-central-1b", "ca-central-1d"),
+    "eu-west-1": ("eu-west-1a", "eu-west-1b", "eu-west-1c"),
+    "eu-west-2": ("eu-west-2a", "eu-west-2b", "eu-west-2c"),
+    "eu-central-1": ("eu-central-1a", "eu-central-1b", "eu-central-1c"),
+    "eu-north-1": ("eu-north-1a", "eu-north-1b", "eu-north-1c"),
+    "ap-northeast-1": ("ap-northeast-1a", "ap-northeast-1c", "ap-northeast-1d"),
+    "ap-southeast-1": ("ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c"),
+    "ap-southeast-2": ("ap-southeast-2a", "ap-southeast-2b", "ap-southeast-2c"),
+    "ap-south-1": ("ap-south-1a", "ap-south-1b", "ap-south-1c"),
+}

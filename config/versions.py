@@ -1,0 +1,89 @@
+"""Every pinned version in one table, and `gpu-platform:versions` to override it per stack.
+
+EKS add-on versions depend on the Kubernetes minor version, so their table has a row per supported
+Kubernetes version. The supported versions are the ones every pinned component supports and this
+table has a row for; moving to a new Kubernetes version starts here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic import Field, field_validator
+
+from .base import ConfigModel
+
+# --- EKS managed add-ons ----------------------------------------------------------------------
+# Source: the "latest version of the Amazon EKS type of the add-on" tables of the EKS user guide
+# (managing-vpc-cni, managing-coredns, managing-kube-proxy), newest stored copy, read 2026-11-29.
+# eks-pod-identity-agent and aws-ebs-csi-driver are not tied to a Kubernetes minor; see
+# _VERSION_INDEPENDENT_ADDONS for their sources. Check a bump with
+# `aws eks describe-addon-versions --addon-name <name> --kubernetes-version <version>`.
+ADDON_VERSIONS: dict[str, dict[str, str]] = {
+    "1.33": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.12.4-eksbuild.18",
+        "kube-proxy": "v1.33.10-eksbuild.13",
+    },
+    "1.34": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.13.2-eksbuild.11",
+        "kube-proxy": "v1.34.6-eksbuild.13",
+    },
+    "1.35": {
+        "vpc-cni": "v1.21.1-eksbuild.7",
+        "coredns": "v1.14.3-eksbuild.3",
+        "kube-proxy": "v1.35.3-eksbuild.13",
+    },
+}
+
+# The user guide has no per-version table for these two; the pins are the versions
+# `aws eks describe-addon-versions` reported as available for 1.33-1.35 in public configs of
+# 2026-09/10 (eks-pod-identity-agent: the 1.35 default; aws-ebs-csi-driver: the newest build).
+_VERSION_INDEPENDENT_ADDONS: dict[str, str] = {
+    "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+    "aws-ebs-csi-driver": "v1.66.0-eksbuild.1",
+}
+
+# The Kubernetes versions the platform deploys: EKS standard support on 2026-11-29 (1.33 is in
+# extended support until 2027-07-29) and within the range of every pinned controller.
+KUBERNETES_VERSIONS: tuple[str, ...] = tuple(ADDON_VERSIONS)
+
+ADDON_NAMES: tuple[str, ...] = (*ADDON_VERSIONS[KUBERNETES_VERSIONS[-1]], *_VERSION_INDEPENDENT_ADDONS)
+
+_ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
+
+
+@dataclass(frozen=True)
+class AddonVersion:
+    name: str
+    version: str
+    overridden: bool
+
+
+class VersionsConfig(ConfigModel):
+    addons: dict[str, str] = Field(
+        default_factory=dict,
+        description="EKS add-on versions by add-on name, overriding the defaults in config/versions.py for the "
+        f"cluster's Kubernetes version (e.g. `vpc-cni: v1.21.1-eksbuild.7`). Add-ons: {', '.join(ADDON_NAMES)}.",
+    )
+
+    @field_validator("addons")
+    @classmethod
+    def _known_addons(cls, addons: dict[str, str]) -> dict[str, str]:
+        for name, version in addons.items():
+            if name not in ADDON_NAMES:
+                raise ValueError(f"names add-on {name!r}, which the platform does not install; known: {', '.join(ADDON_NAMES)}")
+            if not _ADDON_VERSION.match(version):
+                raise ValueError(f"gives {name} version {version!r}; EKS add-on versions look like 'v1.21.1-eksbuild.7'")
+        return addons
+
+
+def resolve_addon_versions(kubernetes_version: str, versions: VersionsConfig) -> tuple[AddonVersion, ...]:
+    """The add-on versions a cluster of `kubernetes_version` gets: the table's row, then the stack's overrides."""
+    defaults = {**ADDON_VERSIONS[kubernetes_version], **_VERSION_INDEPENDENT_ADDONS}
+    return tuple(
+        AddonVersion(name=name, version=versions.addons.get(name, default), overridden=name in versions.addons)
+        for name, default in defaults.items()
+    )

@@ -1,0 +1,59 @@
+"""`python -m offline render --stack dev --out build/dev` and `python -m offline check --stack dev`.
+
+Exit codes: 0 done, 2 invalid stack config (every problem on stderr, nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from config import ConfigError, PlatformConfig, load_platform_config
+
+from .stack import StackConfig, StackNotFound, load_stack
+
+EXIT_INVALID_CONFIG = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m offline", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    render = commands.add_parser("render", help="render a stack's desired state into a directory")
+    render.add_argument("--stack", default="dev")
+    render.add_argument("--out", type=Path, help="output directory (default build/<stack>)")
+    check = commands.add_parser("check", help="validate a stack's config only")
+    check.add_argument("--stack", default="dev")
+    args = parser.parse_args(argv)
+
+    try:
+        stack = load_stack(args.stack)
+        config = load_platform_config(stack.values)
+    except StackNotFound as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+    except ConfigError as err:
+        print(f"Pulumi.{args.stack}.yaml: invalid stack config ({len(err.problems)} problems):", file=sys.stderr)
+        for problem in err.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_INVALID_CONFIG
+
+    if args.command == "check":
+        print("ok")
+        return 0
+    return _render(stack, config, args.out or Path("build") / args.stack)
+
+
+def _render(stack: StackConfig, config: PlatformConfig, out_dir: Path) -> int:
+    # Imported here: `check` must stay fast and must not need the cloud SDKs.
+    from .engine import run_program
+    from .render import write_render
+
+    recording = run_program(stack.stack, stack.values, stack.secret_keys)
+    written = write_render(recording, config, out_dir)
+    print(f"rendered stack {stack.stack}: {len(recording.resources)} resources -> {out_dir}/ ({len(written)} files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

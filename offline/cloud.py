@@ -1,0 +1,163 @@
+"""A fake AWS account for the mock engine: realistic, deterministic outputs for what the program reads.
+
+IDs and ARNs are derived from the resource's type and name, so the same program gives the same
+render. An invoke the program makes that is not handled here fails the run: a new lookup must be
+given a realistic answer on purpose, never a silent empty one.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+
+ACCOUNT_ID = "111122223333"
+
+# Resource type -> (id prefix, ARN template or None). `{region}`, `{account}`, `{name}`, `{id}` are filled in.
+_AWS_RESOURCES: dict[str, tuple[str, str | None]] = {
+    "aws:ec2/vpc:Vpc": ("vpc", "arn:aws:ec2:{region}:{account}:vpc/{id}"),
+    "aws:ec2/subnet:Subnet": ("subnet", "arn:aws:ec2:{region}:{account}:subnet/{id}"),
+    "aws:ec2/internetGateway:InternetGateway": ("igw", "arn:aws:ec2:{region}:{account}:internet-gateway/{id}"),
+    "aws:ec2/routeTable:RouteTable": ("rtb", "arn:aws:ec2:{region}:{account}:route-table/{id}"),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": ("rtbassoc", None),
+    "aws:ec2/eip:Eip": ("eipalloc", "arn:aws:ec2:{region}:{account}:elastic-ip/{id}"),
+    "aws:ec2/natGateway:NatGateway": ("nat", None),
+    "aws:ec2/launchTemplate:LaunchTemplate": ("lt", "arn:aws:ec2:{region}:{account}:launch-template/{id}"),
+    "aws:ec2/flowLog:FlowLog": ("fl", "arn:aws:ec2:{region}:{account}:vpc-flow-log/{id}"),
+    "aws:ec2/tag:Tag": ("tag", None),
+    "aws:kms/key:Key": ("key", "arn:aws:kms:{region}:{account}:key/{id}"),
+    "aws:kms/alias:Alias": ("alias", "arn:aws:kms:{region}:{account}:{name}"),
+    "aws:cloudwatch/logGroup:LogGroup": ("lg", "arn:aws:logs:{region}:{account}:log-group:{name}"),
+    "aws:iam/role:Role": ("role", "arn:aws:iam::{account}:role/{name}"),
+    "aws:iam/policy:Policy": ("policy", "arn:aws:iam::{account}:policy/{name}"),
+    "aws:iam/rolePolicy:RolePolicy": ("rp", None),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": ("rpa", None),
+    "aws:eks/addon:Addon": ("addon", "arn:aws:eks:{region}:{account}:addon/{name}"),
+    "aws:eks/nodeGroup:NodeGroup": ("ng", "arn:aws:eks:{region}:{account}:nodegroup/{name}"),
+    "aws:eks/accessEntry:AccessEntry": ("ae", "arn:aws:eks:{region}:{account}:access-entry/{name}"),
+    "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": ("apa", None),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("pia", "arn:aws:eks:{region}:{account}:podidentityassociation/{id}"),
+}
+
+
+def fake_hex(*parts: str, length: int = 17) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:length]
+
+
+class CloudMocks(pulumi.runtime.Mocks):
+    """Outputs of cloud resources and answers to invokes, for one stack in one region."""
+
+    def __init__(self, stack: str, region: str):
+        self.stack = stack
+        self.region = region
+        self._invokes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+            "aws:eks/getCluster:getCluster": self._get_cluster,
+            "aws:index/getCallerIdentity:getCallerIdentity": lambda _: {
+                "accountId": ACCOUNT_ID,
+                "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/PlatformDeploy",
+                "userId": "AROAEXAMPLEDEPLOY",
+            },
+            "aws:index/getRegion:getRegion": lambda _: {"name": self.region, "region": self.region, "id": self.region},
+            "aws:index/getPartition:getPartition": lambda _: {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
+        }
+
+    # --- resources --------------------------------------------------------------------------
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        if args.typ == "eks:index:Cluster":
+            return f"{args.name}-id", self._eks_cluster(args.inputs)
+        if args.typ.startswith("pulumi:providers:"):
+            return f"{args.name}-provider-id", dict(args.inputs)
+        if args.typ.startswith("aws:"):
+            return self._aws_resource(args)
+        # Kubernetes objects and Helm releases: the engine echoes what was sent.
+        return f"{args.name}-id", dict(args.inputs)
+
+    def _aws_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        prefix, arn_template = _AWS_RESOURCES.get(args.typ, ("res", None))
+        physical = args.inputs.get("name") or args.name
+        resource_id = physical if args.typ == "aws:iam/role:Role" else f"{prefix}-{fake_hex(args.typ, args.name)}"
+        outputs = dict(args.inputs)
+        outputs.setdefault("id", resource_id)
+        if arn_template:
+            outputs["arn"] = arn_template.format(region=self.region, account=ACCOUNT_ID, name=physical, id=resource_id)
+        if args.typ == "aws:kms/key:Key":
+            outputs["keyId"] = resource_id.removeprefix("key-")
+        if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            outputs["latestVersion"] = 1
+        if args.typ == "aws:ec2/eip:Eip":
+            outputs["publicIp"] = "198.51.100." + str(int(fake_hex(args.name, length=4), 16) % 250 + 1)
+        if args.typ == "aws:eks/nodeGroup:NodeGroup":
+            outputs["status"] = "ACTIVE"
+        return resource_id, outputs
+
+    def _eks_cluster(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """pulumi-eks's Cluster is a remote component: one opaque resource whose outputs we supply."""
+        name = inputs.get("name", "cluster")
+        endpoint = self._endpoint(name)
+        kubeconfig = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": endpoint, "certificate-authority-data": _fake_ca(name)}}],
+            "contexts": [{"name": "aws", "context": {"cluster": name, "user": "aws"}}],
+            "current-context": "aws",
+            "users": [
+                {
+                    "name": "aws",
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": ["eks", "get-token", "--cluster-name", name, "--output", "json"],
+                        }
+                    },
+                }
+            ],
+        }
+        return {
+            **inputs,
+            "kubeconfig": kubeconfig,
+            "kubeconfigJson": json.dumps(kubeconfig, sort_keys=True),
+            "oidcIssuer": self._issuer(name),
+            "clusterSecurityGroupId": self._cluster_security_group(name),
+            "nodeSecurityGroupId": self._cluster_security_group(name),
+        }
+
+    # --- invokes ----------------------------------------------------------------------------
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        handler = self._invokes.get(args.token)
+        if handler is None:
+            raise NotImplementedError(f"offline/cloud.py has no answer for invoke {args.token}; add a realistic one")
+        return handler(args.args)
+
+    def _get_cluster(self, args: dict[str, Any]) -> dict[str, Any]:
+        name = args["name"]
+        return {
+            "id": name,
+            "name": name,
+            "arn": f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
+            "endpoint": self._endpoint(name),
+            "status": "ACTIVE",
+            "certificateAuthorities": [{"data": _fake_ca(name)}],
+            "identities": [{"oidcs": [{"issuer": self._issuer(name)}]}],
+            "vpcConfig": {"clusterSecurityGroupId": self._cluster_security_group(name)},
+        }
+
+    def _endpoint(self, cluster: str) -> str:
+        return f"https://{fake_hex('endpoint', cluster, length=32).upper()}.gr7.{self.region}.eks.amazonaws.com"
+
+    def _issuer(self, cluster: str) -> str:
+        return f"https://oidc.eks.{self.region}.amazonaws.com/id/{fake_hex('oidc', cluster, length=32).upper()}"
+
+    @staticmethod
+    def _cluster_security_group(cluster: str) -> str:
+        return f"sg-{fake_hex('cluster-sg', cluster)}"
+
+
+def _fake_ca(cluster: str) -> str:
+    return base64.b64encode(f"fake certificate authority of {cluster}".encode()).decode()

@@ -1,0 +1,155 @@
+"""The one mock engine: runs the real program in-process and records what it declares.
+
+Tests and the offline render both go through `run_program`. It resets the SDK's per-run state by
+running in a fresh `contextvars.Context`, installs a recording monitor, feeds the stack config, runs
+`__main__.py` and waits for every registration to finish.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import runpy
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as sdk_mocks
+from pulumi.runtime import rpc
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from .cloud import CloudMocks
+
+PROJECT = "gpu-platform"
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+SECRET = "[secret]"
+
+
+@dataclass(frozen=True)
+class RecordedResource:
+    """One registration as the engine saw it: identity, wiring and inputs (secrets redacted)."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str
+    provider: str
+    dependencies: tuple[str, ...]
+    property_dependencies: dict[str, tuple[str, ...]]
+    inputs: dict[str, Any]
+    protect: bool
+
+    def as_plan_entry(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "provider": self.provider,
+            "protect": self.protect,
+            "dependencies": list(self.dependencies),
+            "propertyDependencies": {key: list(urns) for key, urns in sorted(self.property_dependencies.items())},
+            "inputs": self.inputs,
+        }
+
+
+@dataclass
+class Recording:
+    """Everything one run of the program declared, and its stack outputs."""
+
+    stack: str
+    resources: list[RecordedResource] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+
+    def by_type(self, type_: str) -> list[RecordedResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, type_: str, name: str) -> RecordedResource:
+        matches = [r for r in self.resources if r.type == type_ and r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources of type {type_} named {name}")
+        return matches[0]
+
+    def by_urn(self, urn: str) -> RecordedResource:
+        return next(r for r in self.resources if r.urn == urn)
+
+
+class RecordingMonitor(sdk_mocks.MockMonitor):
+    """The SDK's mock monitor, plus a record of parent, provider and dependencies per registration."""
+
+    def __init__(self, mocks: CloudMocks):
+        super().__init__(mocks)
+        self.records: list[RecordedResource] = []
+        self._lock = threading.Lock()
+
+    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            record = RecordedResource(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                custom=bool(request.custom),
+                parent=request.parent,
+                provider=request.provider.rsplit("::", 1)[0] if request.provider else "",
+                dependencies=tuple(sorted(set(request.dependencies))),
+                property_dependencies={
+                    key: tuple(sorted(set(deps.urns))) for key, deps in request.propertyDependencies.items() if deps.urns
+                },
+                inputs=normalise(rpc.deserialize_properties(request.object)),
+                protect=bool(request.protect),
+            )
+            with self._lock:
+                self.records.append(record)
+        return response
+
+
+def run_program(stack: str, config: Mapping[str, str], secret_keys: list[str] | None = None) -> Recording:
+    """Run `__main__.py` for `stack` with `config` (Pulumi's flat key -> string map) under mocks."""
+    return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []))
+
+
+def _run(stack: str, config: dict[str, str], secret_keys: list[str]) -> Recording:
+    mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"))
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config(config, secret_keys)
+
+    if str(PROJECT_DIR) not in sys.path:
+        sys.path.insert(0, str(PROJECT_DIR))
+    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")))
+
+    recording = Recording(stack=stack, resources=sorted(monitor.records, key=lambda r: r.urn))
+    root = pulumi.runtime.settings.get_root_resource()
+    for name, value in sorted(getattr(root, "outputs", {}).items()):
+        resolved, is_secret = _sync_await(_resolve(value))
+        recording.outputs[name] = SECRET if is_secret else normalise(resolved)
+        if is_secret:
+            recording.secret_outputs.add(name)
+    return recording
+
+
+async def _resolve(value: Any) -> tuple[Any, bool]:
+    output = pulumi.Output.from_input(value)
+    return await output.future(), await output.is_secret()
+
+
+def normalise(value: Any) -> Any:
+    """Make recorded values stable and readable: redact secrets, whole floats back to ints, sorted keys."""
+    if isinstance(value, dict):
+        if rpc._special_sig_key in value:  # noqa: SLF001 - a wrapped secret or resource reference
+            if value[rpc._special_sig_key] == rpc._special_secret_sig:  # noqa: SLF001
+                return SECRET
+            return {k: normalise(v) for k, v in sorted(value.items()) if k != rpc._special_sig_key}  # noqa: SLF001
+        return {key: normalise(item) for key, item in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [normalise(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
