@@ -28,7 +28,7 @@ def _public_cidr(cidr: str) -> str:
     try:
         network = ipaddress.IPv4Network(cidr, strict=True)
     except ValueError as err:
-        raise ValueError(f"is not an IPv4 CIDR with its host bits zero ({err})") from None
+        raise ValueError(f"is not an IPv4 network CIDR such as 203.0.113.0/24 ({err})") from None
     if network.prefixlen == 0:
         raise ValueError("opens the API to the internet; list your office or VPN CIDRs instead")
     return cidr
@@ -56,6 +56,8 @@ InstanceType = Annotated[str, AfterValidator(_instance_type)]
 
 
 class FlowLogsConfig(ConfigModel):
+    """VPC flow logs to CloudWatch."""
+
     enabled: bool = Field(False, description="Send VPC flow logs (all traffic) to a CloudWatch log group.")
     retention_days: int = Field(30, description="Days CloudWatch keeps the flow logs.")
 
@@ -66,6 +68,8 @@ class FlowLogsConfig(ConfigModel):
 
 
 class NetworkConfig(ConfigModel):
+    """The VPC: its CIDR, how many zones, how NAT is laid out."""
+
     vpc_cidr: str = Field(
         "10.0.0.0/16",
         description="IPv4 CIDR of the VPC, /16 to /20. Private subnets take /19-sized blocks of a /16 "
@@ -89,13 +93,15 @@ class NetworkConfig(ConfigModel):
         try:
             network = ipaddress.IPv4Network(cidr, strict=True)
         except ValueError as err:
-            raise ValueError(f"is not an IPv4 CIDR with its host bits zero ({err}); e.g. 10.0.0.0/16") from None
+            raise ValueError(f"is not an IPv4 network CIDR such as 10.0.0.0/16 ({err})") from None
         if not 16 <= network.prefixlen <= 20:
             raise ValueError("must be a /16 to /20: smaller VPCs run out of pod addresses")
         return cidr
 
 
 class EndpointConfig(ConfigModel):
+    """Who reaches the Kubernetes API endpoint."""
+
     public_access_cidrs: Annotated[list[PublicCidr], _unique("CIDR")] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public API endpoint. Empty: the public endpoint is off and "
@@ -105,6 +111,8 @@ class EndpointConfig(ConfigModel):
 
 
 class SystemNodesConfig(ConfigModel):
+    """The managed node group for the platform's controllers."""
+
     instance_types: Annotated[list[InstanceType], _unique("instance type")] = Field(
         default_factory=lambda: ["m7i.xlarge"], min_length=1,
         description="Instance types of the managed system node group that runs the platform's controllers "
@@ -116,11 +124,13 @@ class SystemNodesConfig(ConfigModel):
     min_size: int = Field(2, ge=1, le=100, description="Minimum system nodes; 2 or more keeps controllers up through a node loss.")
     desired_size: int = Field(2, ge=1, le=100, description="System nodes at creation; between minSize and maxSize.")
     max_size: int = Field(4, ge=1, le=100, description="Maximum system nodes.")
-    disk_size_gib: int = Field(50, alias="diskSizeGiB", ge=20, le=1000, description="Encrypted gp3 root volume size per system node, GiB.")
+    disk_size_gib: int = Field(50, alias="diskSizeGiB", ge=20, le=1000, description="Size in GiB of each system node's encrypted gp3 volume (the root volume on AL2023, the data volume on Bottlerocket).")
 
 
 
 class LoggingConfig(ConfigModel):
+    """EKS control-plane logging."""
+
     types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
         default_factory=lambda: ["api", "audit", "authenticator"],
         description="EKS control-plane log types sent to CloudWatch.",
@@ -134,6 +144,8 @@ class LoggingConfig(ConfigModel):
 
 
 class ClusterConfig(ConfigModel):
+    """The network, the EKS cluster, its admins and its system nodes."""
+
     name: str = Field(
         description="EKS cluster name (2-32 characters, lowercase letters, digits and '-'). It prefixes every "
         "AWS resource name and is the value of the `karpenter.sh/discovery` tag."

@@ -63,6 +63,8 @@ class AddonVersion:
 
 
 class VersionsConfig(ConfigModel):
+    """Per-stack overrides of the pinned versions in `config/versions.py`."""
+
     addons: dict[str, str] = Field(
         default_factory=dict,
         description="EKS add-on versions by add-on name, overriding the defaults in config/versions.py for the "

@@ -24,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     render.add_argument("--out", type=Path, help="output directory (default build/<stack>)")
     check = commands.add_parser("check", help="validate a stack's config only")
     check.add_argument("--stack", default="dev")
+    version = commands.add_parser("kubernetes-version", help="print a stack's Kubernetes version (for the conformance check)")
+    version.add_argument("--stack", default="dev")
     args = parser.parse_args(argv)
 
     try:
@@ -40,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "check":
         print("ok")
+        return 0
+    if args.command == "kubernetes-version":
+        print(config.cluster.kubernetes_version)
         return 0
     return _render(stack, config, args.out or Path("build") / args.stack)
 

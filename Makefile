@@ -1,0 +1,45 @@
+# gpu-platform: everything runs offline through the mock engine; see README.md.
+#   make render [STACK=dev]   create .venv, install pinned requirements, render STACK into build/STACK
+#   make test                 create .venv if needed, run the test suite
+#   make check [STACK=dev]    validate a stack's config only
+#   make conformance          render every stack and check it against ../shared/conformance
+STACK ?= dev
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CONFORMANCE_DIR ?= ../shared/conformance
+CONFORMANCE_VENV := .venv-conformance
+STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
+
+.PHONY: render test check conformance clean
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+render: $(VENV)/.installed
+	$(PY) -m offline render --stack $(STACK) --out build/$(STACK)
+
+check: $(VENV)/.installed
+	$(PY) -m offline check --stack $(STACK)
+
+test: $(VENV)/.installed
+	$(PY) -m pytest -q
+
+$(CONFORMANCE_VENV)/.installed: $(CONFORMANCE_DIR)/requirements.txt
+	$(PYTHON) -m venv $(CONFORMANCE_VENV)
+	$(CONFORMANCE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(CONFORMANCE_DIR)/requirements.txt
+	touch $@
+
+# Each stack is checked against the Kubernetes version it deploys; any problem fails the target.
+conformance: $(VENV)/.installed $(CONFORMANCE_VENV)/.installed
+	@set -e; for stack in $(STACKS); do \
+	  $(PY) -m offline render --stack $$stack --out build/$$stack; \
+	  version=$$($(PY) -m offline kubernetes-version --stack $$stack); \
+	  echo "conformance: stack $$stack, Kubernetes $$version"; \
+	  $(CONFORMANCE_VENV)/bin/python $(CONFORMANCE_DIR)/validate.py --k8s-version $$version build/$$stack; \
+	done
+
+clean:
+	rm -rf build $(VENV) $(CONFORMANCE_VENV)

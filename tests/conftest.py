@@ -1,0 +1,60 @@
+"""Shared fixtures: stack configs as the user writes them, and renders through the one mock engine."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config import PlatformConfig, load_platform_config
+from offline.engine import PROJECT_DIR, Recording, run_program
+from offline.stack import stack_config_from_mapping
+
+STACKS = ("dev", "prod")
+
+
+def stack_document(stack: str) -> dict[str, Any]:
+    """The `config:` mapping of `Pulumi.<stack>.yaml`, as a fresh copy a test may change."""
+    return copy.deepcopy(_stack_document(stack))
+
+
+@functools.cache
+def _stack_document(stack: str) -> dict[str, Any]:
+    return yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
+
+
+def load(document: dict[str, Any]) -> PlatformConfig:
+    return load_platform_config(stack_config_from_mapping("test", document).values)
+
+
+def render(document: dict[str, Any], stack: str = "test") -> Recording:
+    config = stack_config_from_mapping(stack, document)
+    return run_program(stack, config.values, config.secret_keys)
+
+
+@functools.cache
+def render_stack(stack: str) -> Recording:
+    return render(stack_document(stack), stack)
+
+
+@pytest.fixture(params=STACKS)
+def stack(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def recording(stack: str) -> Recording:
+    return render_stack(stack)
+
+
+def short(urn: str) -> str:
+    """The logical name at the end of a URN."""
+    return urn.rsplit("::", 1)[-1]
+
+
+def project_path(*parts: str) -> Path:
+    return PROJECT_DIR.joinpath(*parts)
