@@ -250,3 +250,19 @@ def test_the_readme_config_reference_matches_the_models():
     readme = project_path("README.md").read_text()
     documented = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
     assert documented == reference_markdown(), "run `python -m config.reference` and paste it into README.md"
+
+
+def test_every_config_field_has_a_description_for_the_reference():
+    from pydantic import BaseModel
+
+    from config import SECTIONS
+
+    def fields(model: type[BaseModel], prefix: str):
+        for name, info in model.model_fields.items():
+            yield f"{prefix}.{info.alias or name}", info
+            nested = info.annotation
+            if isinstance(nested, type) and issubclass(nested, BaseModel):
+                yield from fields(nested, f"{prefix}.{info.alias or name}")
+
+    missing = [key for section, model in SECTIONS.items() for key, info in fields(model, section) if not info.description]
+    assert missing == []

@@ -104,3 +104,17 @@ def test_built_in_kinds_validate_against_the_stacks_kubernetes_version(stack):
 def _is_built_in(api_version: str) -> bool:
     group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
     return "." not in group or group.endswith(".k8s.io")
+
+
+def test_pulumi_up_reports_the_same_config_lines_without_a_traceback():
+    """The program itself refuses a bad config with a RunError, which the CLI prints as-is."""
+    import pulumi
+
+    from offline.engine import run_program
+
+    doc = stack_document("dev")
+    doc["gpu-platform:cluster"]["network"]["azCount"] = 9
+    stack = stack_config_from_mapping("dev", doc)
+    with pytest.raises(pulumi.RunError) as caught:
+        run_program("dev", stack.values)
+    assert "gpu-platform:cluster.network.azCount: 9 is out of range; must be <= 6" in str(caught.value)
