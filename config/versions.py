@@ -55,6 +55,24 @@ ADDON_NAMES: tuple[str, ...] = (*ADDON_VERSIONS[KUBERNETES_VERSIONS[-1]], *_VERS
 _ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 
 
+# --- Helm charts -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChartPin:
+    """A Helm chart at an exact version. `repository` is empty for OCI charts, whose `chart` is the full reference."""
+
+    chart: str
+    version: str
+    repository: str = ""
+
+
+CHARTS: dict[str, ChartPin] = {
+    # Karpenter's CRDs come from their own chart so that `helm upgrade` upgrades them too (Helm never
+    # upgrades a chart's crds/ directory); the controller chart then skips its copy. Keep both equal.
+    "karpenter-crd": ChartPin(chart="oci://public.ecr.aws/karpenter/karpenter-crd", version="1.14.1"),
+    "karpenter": ChartPin(chart="oci://public.ecr.aws/karpenter/karpenter", version="1.14.1"),
+}
+
+
 @dataclass(frozen=True)
 class AddonVersion:
     name: str
