@@ -3,6 +3,7 @@
 #   make test                 create .venv if needed, run the test suite
 #   make check [STACK=dev]    validate a stack's config only
 #   make conformance          render every stack and check it against ../shared/conformance
+#   make docs                 regenerate the config reference in README.md
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -11,7 +12,7 @@ CONFORMANCE_DIR ?= ../shared/conformance
 CONFORMANCE_VENV := .venv-conformance
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
-.PHONY: render test check conformance clean
+.PHONY: render test check conformance docs clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +41,10 @@ conformance: $(VENV)/.installed $(CONFORMANCE_VENV)/.installed
 	  echo "conformance: stack $$stack, Kubernetes $$version"; \
 	  $(CONFORMANCE_VENV)/bin/python $(CONFORMANCE_DIR)/validate.py --k8s-version $$version build/$$stack; \
 	done
+
+# Regenerate the config reference in README.md from the models' descriptions.
+docs: $(VENV)/.installed
+	$(PY) -m config.reference --write README.md
 
 clean:
 	rm -rf build $(VENV) $(CONFORMANCE_VENV)

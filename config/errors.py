@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
 Loc = Sequence[str | int]
 
@@ -85,7 +85,8 @@ def describe(model: type[BaseModel], detail: dict[str, Any]) -> str:
         return f"unknown key; allowed here: {', '.join(allowed)}" if allowed else "unknown key"
     if kind == "value_error":
         message = str(ctx.get("error", detail["msg"]))
-        return f"{show(value)} {message}"
+        # A rule over a whole section (a model validator) names the rule, not the section's contents.
+        return message if _model_at(model, loc) is not None else f"{show(value)} {message}"
     if kind in _BOUNDS:
         return f"{show(value)} is out of range; must be {_BOUNDS[kind]} {ctx.get(_BOUND_KEY[kind])}"
     if kind in ("too_short", "too_long"):
@@ -147,6 +148,8 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
     current: Any = model
     for part in loc:
         current = _unwrap(current)
+        if _is_model(current) and issubclass(current, RootModel):
+            current = _unwrap(current.model_fields["root"].annotation)
         if isinstance(part, int) or not _is_model(current):
             args = typing.get_args(current)
             if not args:
@@ -159,6 +162,8 @@ def _model_at(model: type[BaseModel], loc: Loc) -> type[BaseModel] | None:
             return None
         current = match[0].annotation
     current = _unwrap(current)
+    if _is_model(current) and issubclass(current, RootModel):
+        return None
     return current if _is_model(current) else None
 
 

@@ -13,12 +13,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, RootModel, ValidationError
 
+from .capacity import GpuPoolPlan, plan_gpu_pools
 from .cluster import ClusterConfig
 from .errors import Problems, show
+from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
 from .versions import AddonVersion, VersionsConfig, resolve_addon_versions
+
+# The first Kubernetes version whose resource.k8s.io API (v1) the NVIDIA DRA driver needs.
+DRA_MIN_KUBERNETES = (1, 34)
+
+
+class NodePoolsConfig(RootModel[list[NodePoolConfig]]):
+    """GPU pools: each one a Karpenter NodePool and EC2NodeClass."""
 
 NAMESPACE = "gpu-platform"
 REGION_KEY = "aws:region"
@@ -26,10 +35,13 @@ REGION_KEY = "aws:region"
 # The top-level keys under `gpu-platform:` and the model of each. Later capabilities add theirs here.
 SECTIONS: dict[str, type[BaseModel]] = {
     "cluster": ClusterConfig,
+    "nodePools": NodePoolsConfig,
+    "cpuPool": CpuPoolConfig,
+    "gpu": GpuConfig,
     "versions": VersionsConfig,
 }
-# Sections that may be left out entirely (their model has a default for every field).
-OPTIONAL_SECTIONS = {"versions"}
+# Sections that may be left out entirely, and what they mean then.
+OPTIONAL_SECTIONS: dict[str, Any] = {"nodePools": [], "cpuPool": {}, "gpu": {}, "versions": {}}
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,9 @@ class PlatformConfig:
     versions: VersionsConfig
     network: NetworkPlan
     addon_versions: tuple[AddonVersion, ...]
+    gpu_pools: tuple[GpuPoolPlan, ...]
+    cpu_pool: CpuPoolConfig
+    gpu: GpuConfig
 
     @property
     def tags(self) -> dict[str, str]:
@@ -82,7 +97,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         key = f"{NAMESPACE}:{name}"
         value = _decode(raw.get(key))
         if value is None and name in OPTIONAL_SECTIONS:
-            value = {}
+            value = OPTIONAL_SECTIONS[name]
         if value is None:
             problems.add(key, "required but not set; see the config reference in README.md")
             continue
@@ -103,19 +118,33 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     cluster = sections.get("cluster")
     versions = sections.get("versions")
     addon_versions: tuple[AddonVersion, ...] = ()
+    gpu_pools: tuple[GpuPoolPlan, ...] = ()
     if isinstance(cluster, ClusterConfig):
         _check_cluster(cluster, region if region in AVAILABILITY_ZONES else None, problems)
     if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
         addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
+    pools = sections.get("nodePools")
+    if isinstance(pools, NodePoolsConfig):
+        protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
+        gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, problems)
+    gpu = sections.get("gpu")
+    if isinstance(gpu, GpuConfig) and isinstance(cluster, ClusterConfig):
+        _check_gpu(gpu, cluster, problems)
     problems.raise_if_any()
 
     assert isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig)
+    assert isinstance(gpu, GpuConfig)
+    cpu_pool = sections["cpuPool"]
+    assert isinstance(cpu_pool, CpuPoolConfig)
     return PlatformConfig(
         region=region,
         cluster=cluster,
         versions=versions,
         network=plan_network(cluster, AVAILABILITY_ZONES[region]),
         addon_versions=addon_versions,
+        gpu_pools=gpu_pools,
+        cpu_pool=cpu_pool,
+        gpu=gpu,
     )
 
 
@@ -166,6 +195,16 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
                 f"{cluster.network.az_count} exceeds the {len(available)} availability zones of {region} "
                 f"({', '.join(available)}); use 2 to {len(available)}",
             )
+
+
+def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, problems: Problems) -> None:
+    version = tuple(int(part) for part in cluster.kubernetes_version.split("."))
+    if gpu.dra.enabled and version < DRA_MIN_KUBERNETES:
+        problems.add(
+            f"{NAMESPACE}:gpu.dra.enabled",
+            f"true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs {cluster.kubernetes_version}: "
+            "upgrade cluster.kubernetesVersion or set dra.enabled: false",
+        )
 
 
 def _is_graviton(instance_type: str) -> bool:

@@ -1,6 +1,7 @@
 """The config reference in README.md, generated from the models' field descriptions.
 
-`python -m config.reference` prints it; a test keeps README.md in step with the models.
+`python -m config.reference` prints it, `python -m config.reference --write README.md` replaces the
+section in place (`make docs`); a test keeps README.md in step with the models.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 from pydantic_core import PydanticUndefined
 
 from .platform import NAMESPACE, OPTIONAL_SECTIONS, SECTIONS
@@ -23,9 +24,14 @@ def reference_markdown() -> str:
     lines = [BEGIN, "", "| key | type | default | description |", "|---|---|---|---|"]
     lines.append("| `aws:region` | string | required | AWS region; one of the rows in `config/regions.py`. |")
     for section, model in SECTIONS.items():
-        default = "optional" if section in OPTIONAL_SECTIONS else "required"
-        lines.append(f"| `{NAMESPACE}:{section}` | object | {default} | {(model.__doc__ or '').strip().splitlines()[0]} |")
-        lines.extend(_rows(f"{NAMESPACE}:{section}", model))
+        default = f"`{json.dumps(OPTIONAL_SECTIONS[section])}`" if section in OPTIONAL_SECTIONS else "required"
+        kind = "list of object" if issubclass(model, RootModel) else "object"
+        lines.append(f"| `{NAMESPACE}:{section}` | {kind} | {default} | {(model.__doc__ or '').strip().splitlines()[0]} |")
+        if issubclass(model, RootModel):
+            item = typing.get_args(model.model_fields["root"].annotation)[0]
+            lines.extend(_rows(f"{NAMESPACE}:{section}[]", item))
+        else:
+            lines.extend(_rows(f"{NAMESPACE}:{section}", model))
     lines += ["", END]
     return "\n".join(lines)
 
@@ -34,10 +40,10 @@ def _rows(prefix: str, model: type[BaseModel]) -> list[str]:
     rows = []
     for name, info in model.model_fields.items():
         key = f"{prefix}.{info.alias or name}"
-        nested = _model_of(info.annotation)
         rows.append(f"| `{key}` | {_type_name(info.annotation)} | {_default(info)} | {info.description or ''} |")
+        nested, suffix = _nested_model(info.annotation)
         if nested is not None:
-            rows.extend(_rows(key, nested))
+            rows.extend(_rows(key + suffix, nested))
     return rows
 
 
@@ -52,7 +58,20 @@ def _default(info: Any) -> str:
         value = info.default
     if isinstance(value, BaseModel):
         return "see below"
+    if isinstance(value, list) and value and isinstance(value[0], BaseModel):
+        return "`" + json.dumps([item.model_dump(by_alias=True, exclude_none=True) for item in value]) + "`"
     return f"`{json.dumps(value)}`"
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
+    """A field's own model (`key.child`) or its items' model (`key[].child`)."""
+    origin = typing.get_origin(annotation)
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return _nested_model(args[0])
+    if origin is list and _model_of(args[0]):
+        return args[0], "[]"
+    return _model_of(annotation), ""
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
@@ -77,5 +96,18 @@ def _type_name(annotation: Any) -> str:
     return {str: "string", int: "integer", bool: "boolean", float: "number"}.get(annotation, str(annotation))
 
 
+def write_into(path: str) -> None:
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text[:start] + reference_markdown() + text[end:])
+
+
 if __name__ == "__main__":
-    print(reference_markdown())
+    import sys
+
+    if sys.argv[1:2] == ["--write"]:
+        write_into(sys.argv[2])
+    else:
+        print(reference_markdown())

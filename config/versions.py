@@ -55,6 +55,14 @@ ADDON_NAMES: tuple[str, ...] = (*ADDON_VERSIONS[KUBERNETES_VERSIONS[-1]], *_VERS
 _ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 
 
+# --- Node AMIs ---------------------------------------------------------------------------------
+# Releases pinned in EC2NodeClass aliases (`al2023@v20260903`): Karpenter resolves the release's
+# NVIDIA variant for GPU instance types. A new release rolls nodes (drift), so bumps are deliberate.
+AMI_RELEASES: dict[str, str] = {
+    "al2023": "v20260903",  # awslabs/amazon-eks-ami release
+    "bottlerocket": "v1.57.0",  # bottlerocket-os/bottlerocket release
+}
+
 # --- Helm charts -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ChartPin:
@@ -70,6 +78,7 @@ CHARTS: dict[str, ChartPin] = {
     # upgrades a chart's crds/ directory); the controller chart then skips its copy. Keep both equal.
     "karpenter-crd": ChartPin(chart="oci://public.ecr.aws/karpenter/karpenter-crd", version="1.14.1"),
     "karpenter": ChartPin(chart="oci://public.ecr.aws/karpenter/karpenter", version="1.14.1"),
+    "gpu-operator": ChartPin(chart="gpu-operator", repository="https://helm.ngc.nvidia.com/nvidia", version="v26.7.0"),
 }
 
 

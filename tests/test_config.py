@@ -64,7 +64,8 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in("gpu-platform:clusters", value={}),
-        "gpu-platform:clusters: unknown key; known keys: gpu-platform:cluster, gpu-platform:versions",
+        "gpu-platform:clusters: unknown key; known keys: gpu-platform:cluster, gpu-platform:nodePools, "
+        "gpu-platform:cpuPool, gpu-platform:gpu, gpu-platform:versions",
         id="unknown-top-level-key",
     ),
     pytest.param(
@@ -253,11 +254,14 @@ def test_the_readme_config_reference_matches_the_models():
 
 
 def test_every_config_field_has_a_description_for_the_reference():
-    from pydantic import BaseModel
+    from pydantic import BaseModel, RootModel
 
     from config import SECTIONS
 
     def fields(model: type[BaseModel], prefix: str):
+        if issubclass(model, RootModel):
+            yield from fields(model.model_fields["root"].annotation.__args__[0], f"{prefix}[]")
+            return
         for name, info in model.model_fields.items():
             yield f"{prefix}.{info.alias or name}", info
             nested = info.annotation

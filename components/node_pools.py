@@ -1,0 +1,195 @@
+"""Karpenter NodePools and EC2NodeClasses: one per GPU pool, plus the general CPU pool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from config.capacity import GPU_RESOURCE, GpuPoolPlan
+from config.node_pools import CpuPoolConfig, RootVolumeConfig
+
+DISCOVERY_TAG = "karpenter.sh/discovery"
+NODEPOOL_API = "karpenter.sh/v1"
+NODECLASS_API = "karpenter.k8s.aws/v1"
+CPU_POOL_NAME = "cpu"
+# Every GPU node carries this taint: an untainted GPU node would take CPU pods, which would then keep
+# an idle GPU node (and its bill) alive. GPU pods tolerate it; the GPU Operator's operands do too.
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+
+
+class NodePools(pulumi.ComponentResource):
+    """The NodePools Karpenter launches nodes for, each with its own EC2NodeClass."""
+
+    def __init__(
+        self,
+        name: str,
+        gpu_pools: Sequence[GpuPoolPlan],
+        cpu_pool: CpuPoolConfig,
+        *,
+        cluster_name: str,
+        node_role_name: pulumi.Input[str],
+        cpu_ami_release: str,
+        tags: Mapping[str, str],
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        super().__init__("gpu-platform:karpenter:NodePools", name, None, opts)
+        # NodePools and node classes depend on the whole Karpenter install (controller, IAM, queue):
+        # `pulumi destroy` removes them first, so Karpenter is still there to drain and terminate the
+        # instances it launched instead of leaving them running and unowned.
+        self._depends_on = list(depends_on)
+        self._provider = provider
+
+        for pool in gpu_pools:
+            node_class = self._declare(
+                f"{name}-{pool.name}-nodeclass",
+                ec2_node_class(pool.name, pool.config.ami_family, pool.ami_release, pool.config.root_volume, pool.has_instance_store,
+                               cluster_name=cluster_name, role=node_role_name, tags={**tags, "gpu-platform/node-pool": pool.name}),
+            )
+            self._declare(f"{name}-{pool.name}", gpu_node_pool(pool), extra_dependencies=[node_class])
+
+        cpu_class = self._declare(
+            f"{name}-{CPU_POOL_NAME}-nodeclass",
+            ec2_node_class(CPU_POOL_NAME, "al2023", cpu_ami_release, cpu_pool.root_volume, False,
+                           cluster_name=cluster_name, role=node_role_name, tags={**tags, "gpu-platform/node-pool": CPU_POOL_NAME}),
+        )
+        self._declare(f"{name}-{CPU_POOL_NAME}", cpu_node_pool(cpu_pool), extra_dependencies=[cpu_class])
+        self.register_outputs({})
+
+    def _declare(self, logical: str, manifest: dict[str, Any], extra_dependencies: Sequence[pulumi.Resource] = ()):
+        return k8s.apiextensions.CustomResource(
+            logical,
+            api_version=manifest["apiVersion"],
+            kind=manifest["kind"],
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=self._provider, depends_on=[*self._depends_on, *extra_dependencies]
+            ),
+        )
+
+
+def ec2_node_class(
+    name: str,
+    ami_family: str,
+    ami_release: str,
+    volume: RootVolumeConfig,
+    instance_store: bool,
+    *,
+    cluster_name: str,
+    role: Any,
+    tags: Mapping[str, str],
+) -> dict[str, Any]:
+    """An EC2NodeClass: pinned AMI alias, discovery by tag, IMDSv2 only, encrypted gp3, RAID0 local NVMe."""
+    spec: dict[str, Any] = {
+        "amiSelectorTerms": [{"alias": f"{ami_family}@{ami_release}"}],
+        "role": role,
+        "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
+        "securityGroupSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
+        "blockDeviceMappings": block_device_mappings(ami_family, volume),
+        # Hop limit 1: pods cannot reach the node's instance credentials; they use Pod Identity.
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "tags": dict(sorted(tags.items())),
+    }
+    if instance_store:
+        # The local NVMe drives become one striped volume for images and ephemeral storage (model caches).
+        spec["instanceStorePolicy"] = "RAID0"
+    return {
+        "apiVersion": NODECLASS_API,
+        "kind": "EC2NodeClass",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dict[str, Any]]:
+    """AL2023 keeps everything on its root volume; Bottlerocket has a small OS volume and a data volume."""
+    ebs = {
+        "volumeSize": f"{volume.size_gib}Gi",
+        "volumeType": "gp3",
+        "iops": volume.iops,
+        "throughput": volume.throughput,
+        "encrypted": True,
+        "deleteOnTermination": True,
+    }
+    if ami_family == "bottlerocket":
+        os_volume = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+        return [{"deviceName": "/dev/xvda", "ebs": os_volume}, {"deviceName": "/dev/xvdb", "ebs": ebs}]
+    return [{"deviceName": "/dev/xvda", "ebs": ebs, "rootVolume": True}]
+
+
+def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
+    config = pool.config
+    limits: dict[str, Any] = {GPU_RESOURCE: pool.gpu_limit}
+    if config.cpu_limit is not None:
+        limits["cpu"] = config.cpu_limit
+    if config.memory_limit_gib is not None:
+        limits["memory"] = f"{config.memory_limit_gib}Gi"
+    spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": pool.labels},
+            "spec": {
+                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name},
+                "requirements": [
+                    requirement("node.kubernetes.io/instance-type", [t.name for t in pool.instance_types]),
+                    requirement("karpenter.sh/capacity-type", list(config.capacity_types)),
+                    requirement("kubernetes.io/arch", ["amd64"]),
+                    requirement("kubernetes.io/os", ["linux"]),
+                ],
+                "taints": [dict(GPU_TAINT)],
+                "expireAfter": config.expire_after,
+                "terminationGracePeriod": config.termination_grace_period,
+            },
+        },
+        "disruption": {
+            "consolidationPolicy": config.disruption.consolidation_policy,
+            "consolidateAfter": config.disruption.consolidate_after,
+            "budgets": [budget.model_dump(exclude_none=True) for budget in config.disruption.budgets],
+        },
+        "limits": limits,
+    }
+    if config.weight is not None:
+        spec["weight"] = config.weight
+    return {"apiVersion": NODEPOOL_API, "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}
+
+
+def cpu_node_pool(config: CpuPoolConfig) -> dict[str, Any]:
+    """General-purpose nodes for everything that needs no GPU, so nothing CPU-only lands on a GPU node."""
+    return {
+        "apiVersion": NODEPOOL_API,
+        "kind": "NodePool",
+        "metadata": {"name": CPU_POOL_NAME},
+        "spec": {
+            "template": {
+                "metadata": {"labels": {"gpu-platform/node-pool": CPU_POOL_NAME}},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": CPU_POOL_NAME},
+                    "requirements": [
+                        requirement("karpenter.k8s.aws/instance-family", list(config.instance_families)),
+                        requirement("karpenter.sh/capacity-type", list(config.capacity_types)),
+                        requirement("kubernetes.io/arch", ["amd64"]),
+                        requirement("kubernetes.io/os", ["linux"]),
+                    ],
+                    "expireAfter": config.expire_after,
+                },
+            },
+            "disruption": {
+                "consolidationPolicy": config.consolidation_policy,
+                "consolidateAfter": config.consolidate_after,
+            },
+            "limits": {"cpu": config.cpu_limit, "memory": f"{config.memory_limit_gib}Gi"},
+        },
+    }
+
+
+def requirement(key: str, values: list[str]) -> dict[str, Any]:
+    return {"key": key, "operator": "In", "values": values}

@@ -1,0 +1,210 @@
+"""GPU capacity, derived once: each pool's instance types, GPU model, limit, schedulable units, labels, cost.
+
+Everything that reads GPU capacity (NodePools, the GPU Operator's sharing configs, the summary, and
+later quotas and queues) reads a `GpuPoolPlan`; nothing recomputes it from raw config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .catalog import FAMILIES, INSTANCE_TYPES
+from .catalog_types import GpuModel, InstanceType
+from .errors import Problems, show
+from .node_pools import NodePoolConfig
+from .versions import AMI_RELEASES
+
+# Node labels the platform sets on every GPU node, and what reads them.
+POOL_LABEL = "gpu-platform/node-pool"  # Kueue ResourceFlavors select a pool's nodes by this
+GPU_MODEL_LABEL = "gpu-platform/gpu-model"
+# The GPU Operator's device plugin reads its named sharing configuration from this label...
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# ...and its MIG manager the named MIG layout from this one.
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# Set to "false" where the node OS brings its own device plugin (Bottlerocket).
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+
+GPU_RESOURCE = "nvidia.com/gpu"
+HOURS_PER_MONTH = 730
+
+
+@dataclass(frozen=True)
+class GpuPoolPlan:
+    config: NodePoolConfig
+    instance_types: tuple[InstanceType, ...]
+    gpu: GpuModel
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def gpu_limit(self) -> int:
+        """The NodePool's `nvidia.com/gpu` limit: physical GPUs, which is what Karpenter counts."""
+        return self.config.gpus
+
+    @property
+    def ami_release(self) -> str:
+        """The AMI release the pool's node class pins: its own, else the versions table's."""
+        return self.config.ami_version or AMI_RELEASES[self.config.ami_family]
+
+    @property
+    def sharing_config_name(self) -> str:
+        """The device-plugin configuration (time-slicing) or MIG layout this pool's nodes select."""
+        return self.name
+
+    @property
+    def schedulable_units(self) -> dict[str, int]:
+        """What the scheduler (and Kueue) can hand out when the pool is at its limit, by resource name."""
+        sharing = self.config.sharing
+        if sharing.mode == "timeSlicing":
+            assert sharing.replicas is not None
+            return {GPU_RESOURCE: self.gpu_limit * sharing.replicas}
+        if sharing.mode == "mig":
+            assert sharing.mig_layout is not None
+            return {mig_resource(profile): self.gpu_limit * count for profile, count in sorted(sharing.mig_layout.items())}
+        return {GPU_RESOURCE: self.gpu_limit}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        labels = {POOL_LABEL: self.name, GPU_MODEL_LABEL: self.gpu.label}
+        if self.config.sharing.mode == "timeSlicing":
+            labels[DEVICE_PLUGIN_CONFIG_LABEL] = self.sharing_config_name
+        if self.config.sharing.mode == "mig":
+            labels[MIG_CONFIG_LABEL] = self.sharing_config_name
+        if self.config.ami_family == "bottlerocket":
+            # Bottlerocket's NVIDIA variant runs its own device plugin; a second one would advertise every GPU twice.
+            labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+        return labels
+
+    @property
+    def has_instance_store(self) -> bool:
+        return any(t.instance_store_gb > 0 for t in self.instance_types)
+
+    @property
+    def hourly_cost_at_limit(self) -> float | None:
+        """On-demand USD/hour with the pool full of its cheapest-per-GPU type; None when a type has no price."""
+        priced = [t for t in self.instance_types if t.on_demand_usd_per_hour is not None]
+        if not priced:
+            return None
+        per_gpu = min(t.on_demand_usd_per_hour / t.gpus for t in priced)  # type: ignore[operator]
+        return round(per_gpu * self.gpu_limit, 2)
+
+
+def mig_resource(profile: str) -> str:
+    """`1g.10gb` -> `nvidia.com/mig-1g.10gb`, the resource the mixed MIG strategy advertises."""
+    return f"nvidia.com/mig-{profile}"
+
+
+def plan_gpu_pools(pools: list[NodePoolConfig], root: str, protected: bool, problems: Problems) -> tuple[GpuPoolPlan, ...]:
+    """Check every pool against the catalog and each other; return the plans of the pools that passed."""
+    plans = []
+    seen: dict[str, int] = {}
+    for index, pool in enumerate(pools):
+        key = f"{root}[{index}]"
+        if pool.name in seen:
+            problems.add(f"{key}.name", f"{show(pool.name)} is already the name of {root}[{seen[pool.name]}]; pool names must be unique")
+        seen.setdefault(pool.name, index)
+        plan = _plan_pool(pool, key, protected, problems)
+        if plan is not None:
+            plans.append(plan)
+    return tuple(plans)
+
+
+def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, problems: Problems) -> GpuPoolPlan | None:
+    before = len(problems.lines)
+    types = _resolve_instance_types(pool, key, problems)
+    if len(problems.lines) > before or not types:
+        return None
+
+    models = sorted({t.gpu.name for t in types})
+    if len(models) > 1:
+        problems.add(
+            key,
+            f"mixes GPU models {', '.join(models)}; a pool has one GPU model (its label, sharing layout and price "
+            "depend on it): split it into one pool per model",
+        )
+        return None
+    gpu = types[0].gpu
+
+    smallest = min(t.gpus for t in types)
+    if pool.gpus < smallest:
+        problems.add(
+            f"{key}.gpus",
+            f"{pool.gpus} is less than the {smallest} GPUs of the pool's smallest instance type; Karpenter could never "
+            f"launch a node: declare at least {smallest}",
+        )
+    if pool.ami_version == "latest" and protected:
+        problems.add(
+            f"{key}.amiVersion",
+            "'latest' rolls every node to each new AMI the day it ships; production stacks (cluster.protect: true) "
+            "pin a release such as 'v20260903'",
+        )
+    _check_sharing(pool, gpu, key, problems)
+    for index, budget in enumerate(pool.disruption.budgets):
+        if budget.reasons is not None and len(set(budget.reasons)) != len(budget.reasons):
+            problems.add(f"{key}.disruption.budgets[{index}].reasons", "lists a reason twice")
+    return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu)
+
+
+def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) -> tuple[InstanceType, ...]:
+    if bool(pool.instance_types) == bool(pool.instance_families):
+        problems.add(key, "give exactly one of instanceTypes or instanceFamilies")
+        return ()
+    resolved: list[InstanceType] = []
+    for index, name in enumerate(pool.instance_types):
+        if name not in INSTANCE_TYPES:
+            problems.add(
+                f"{key}.instanceTypes[{index}]",
+                f"{show(name)} is not in the GPU catalog (config/catalog.py); known: {', '.join(INSTANCE_TYPES)}",
+            )
+        else:
+            resolved.append(INSTANCE_TYPES[name])
+    for index, family in enumerate(pool.instance_families):
+        if family not in FAMILIES:
+            problems.add(
+                f"{key}.instanceFamilies[{index}]",
+                f"{show(family)} is not a GPU family in the catalog (config/catalog.py); known: {', '.join(FAMILIES)}",
+            )
+        else:
+            resolved.extend(FAMILIES[family])
+    names = [t.name for t in resolved]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        problems.add(key, f"names {', '.join(duplicates)} more than once")
+    return tuple(dict.fromkeys(resolved))
+
+
+def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, problems: Problems) -> None:
+    sharing = pool.sharing
+    if sharing.mode != "mig":
+        return
+    assert sharing.mig_layout is not None
+    if not gpu.supports_mig:
+        problems.add(
+            f"{key}.sharing.mode",
+            f"'mig' is not possible on pool {pool.name}: its {gpu.name} GPUs do not support MIG "
+            "(MIG needs A100, H100 or H200); use timeSlicing or none",
+        )
+        return
+    compute = memory = 0
+    for profile, count in sharing.mig_layout.items():
+        path = f"{key}.sharing.migLayout.{profile}"
+        spec = gpu.mig_profiles.get(profile)
+        if spec is None:
+            problems.add(
+                path,
+                f"{show(profile)} is not a MIG profile of the {gpu.name} in pool {pool.name}; allowed: "
+                f"{', '.join(gpu.mig_profiles)}",
+            )
+            continue
+        if not 1 <= count <= spec.max_instances:
+            problems.add(path, f"{count} instances of {profile} per GPU; a {gpu.name} fits 1 to {spec.max_instances}")
+        compute += spec.compute_slices * count
+        memory += spec.memory_slices * count
+    if compute > gpu.compute_slices or memory > gpu.memory_slices:
+        problems.add(
+            f"{key}.sharing.migLayout",
+            f"oversubscribes each {gpu.name} of pool {pool.name}: {compute} of {gpu.compute_slices} compute slices and "
+            f"{memory} of {gpu.memory_slices} memory slices; remove profiles until both fit",
+        )

@@ -1,0 +1,127 @@
+"""The GPU instance catalog: what each supported instance type offers, and how its GPUs partition.
+
+It drives validation (a pool may only name types listed here, a MIG layout only profiles its GPU
+has), the NodePool limits and the cost figures of the summary.
+
+Sources:
+- Instance specs: Karpenter's generated instance-type reference (aws/karpenter-provider-aws,
+  website/content/en/docs/reference/instance-types.md, 2026-07-11), from the EC2 API.
+- Prices: us-east-1, Linux, on-demand, shared tenancy, from the AWS Price List API as captured in
+  aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go, generated
+  2026-07-20 (after the June 2025 cut of P4d/P4de/P5/P5en prices). p5e.48xlarge has no on-demand
+  price: it is sold through Capacity Blocks and reservations only.
+- MIG profiles: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles" (r580), read 2026-08.
+  A10G, L4 and L40S do not support MIG.
+"""
+
+from __future__ import annotations
+
+from .catalog_types import GpuModel, InstanceType, MigProfile
+
+PRICE_REGION = "us-east-1"
+PRICE_DATE = "2026-07-20"
+
+
+def _profiles(*rows: tuple[str, int, int, int]) -> dict[str, MigProfile]:
+    """(name, instances per GPU at most, compute slices of 7, memory slices of 8) per profile."""
+    return {name: MigProfile(name, most, compute, memory) for name, most, compute, memory in rows}
+
+
+# The 80 GB A100 and the H100 cut the same way; "+me" profiles carry the media engines (one per GPU).
+_EIGHTY_GB = _profiles(
+    ("1g.10gb", 7, 1, 1),
+    ("1g.10gb+me", 1, 1, 1),
+    ("1g.20gb", 4, 1, 2),
+    ("2g.20gb", 3, 2, 2),
+    ("3g.40gb", 2, 3, 4),
+    ("4g.40gb", 1, 4, 4),
+    ("7g.80gb", 1, 7, 8),
+)
+
+A10G = GpuModel("A10G", label="a10g", memory_gib=24)
+L4 = GpuModel("L4", label="l4", memory_gib=24)
+L40S = GpuModel("L40S", label="l40s", memory_gib=48)
+A100_40GB = GpuModel(
+    "A100-40GB",
+    label="a100-40gb",
+    memory_gib=40,
+    mig_profiles=_profiles(
+        ("1g.5gb", 7, 1, 1),
+        ("1g.5gb+me", 1, 1, 1),
+        ("1g.10gb", 4, 1, 2),
+        ("2g.10gb", 3, 2, 2),
+        ("3g.20gb", 2, 3, 4),
+        ("4g.20gb", 1, 4, 4),
+        ("7g.40gb", 1, 7, 8),
+    ),
+)
+A100_80GB = GpuModel("A100-80GB", label="a100-80gb", memory_gib=80, mig_profiles=_EIGHTY_GB)
+H100_80GB = GpuModel("H100-80GB", label="h100-80gb", memory_gib=80, mig_profiles=_EIGHTY_GB)
+H200_141GB = GpuModel(
+    "H200-141GB",
+    label="h200-141gb",
+    memory_gib=141,
+    mig_profiles=_profiles(
+        ("1g.18gb", 7, 1, 1),
+        ("1g.18gb+me", 1, 1, 1),
+        ("1g.35gb", 4, 1, 2),
+        ("2g.35gb", 3, 2, 2),
+        ("3g.71gb", 2, 3, 4),
+        ("4g.71gb", 1, 4, 4),
+        ("7g.141gb", 1, 7, 8),
+    ),
+)
+
+GPU_MODELS: dict[str, GpuModel] = {m.name: m for m in (A10G, L4, L40S, A100_40GB, A100_80GB, H100_80GB, H200_141GB)}
+
+
+def _row(name: str, gpu: GpuModel, gpus: int, vcpu: int, memory_gib: int, *, efa: bool, store_gb: int, usd: float | None) -> InstanceType:
+    return InstanceType(name, gpu, gpus, vcpu, memory_gib, efa, store_gb, usd)
+
+
+# name, GPU, GPUs, vCPU, memory GiB, EFA, local NVMe GB, on-demand USD/hour in PRICE_REGION
+_INSTANCE_TYPES = (
+    # g5
+    _row("g5.xlarge", A10G, 1, 4, 16, efa=False, store_gb=250, usd=1.006),
+    _row("g5.2xlarge", A10G, 1, 8, 32, efa=False, store_gb=450, usd=1.212),
+    _row("g5.4xlarge", A10G, 1, 16, 64, efa=False, store_gb=600, usd=1.624),
+    _row("g5.8xlarge", A10G, 1, 32, 128, efa=True, store_gb=900, usd=2.448),
+    _row("g5.12xlarge", A10G, 4, 48, 192, efa=True, store_gb=3800, usd=5.672),
+    _row("g5.16xlarge", A10G, 1, 64, 256, efa=True, store_gb=1900, usd=4.096),
+    _row("g5.24xlarge", A10G, 4, 96, 384, efa=True, store_gb=3800, usd=8.144),
+    _row("g5.48xlarge", A10G, 8, 192, 768, efa=True, store_gb=7600, usd=16.288),
+    # g6
+    _row("g6.xlarge", L4, 1, 4, 16, efa=False, store_gb=250, usd=0.8048),
+    _row("g6.2xlarge", L4, 1, 8, 32, efa=False, store_gb=450, usd=0.9776),
+    _row("g6.4xlarge", L4, 1, 16, 64, efa=False, store_gb=600, usd=1.3232),
+    _row("g6.8xlarge", L4, 1, 32, 128, efa=True, store_gb=900, usd=2.0144),
+    _row("g6.12xlarge", L4, 4, 48, 192, efa=True, store_gb=3760, usd=4.6016),
+    _row("g6.16xlarge", L4, 1, 64, 256, efa=True, store_gb=1880, usd=3.3968),
+    _row("g6.24xlarge", L4, 4, 96, 384, efa=True, store_gb=3760, usd=6.6752),
+    _row("g6.48xlarge", L4, 8, 192, 768, efa=True, store_gb=7520, usd=13.3504),
+    # g6e
+    _row("g6e.xlarge", L40S, 1, 4, 32, efa=False, store_gb=250, usd=1.861),
+    _row("g6e.2xlarge", L40S, 1, 8, 64, efa=False, store_gb=450, usd=2.24208),
+    _row("g6e.4xlarge", L40S, 1, 16, 128, efa=False, store_gb=600, usd=3.00424),
+    _row("g6e.8xlarge", L40S, 1, 32, 256, efa=True, store_gb=900, usd=4.52856),
+    _row("g6e.12xlarge", L40S, 4, 48, 384, efa=True, store_gb=3800, usd=10.49264),
+    _row("g6e.16xlarge", L40S, 1, 64, 512, efa=True, store_gb=1900, usd=7.57719),
+    _row("g6e.24xlarge", L40S, 4, 96, 768, efa=True, store_gb=3800, usd=15.06559),
+    _row("g6e.48xlarge", L40S, 8, 192, 1536, efa=True, store_gb=7600, usd=30.13118),
+    # p4d
+    _row("p4d.24xlarge", A100_40GB, 8, 96, 1152, efa=True, store_gb=8000, usd=21.957642),
+    # p4de
+    _row("p4de.24xlarge", A100_80GB, 8, 96, 1152, efa=True, store_gb=8000, usd=27.44705),
+    # p5
+    _row("p5.4xlarge", H100_80GB, 1, 16, 256, efa=True, store_gb=3800, usd=6.88),
+    _row("p5.48xlarge", H100_80GB, 8, 192, 2048, efa=True, store_gb=30400, usd=55.04),
+    # p5e
+    _row("p5e.48xlarge", H200_141GB, 8, 192, 2048, efa=True, store_gb=30400, usd=None),
+    # p5en
+    _row("p5en.48xlarge", H200_141GB, 8, 192, 2048, efa=True, store_gb=30400, usd=63.296),
+)
+
+INSTANCE_TYPES: dict[str, InstanceType] = {t.name: t for t in _INSTANCE_TYPES}
+FAMILIES: dict[str, tuple[InstanceType, ...]] = {
+    family: tuple(t for t in _INSTANCE_TYPES if t.family == family) for family in dict.fromkeys(t.family for t in _INSTANCE_TYPES)
+}

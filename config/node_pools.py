@@ -1,0 +1,243 @@
+"""`gpu-platform:nodePools`, `gpu-platform:cpuPool` and `gpu-platform:gpu`: where GPU capacity comes from.
+
+Each GPU pool becomes a Karpenter NodePool and EC2NodeClass. The pool declares its GPU capacity once
+(`gpus`); the NodePool's `nvidia.com/gpu` limit, the schedulable units its sharing mode yields, its
+cost and (later) every quota and queue are derived from that one number.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from .base import ConfigModel
+
+_DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
+# Karpenter's own patterns (karpenter.sh_nodepools.yaml at v1.14.1), so a typo fails here, not in the API server.
+_BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+_DURATION = re.compile(r"^(([0-9]+(s|m|h))+)$")
+_BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+_CRON_FIELD = r"[0-9A-Za-z*/,\-]+"
+_CRON = re.compile(rf"^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|{_CRON_FIELD}( {_CRON_FIELD}){{4}})$")
+# g5, p4d, inf2, trn1, dl1, gr6...: instance families that carry accelerators.
+_ACCELERATOR_FAMILY = re.compile(r"^(g|gr|p|inf|trn|dl|vt|f)[0-9]")
+_AMI_VERSION = re.compile(r"^(latest|v[0-9][0-9.]*)$")
+
+
+def _duration(allow_never: bool):
+    def check(value: str) -> str:
+        if allow_never and value == "Never":
+            return value
+        if not _DURATION.match(value):
+            never = " or 'Never'" if allow_never else ""
+            raise ValueError(f"is not a duration such as '30s', '10m' or '720h'{never}")
+        return value
+
+    return AfterValidator(check)
+
+
+Duration = Annotated[str, _duration(allow_never=False)]
+DurationOrNever = Annotated[str, _duration(allow_never=True)]
+
+
+class BudgetConfig(ConfigModel):
+    """One disruption budget: how many nodes Karpenter may disrupt at once, optionally only in a window."""
+
+    nodes: str = Field(description="Nodes that may be disrupted at once: a count ('0', '2') or a percentage ('20%').")
+    schedule: str | None = Field(
+        None, description="Cron schedule (UTC) when this budget starts to apply, e.g. '0 9 * * mon-fri'; needs `duration`."
+    )
+    duration: str | None = Field(None, description="How long the budget applies after each `schedule` start, e.g. '8h'.")
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] | None = Field(
+        None, description="Disruption reasons this budget limits; all reasons when unset."
+    )
+
+    @field_validator("nodes")
+    @classmethod
+    def _valid_nodes(cls, nodes: str) -> str:
+        if not _BUDGET_NODES.match(nodes):
+            raise ValueError("is not a node count ('0', '3') or a percentage ('20%')")
+        return nodes
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_schedule(cls, schedule: str | None) -> str | None:
+        if schedule is not None and not _CRON.match(schedule):
+            raise ValueError("is not a cron schedule with five fields, e.g. '0 9 * * mon-fri'")
+        return schedule
+
+    @field_validator("duration")
+    @classmethod
+    def _valid_duration(cls, duration: str | None) -> str | None:
+        if duration is not None and not _BUDGET_DURATION.match(duration):
+            raise ValueError("is not a budget duration in hours and minutes, e.g. '8h' or '1h30m'")
+        return duration
+
+    @model_validator(mode="after")
+    def _schedule_needs_duration(self) -> BudgetConfig:
+        if (self.schedule is None) != (self.duration is None):
+            raise ValueError("schedule and duration must be set together (a window has a start and a length)")
+        return self
+
+
+def _default_budgets() -> list[BudgetConfig]:
+    # Up to a fifth of the pool at a time, and nothing during weekday working hours (UTC).
+    return [
+        BudgetConfig(nodes="20%"),
+        BudgetConfig(nodes="0", schedule="0 9 * * mon-fri", duration="8h"),
+    ]
+
+
+class DisruptionConfig(ConfigModel):
+    """When Karpenter may take a pool's nodes away."""
+
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        "WhenEmpty",
+        description="`WhenEmpty` removes only idle nodes (safe for long training runs); `WhenEmptyOrUnderutilized` "
+        "also repacks pods onto fewer nodes.",
+    )
+    consolidate_after: DurationOrNever = Field(
+        "10m", description="How long a node must be empty (or underutilized) before Karpenter consolidates it."
+    )
+    budgets: list[BudgetConfig] = Field(
+        default_factory=_default_budgets,
+        description="Disruption budgets; default: 20% at a time, and none on weekdays from 09:00 UTC for 8h.",
+    )
+
+
+class RootVolumeConfig(ConfigModel):
+    """The encrypted gp3 volume of each node (images, container layers, model caches)."""
+
+    size_gib: int = Field(200, alias="sizeGiB", ge=20, le=16384, description="Volume size, GiB.")
+    iops: int = Field(3000, ge=3000, le=16000, description="Provisioned gp3 IOPS.")
+    throughput: int = Field(125, ge=125, le=1000, description="Provisioned gp3 throughput, MiB/s.")
+
+
+class SharingConfig(ConfigModel):
+    """How a pool's GPUs are shared between pods."""
+
+    mode: Literal["none", "timeSlicing", "mig"] = Field(
+        "none",
+        description="`none`: one pod per GPU. `timeSlicing`: each GPU advertised `replicas` times (no memory "
+        "isolation). `mig`: each GPU partitioned by `migLayout` (A100, H100, H200 only).",
+    )
+    replicas: int | None = Field(None, ge=2, le=48, description="timeSlicing: schedulable units per physical GPU.")
+    mig_layout: dict[str, int] | None = Field(
+        None,
+        description="mig: MIG profile -> instances on each GPU, e.g. `{3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}`.",
+    )
+
+    @model_validator(mode="after")
+    def _fields_match_mode(self) -> SharingConfig:
+        if self.mode == "timeSlicing" and self.replicas is None:
+            raise ValueError("timeSlicing needs `replicas` (schedulable units per GPU), e.g. 4")
+        if self.mode == "mig" and not self.mig_layout:
+            raise ValueError("mig needs `migLayout`, e.g. {1g.10gb: 7}")
+        if self.mode != "timeSlicing" and self.replicas is not None:
+            raise ValueError(f"`replicas` applies to timeSlicing only, not {self.mode}")
+        if self.mode != "mig" and self.mig_layout is not None:
+            raise ValueError(f"`migLayout` applies to mig only, not {self.mode}")
+        return self
+
+
+class NodePoolConfig(ConfigModel):
+    """A GPU pool: one Karpenter NodePool and its EC2NodeClass."""
+
+    name: str = Field(description="Pool name (a DNS label, e.g. `gpu-h100`): the NodePool's and EC2NodeClass's name.")
+    instance_types: list[str] = Field(
+        default_factory=list, description="Exact instance types, e.g. `[p5.48xlarge]`; or give `instanceFamilies`."
+    )
+    instance_families: list[str] = Field(
+        default_factory=list, description="Instance families, e.g. `[g6e]`: every catalog size of each family."
+    )
+    capacity_types: list[Literal["on-demand", "spot"]] = Field(
+        default_factory=lambda: ["on-demand"], min_length=1, description="`on-demand`, `spot`, or both."
+    )
+    ami_family: Literal["al2023", "bottlerocket"] = Field(
+        "al2023", description="Node OS; Karpenter picks the NVIDIA variant of the family's AMI for GPU instances."
+    )
+    ami_version: str | None = Field(
+        None,
+        description="AMI release pinned in the node class alias (e.g. `v20251120` for al2023); defaults to "
+        "config/versions.py. `latest` is refused on protected (production) stacks.",
+    )
+    gpus: int = Field(ge=1, le=100000, description="Declared GPU capacity: the NodePool's `nvidia.com/gpu` limit.")
+    cpu_limit: int | None = Field(None, ge=1, description="Optional NodePool limit on vCPUs.")
+    memory_limit_gib: int | None = Field(None, alias="memoryLimitGiB", ge=1, description="Optional NodePool limit on memory, GiB.")
+    disruption: DisruptionConfig = Field(default_factory=DisruptionConfig, description="Consolidation and budgets.")
+    expire_after: DurationOrNever = Field("720h", description="Replace nodes after this age (picks up new AMIs), or `Never`.")
+    termination_grace_period: Duration = Field(
+        "1h", description="Longest a draining node waits for its pods before it is terminated anyway."
+    )
+    weight: int | None = Field(None, ge=1, le=100, description="NodePool weight: higher pools are tried first.")
+    root_volume: RootVolumeConfig = Field(default_factory=RootVolumeConfig, description="Node volume.")
+    sharing: SharingConfig = Field(default_factory=SharingConfig, description="GPU sharing mode.")
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, name: str) -> str:
+        if not _DNS_LABEL.match(name):
+            raise ValueError("is not a DNS label: lowercase letters, digits and '-', at most 40 characters")
+        return name
+
+    @field_validator("ami_version")
+    @classmethod
+    def _valid_ami_version(cls, version: str | None) -> str | None:
+        if version is not None and not _AMI_VERSION.match(version):
+            raise ValueError("is not an AMI release such as 'v20251120' (al2023) or 'v1.51.0' (bottlerocket), or 'latest'")
+        return version
+
+    @field_validator("capacity_types")
+    @classmethod
+    def _unique_capacity_types(cls, capacity_types: list[str]) -> list[str]:
+        if len(set(capacity_types)) != len(capacity_types):
+            raise ValueError("lists a capacity type twice")
+        return capacity_types
+
+
+class CpuPoolConfig(ConfigModel):
+    """The general-purpose pool for pods that need no GPU, so they never land on (and keep alive) GPU nodes."""
+
+    instance_families: list[str] = Field(
+        default_factory=lambda: ["m7i", "m6i", "c7i", "r7i"], min_length=1, description="Non-GPU instance families."
+    )
+
+    @field_validator("instance_families")
+    @classmethod
+    def _no_accelerators(cls, families: list[str]) -> list[str]:
+        for family in families:
+            if _ACCELERATOR_FAMILY.match(family):
+                raise ValueError(f"contains {family!r}, an accelerator family; GPU capacity belongs in nodePools")
+        return families
+    capacity_types: list[Literal["on-demand", "spot"]] = Field(
+        default_factory=lambda: ["on-demand"], min_length=1, description="`on-demand`, `spot`, or both."
+    )
+    cpu_limit: int = Field(1000, ge=1, description="NodePool limit on vCPUs.")
+    memory_limit_gib: int = Field(4000, alias="memoryLimitGiB", ge=1, description="NodePool limit on memory, GiB.")
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized"] = Field(
+        "WhenEmptyOrUnderutilized", description="CPU pods are cheap to move: repack them by default."
+    )
+    consolidate_after: DurationOrNever = Field("1m", description="How long before Karpenter consolidates a node.")
+    expire_after: DurationOrNever = Field("720h", description="Replace nodes after this age, or `Never`.")
+    root_volume: RootVolumeConfig = Field(
+        default_factory=lambda: RootVolumeConfig(sizeGiB=100), description="Node volume."
+    )
+
+
+class DraConfig(ConfigModel):
+    """Dynamic Resource Allocation: GPUs requested through ResourceClaims instead of `nvidia.com/gpu`."""
+
+    enabled: bool = Field(False, description="Install NVIDIA's DRA driver for GPUs (Kubernetes 1.34 or newer).")
+
+
+class GpuConfig(ConfigModel):
+    """Cluster-wide GPU settings of the NVIDIA GPU Operator."""
+
+    mig_strategy: Literal["single", "mixed"] = Field(
+        "mixed",
+        description="How MIG devices are advertised: `single` as `nvidia.com/gpu` (every GPU of a node cut the same), "
+        "`mixed` as `nvidia.com/mig-<profile>` per profile.",
+    )
+    dra: DraConfig = Field(default_factory=DraConfig, description="Dynamic Resource Allocation.")
