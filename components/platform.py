@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pulumi
+import pulumi_aws as aws
 
 from config import PlatformConfig
+from config.versions import AMI_RELEASES
 
 from .addons import BEFORE_NODES, ClusterAddons, DefaultStorageClass
 from .cluster import Cluster
+from .karpenter import Karpenter
 from .network import Network
+from .node_pools import NodePools
 from .system_nodes import SystemNodeGroup
 
 
@@ -75,6 +79,33 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-storage",
             provider=self.cluster.provider,
             depends_on=[workload_addons.addons["aws-ebs-csi-driver"]],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        # Controllers go on the system nodes, so they wait for them and for cluster DNS.
+        controllers_ready = [self.system_nodes.node_group, *workload_addons.addons.values()]
+        self.karpenter = Karpenter(
+            f"{name}-karpenter",
+            cluster_name=name,
+            region=config.region,
+            account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
+            partition=aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition,
+            chart_versions=config.charts,
+            k8s_provider=self.cluster.provider,
+            tags=tags,
+            depends_on=controllers_ready,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.node_pools = NodePools(
+            f"{name}-pools",
+            config.gpu_pools,
+            config.cpu_pool,
+            cluster_name=name,
+            node_role_name=self.karpenter.node_role_name,
+            cpu_ami_release=AMI_RELEASES["al2023"],
+            tags=tags,
+            provider=self.cluster.provider,
+            depends_on=self.karpenter.destroy_after,
             opts=pulumi.ResourceOptions(parent=self),
         )
 

@@ -33,6 +33,7 @@ class GpuPoolPlan:
     config: NodePoolConfig
     instance_types: tuple[InstanceType, ...]
     gpu: GpuModel
+    mig_strategy: str = "mixed"
 
     @property
     def name(self) -> str:
@@ -62,6 +63,9 @@ class GpuPoolPlan:
             return {GPU_RESOURCE: self.gpu_limit * sharing.replicas}
         if sharing.mode == "mig":
             assert sharing.mig_layout is not None
+            if self.mig_strategy == "single":
+                # The single strategy advertises each MIG device as a whole `nvidia.com/gpu`.
+                return {GPU_RESOURCE: self.gpu_limit * sum(sharing.mig_layout.values())}
             return {mig_resource(profile): self.gpu_limit * count for profile, count in sorted(sharing.mig_layout.items())}
         return {GPU_RESOURCE: self.gpu_limit}
 
@@ -96,7 +100,9 @@ def mig_resource(profile: str) -> str:
     return f"nvidia.com/mig-{profile}"
 
 
-def plan_gpu_pools(pools: list[NodePoolConfig], root: str, protected: bool, problems: Problems) -> tuple[GpuPoolPlan, ...]:
+def plan_gpu_pools(
+    pools: list[NodePoolConfig], root: str, protected: bool, mig_strategy: str, problems: Problems
+) -> tuple[GpuPoolPlan, ...]:
     """Check every pool against the catalog and each other; return the plans of the pools that passed."""
     plans = []
     seen: dict[str, int] = {}
@@ -105,13 +111,13 @@ def plan_gpu_pools(pools: list[NodePoolConfig], root: str, protected: bool, prob
         if pool.name in seen:
             problems.add(f"{key}.name", f"{show(pool.name)} is already the name of {root}[{seen[pool.name]}]; pool names must be unique")
         seen.setdefault(pool.name, index)
-        plan = _plan_pool(pool, key, protected, problems)
+        plan = _plan_pool(pool, key, protected, mig_strategy, problems)
         if plan is not None:
             plans.append(plan)
     return tuple(plans)
 
 
-def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, problems: Problems) -> GpuPoolPlan | None:
+def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: str, problems: Problems) -> GpuPoolPlan | None:
     before = len(problems.lines)
     types = _resolve_instance_types(pool, key, problems)
     if len(problems.lines) > before or not types:
@@ -140,11 +146,11 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, problems: Proble
             "'latest' rolls every node to each new AMI the day it ships; production stacks (cluster.protect: true) "
             "pin a release such as 'v20260903'",
         )
-    _check_sharing(pool, gpu, key, problems)
+    _check_sharing(pool, gpu, key, mig_strategy, problems)
     for index, budget in enumerate(pool.disruption.budgets):
         if budget.reasons is not None and len(set(budget.reasons)) != len(budget.reasons):
             problems.add(f"{key}.disruption.budgets[{index}].reasons", "lists a reason twice")
-    return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu)
+    return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu, mig_strategy=mig_strategy)
 
 
 def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) -> tuple[InstanceType, ...]:
@@ -172,10 +178,10 @@ def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) 
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         problems.add(key, f"names {', '.join(duplicates)} more than once")
-    return tuple(dict.fromkeys(resolved))
+    return tuple({t.name: t for t in resolved}.values())
 
 
-def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, problems: Problems) -> None:
+def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, mig_strategy: str, problems: Problems) -> None:
     sharing = pool.sharing
     if sharing.mode != "mig":
         return
@@ -187,6 +193,13 @@ def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, problems: Prob
             "(MIG needs A100, H100 or H200); use timeSlicing or none",
         )
         return
+    if mig_strategy == "single" and len(sharing.mig_layout) > 1:
+        problems.add(
+            f"{key}.sharing.migLayout",
+            f"gpu-platform:gpu.migStrategy 'single' advertises MIG devices as nvidia.com/gpu, so every device of pool "
+            f"{pool.name} must be one profile; it has {', '.join(sharing.mig_layout)}: use one profile or migStrategy 'mixed'",
+        )
+    before = len(problems.lines)
     compute = memory = 0
     for profile, count in sharing.mig_layout.items():
         path = f"{key}.sharing.migLayout.{profile}"
@@ -202,7 +215,7 @@ def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, problems: Prob
             problems.add(path, f"{count} instances of {profile} per GPU; a {gpu.name} fits 1 to {spec.max_instances}")
         compute += spec.compute_slices * count
         memory += spec.memory_slices * count
-    if compute > gpu.compute_slices or memory > gpu.memory_slices:
+    if len(problems.lines) == before and (compute > gpu.compute_slices or memory > gpu.memory_slices):
         problems.add(
             f"{key}.sharing.migLayout",
             f"oversubscribes each {gpu.name} of pool {pool.name}: {compute} of {gpu.compute_slices} compute slices and "

@@ -20,7 +20,7 @@ from .cluster import ClusterConfig
 from .errors import Problems, show
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
-from .versions import AddonVersion, VersionsConfig, resolve_addon_versions
+from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
 
 # The first Kubernetes version whose resource.k8s.io API (v1) the NVIDIA DRA driver needs.
 DRA_MIN_KUBERNETES = (1, 34)
@@ -76,6 +76,7 @@ class PlatformConfig:
     gpu_pools: tuple[GpuPoolPlan, ...]
     cpu_pool: CpuPoolConfig
     gpu: GpuConfig
+    charts: dict[str, ChartPin]
 
     @property
     def tags(self) -> dict[str, str]:
@@ -124,10 +125,10 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
         addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
     pools = sections.get("nodePools")
-    if isinstance(pools, NodePoolsConfig):
-        protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
-        gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, problems)
     gpu = sections.get("gpu")
+    if isinstance(pools, NodePoolsConfig) and isinstance(gpu, GpuConfig):
+        protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
+        gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
     if isinstance(gpu, GpuConfig) and isinstance(cluster, ClusterConfig):
         _check_gpu(gpu, cluster, problems)
     problems.raise_if_any()
@@ -145,6 +146,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         gpu_pools=gpu_pools,
         cpu_pool=cpu_pool,
         gpu=gpu,
+        charts=resolve_charts(versions),
     )
 
 

@@ -52,6 +52,7 @@ KUBERNETES_VERSIONS: tuple[str, ...] = tuple(ADDON_VERSIONS)
 
 ADDON_NAMES: tuple[str, ...] = (*ADDON_VERSIONS[KUBERNETES_VERSIONS[-1]], *_VERSION_INDEPENDENT_ADDONS)
 
+_CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 _ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 
 
@@ -98,6 +99,22 @@ class VersionsConfig(ConfigModel):
         f"cluster's Kubernetes version (e.g. `vpc-cni: v1.21.1-eksbuild.7`). Add-ons: {', '.join(ADDON_NAMES)}.",
     )
 
+    charts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Helm chart versions by chart name, overriding config/versions.py (e.g. `karpenter: 1.14.2`). "
+        f"Charts: {', '.join(CHARTS)}.",
+    )
+
+    @field_validator("charts")
+    @classmethod
+    def _known_charts(cls, charts: dict[str, str]) -> dict[str, str]:
+        for name, version in charts.items():
+            if name not in CHARTS:
+                raise ValueError(f"names chart {name!r}, which the platform does not install; known: {', '.join(CHARTS)}")
+            if not _CHART_VERSION.match(version):
+                raise ValueError(f"gives {name} version {version!r}; pin an exact release such as '1.14.1'")
+        return charts
+
     @field_validator("addons")
     @classmethod
     def _known_addons(cls, addons: dict[str, str]) -> dict[str, str]:
@@ -116,3 +133,10 @@ def resolve_addon_versions(kubernetes_version: str, versions: VersionsConfig) ->
         AddonVersion(name=name, version=versions.addons.get(name, default), overridden=name in versions.addons)
         for name, default in defaults.items()
     )
+
+
+def resolve_charts(versions: VersionsConfig) -> dict[str, ChartPin]:
+    """The chart pins a stack installs: the table's, with the stack's version overrides."""
+    return {
+        name: ChartPin(pin.chart, versions.charts.get(name, pin.version), pin.repository) for name, pin in CHARTS.items()
+    }

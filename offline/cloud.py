@@ -40,6 +40,10 @@ _AWS_RESOURCES: dict[str, tuple[str, str | None]] = {
     "aws:eks/nodeGroup:NodeGroup": ("ng", "arn:aws:eks:{region}:{account}:nodegroup/{name}"),
     "aws:eks/accessEntry:AccessEntry": ("ae", "arn:aws:eks:{region}:{account}:access-entry/{name}"),
     "aws:eks/accessPolicyAssociation:AccessPolicyAssociation": ("apa", None),
+    "aws:sqs/queue:Queue": ("queue", "arn:aws:sqs:{region}:{account}:{name}"),
+    "aws:sqs/queuePolicy:QueuePolicy": ("qp", None),
+    "aws:cloudwatch/eventRule:EventRule": ("rule", "arn:aws:events:{region}:{account}:rule/{name}"),
+    "aws:cloudwatch/eventTarget:EventTarget": ("target", None),
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("pia", "arn:aws:eks:{region}:{account}:podidentityassociation/{id}"),
 }
 
@@ -85,6 +89,10 @@ class CloudMocks(pulumi.runtime.Mocks):
         outputs.setdefault("id", resource_id)
         if arn_template:
             outputs["arn"] = arn_template.format(region=self.region, account=ACCOUNT_ID, name=physical, id=resource_id)
+        if args.typ == "aws:sqs/queue:Queue":
+            # The provider's id of a queue is its URL.
+            resource_id = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{physical}"
+            outputs.update(id=resource_id, url=resource_id)
         if args.typ == "aws:kms/key:Key":
             outputs["keyId"] = resource_id.removeprefix("key-")
         if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":

@@ -19,6 +19,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _cluster(config),
         _network(config),
         _node_groups(config),
+        _gpu_pools(config),
         _addons(config),
         _access(config),
         _outputs(recording),
@@ -83,6 +84,47 @@ def _node_groups(config: PlatformConfig) -> str:
             ]
         ],
     )
+
+
+def _gpu_pools(config: PlatformConfig) -> str:
+    rows = []
+    for pool in config.gpu_pools:
+        sharing = pool.config.sharing
+        mode = {
+            "none": "none",
+            "timeSlicing": f"time-slicing x{sharing.replicas}",
+            "mig": f"MIG ({pool.mig_strategy}): " + ", ".join(f"{n}x {p}" for p, n in sorted((sharing.mig_layout or {}).items())),
+        }[sharing.mode]
+        units = ", ".join(f"{count} `{resource}`" for resource, count in pool.schedulable_units.items())
+        cost = pool.hourly_cost_at_limit
+        cost_text = "n/a (no on-demand price)" if cost is None else f"${cost:,.2f}"
+        if cost is not None and "spot" in pool.config.capacity_types:
+            cost_text += " (on-demand rate; spot is usually cheaper)" if len(pool.config.capacity_types) > 1 else " (on-demand rate; runs on spot)"
+        rows.append(
+            [
+                f"`{pool.name}`",
+                ", ".join(t.name for t in pool.instance_types),
+                "/".join(str(n) for n in sorted({t.gpus for t in pool.instance_types})),
+                pool.gpu.name,
+                ", ".join(pool.config.capacity_types),
+                f"{pool.config.ami_family}@{pool.ami_release}",
+                pool.gpu_limit,
+                mode,
+                units,
+                cost_text,
+            ]
+        )
+    cpu = config.cpu_pool
+    note = (
+        f"\nGeneral CPU pool `cpu`: {', '.join(cpu.instance_families)} ({', '.join(cpu.capacity_types)}), "
+        f"up to {cpu.cpu_limit} vCPU and {cpu.memory_limit_gib} GiB. Every GPU node is tainted `nvidia.com/gpu=true:NoSchedule`.\n"
+        "Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU "
+        "(us-east-1 prices, 2026-07-20; config/catalog.py).\n"
+    )
+    return "## GPU pools (Karpenter)\n\n" + table(
+        ["pool", "instance types", "GPUs/node", "GPU", "capacity", "AMI", "GPU limit", "sharing", "schedulable at limit", "cost/hour at limit"],
+        rows,
+    ) + note
 
 
 def _addons(config: PlatformConfig) -> str:

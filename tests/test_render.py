@@ -30,7 +30,8 @@ def test_every_stack_file_in_the_project_is_tested():
 @pytest.mark.parametrize("stack", STACKS)
 def test_render_writes_manifests_plan_and_summary(tmp_path, stack):
     out = render_to(tmp_path, stack)
-    assert sorted(p.name for p in out.iterdir()) == ["manifests.yaml", "plan.json", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["helm", "manifests.yaml", "plan.json", "summary.md"]
+    assert {"karpenter-crd.yaml", "karpenter.yaml"} <= {p.name for p in (out / "helm").iterdir()}
     documents = list(yaml.safe_load_all((out / "manifests.yaml").read_text()))
     assert documents and all(doc["apiVersion"] and doc["kind"] and doc["metadata"]["name"] for doc in documents)
     plan = json.loads((out / "plan.json").read_text())

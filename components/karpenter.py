@@ -1,0 +1,610 @@
+"""Karpenter: its controller's AWS identity, the node role, interruption handling and the Helm releases.
+
+Everything here follows Karpenter v1.14's reference setup in aws/karpenter-provider-aws:
+website/content/en/v1.14/getting-started/getting-started-with-karpenter/cloudformation.yaml (the
+same file as the v1.14.1 tag's docs/ and preview/ copies) for IAM, SQS and EventBridge, and
+scripts/step08-apply-helm-chart.sh beside it for the chart values. When bumping Karpenter, diff that
+file between the two tags and mirror every change here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_aws import cloudwatch, iam, sqs
+from pulumi_aws import eks as aws_eks
+
+from config.versions import ChartPin
+
+from . import iam as policies
+from .system_nodes import NODE_ROLE_POLICIES, SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+
+NAMESPACE = "kube-system"
+SERVICE_ACCOUNT = "karpenter"
+REPLICAS = 2
+
+# Upstream's managed policies, in its order (names without its `KarpenterController...Policy` wrapping).
+# IAM caps a managed policy at 6,144 characters, hence several.
+CONTROLLER_POLICY_NAMES: tuple[str, ...] = (
+    "node-lifecycle",
+    "iam-integration",
+    "eks-integration",
+    "interruption",
+    "resource-discovery",
+    "zonal-shift",
+)
+
+
+@dataclass(frozen=True)
+class InterruptionEvent:
+    """One kind of EventBridge event Karpenter acts on: it cordons and drains the node ahead of the loss."""
+
+    name: str  # short, for logical and physical names: <= 21 characters keeps rule names within 64
+    source: str
+    detail_type: str
+    description: str
+
+
+# Upstream's v1.14 template routes exactly these to the queue; the controller's parsers
+# (pkg/controllers/interruption/messages/*) match on the same detail-types.
+INTERRUPTION_EVENTS: tuple[InterruptionEvent, ...] = (
+    InterruptionEvent(
+        "scheduled-change", "aws.health", "AWS Health Event", "AWS Health scheduled changes (e.g. instance retirement)"
+    ),
+    InterruptionEvent(
+        "spot-interruption", "aws.ec2", "EC2 Spot Instance Interruption Warning", "Spot two-minute interruption warnings"
+    ),
+    InterruptionEvent(
+        "rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation", "Spot rebalance recommendations"
+    ),
+    InterruptionEvent(
+        "instance-state-change",
+        "aws.ec2",
+        "EC2 Instance State-change Notification",
+        "Instances stopping or terminating outside Karpenter",
+    ),
+    InterruptionEvent(
+        "capacity-interruption",
+        "aws.ec2",
+        "EC2 Capacity Reservation Instance Interruption Warning",
+        "Interruptible capacity reservations being reclaimed",
+    ),
+)
+
+
+class Karpenter(pulumi.ComponentResource):
+    """The Karpenter controller (CRDs, then controller, in kube-system) with everything it needs from AWS.
+
+    NodePools and EC2NodeClasses are declared elsewhere; they name `node_role_name` as their `role`
+    (Karpenter 1.x creates and owns the instance profiles itself) and depend on `destroy_after`, so
+    `pulumi destroy` removes them while Karpenter can still drain and terminate its nodes.
+    """
+
+    node_role: iam.Role
+    node_role_name: pulumi.Output[str]
+    node_access_entry: aws_eks.AccessEntry
+    controller_role: iam.Role
+    interruption_queue: sqs.Queue
+    crd_release: k8s.helm.v3.Release
+    controller_release: k8s.helm.v3.Release
+    destroy_after: list[pulumi.Resource]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        cluster_name: str,
+        region: str,
+        account_id: pulumi.Input[str],
+        partition: pulumi.Input[str],
+        chart_versions: Mapping[str, ChartPin],
+        k8s_provider: k8s.Provider,
+        tags: Mapping[str, str],
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """
+        :param cluster_name: the EKS cluster's name; scopes every IAM condition and names the queue.
+        :param region: the cluster's region; IAM conditions are scoped to it.
+        :param account_id: the cluster's account (`aws.get_caller_identity_output().account_id`).
+        :param partition: `aws`, `aws-cn`, ... (`aws.get_partition_output().partition`).
+        :param chart_versions: `config.versions.CHARTS`; needs `karpenter-crd` and `karpenter`.
+        :param k8s_provider: the cluster's Kubernetes provider, for the Helm releases.
+        :param tags: tags on every AWS resource.
+        :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
+        """
+        super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        tags = dict(tags)
+
+        # --- node role ------------------------------------------------------------------------
+        self.node_role = iam.Role(
+            f"{name}-node-role",
+            name=f"{cluster_name}-karpenter-node",
+            assume_role_policy=policies.to_json(policies.service_trust_policy("ec2.amazonaws.com")),
+            tags=tags,
+            opts=child,
+        )
+        node_attachments = [
+            iam.RolePolicyAttachment(
+                f"{name}-node-role-{policy}",
+                role=self.node_role.name,
+                policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
+                opts=pulumi.ResourceOptions(parent=self.node_role),
+            )
+            for policy in NODE_ROLE_POLICIES
+        ]
+        # With API authentication mode, this entry is what lets Karpenter's nodes join the cluster.
+        self.node_access_entry = aws_eks.AccessEntry(
+            f"{name}-node-access",
+            cluster_name=cluster_name,
+            principal_arn=self.node_role.arn,
+            type="EC2_LINUX",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=node_attachments),
+        )
+        self.node_role_name = self.node_role.name
+
+        # --- interruption handling ------------------------------------------------------------
+        self.interruption_queue = sqs.Queue(
+            f"{name}-interruption",
+            name=cluster_name,
+            # Interruption warnings are stale after minutes; older messages only mislead.
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            tags=tags,
+            opts=child,
+        )
+        queue_policy = sqs.QueuePolicy(
+            f"{name}-interruption-policy",
+            queue_url=self.interruption_queue.url,
+            policy=self.interruption_queue.arn.apply(lambda arn: policies.to_json(interruption_queue_policy(arn))),
+            opts=child,
+        )
+        rules, event_targets = [], []
+        for event in INTERRUPTION_EVENTS:
+            rule = cloudwatch.EventRule(
+                f"{name}-{event.name}",
+                name=f"{cluster_name}-karpenter-{event.name}",
+                description=f"Karpenter interruption handling: {event.description}",
+                event_pattern=policies.to_json(event_pattern(event)),
+                tags=tags,
+                opts=child,
+            )
+            rules.append(rule)
+            event_targets.append(
+                cloudwatch.EventTarget(
+                    f"{name}-{event.name}-target",
+                    rule=rule.name,
+                    arn=self.interruption_queue.arn,
+                    target_id="KarpenterInterruptionQueueTarget",
+                    opts=child,
+                )
+            )
+
+        # --- controller identity --------------------------------------------------------------
+        self.controller_role = iam.Role(
+            f"{name}-controller-role",
+            name=f"{cluster_name}-karpenter-controller",
+            assume_role_policy=policies.to_json(policies.pod_identity_trust_policy()),
+            tags=tags,
+            opts=child,
+        )
+        documents = pulumi.Output.all(account_id, partition, self.interruption_queue.arn, self.node_role.arn).apply(
+            lambda resolved: controller_policy_documents(cluster_name, region, *resolved)
+        )
+        controller_policies, controller_attachments = [], []
+        for policy_name in CONTROLLER_POLICY_NAMES:
+            policy = iam.Policy(
+                f"{name}-controller-{policy_name}",
+                name=f"{cluster_name}-karpenter-{policy_name}",
+                description=f"Karpenter controller of cluster {cluster_name}: {policy_name}",
+                policy=documents.apply(lambda docs, key=policy_name: policies.to_json(docs[key])),
+                tags=tags,
+                opts=child,
+            )
+            controller_policies.append(policy)
+            controller_attachments.append(
+                iam.RolePolicyAttachment(
+                    f"{name}-controller-role-{policy_name}",
+                    role=self.controller_role.name,
+                    policy_arn=policy.arn,
+                    opts=pulumi.ResourceOptions(parent=self.controller_role),
+                )
+            )
+        pod_identity = aws_eks.PodIdentityAssociation(
+            f"{name}-controller-identity",
+            cluster_name=cluster_name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
+            role_arn=self.controller_role.arn,
+            tags=tags,
+            opts=child,
+        )
+
+        # --- Helm releases --------------------------------------------------------------------
+        # A component's depends_on does not reach its children: each release waits itself.
+        self.crd_release = _release(
+            f"{name}-crd",
+            "karpenter-crd",
+            chart_versions["karpenter-crd"],
+            values={},
+            skip_crds=False,
+            opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, depends_on=list(depends_on)),
+        )
+        self.controller_release = _release(
+            f"{name}-controller",
+            "karpenter",
+            chart_versions["karpenter"],
+            values=controller_values(cluster_name, region, self.interruption_queue.name),
+            # The CRDs come from the karpenter-crd release, which Helm upgrades (see config/versions.py).
+            skip_crds=True,
+            # The controller calls AWS at start-up and launches nodes that must be able to join.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=k8s_provider,
+                depends_on=[
+                    self.crd_release,
+                    pod_identity,
+                    *controller_attachments,
+                    self.node_access_entry,
+                    *depends_on,
+                ],
+            ),
+        )
+
+        # All of it, so that a dependent (the NodePools) is destroyed while Karpenter can still drain
+        # and terminate the nodes it launched and delete their instance profiles.
+        self.destroy_after = [
+            self.crd_release,
+            self.controller_release,
+            pod_identity,
+            self.controller_role,
+            *controller_policies,
+            *controller_attachments,
+            self.node_role,
+            *node_attachments,
+            self.node_access_entry,
+            self.interruption_queue,
+            queue_policy,
+            *rules,
+            *event_targets,
+        ]
+
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "controllerRoleArn": self.controller_role.arn,
+                "interruptionQueue": self.interruption_queue.name,
+                "chartVersion": self.controller_release.version,
+            }
+        )
+
+
+def _release(
+    name: str,
+    release_name: str,
+    pin: ChartPin,
+    *,
+    values: Mapping[str, Any],
+    skip_crds: bool,
+    opts: pulumi.ResourceOptions,
+) -> k8s.helm.v3.Release:
+    return k8s.helm.v3.Release(
+        name,
+        name=release_name,
+        chart=pin.chart,
+        version=pin.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository) if pin.repository else None,
+        namespace=NAMESPACE,
+        values=dict(values),
+        skip_crds=skip_crds,
+        opts=opts,
+    )
+
+
+# --- builders ----------------------------------------------------------------------------------
+
+def controller_policy_documents(
+    cluster_name: str,
+    region: str,
+    account_id: str,
+    partition: str,
+    queue_arn: str,
+    node_role_arn: str,
+) -> dict[str, dict[str, Any]]:
+    """The controller's least-privilege permissions, one document per managed policy, as upstream splits them.
+
+    Launches and deletions are scoped by the tags Karpenter puts on what it creates
+    (`kubernetes.io/cluster/<cluster>`, `karpenter.sh/nodepool`, `eks:eks-cluster-name`), so the
+    controller can touch no instance, template or instance profile that is not its own cluster's.
+    """
+    ec2 = f"arn:{partition}:ec2:{region}"
+    instance_profiles = f"arn:{partition}:iam::{account_id}:instance-profile/*"
+    cluster_arn = f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}"
+    owned = f"kubernetes.io/cluster/{cluster_name}"
+    tagged_resources = [
+        f"{ec2}:*:fleet/*",
+        f"{ec2}:*:instance/*",
+        f"{ec2}:*:volume/*",
+        f"{ec2}:*:network-interface/*",
+        f"{ec2}:*:launch-template/*",
+        f"{ec2}:*:spot-instances-request/*",
+    ]
+    owned_by_nodepool = {
+        "StringEquals": {f"aws:ResourceTag/{owned}": "owned"},
+        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+    }
+
+    node_lifecycle = [
+        {
+            "Sid": "AllowScopedEC2InstanceAccessActions",
+            "Effect": "Allow",
+            "Resource": [
+                f"{ec2}::image/*",
+                f"{ec2}::snapshot/*",
+                f"{ec2}:*:security-group/*",
+                f"{ec2}:*:subnet/*",
+                f"{ec2}:*:capacity-reservation/*",
+                f"{ec2}:*:placement-group/*",
+            ],
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+        },
+        {
+            "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:launch-template/*",
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+            "Condition": owned_by_nodepool,
+        },
+        {
+            "Sid": "AllowScopedEC2InstanceActionsWithTags",
+            "Effect": "Allow",
+            "Resource": tagged_resources,
+            "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+            "Condition": {
+                "StringEquals": {
+                    f"aws:RequestTag/{owned}": "owned",
+                    "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+                },
+                "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedResourceCreationTagging",
+            "Effect": "Allow",
+            "Resource": tagged_resources,
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                "StringEquals": {
+                    f"aws:RequestTag/{owned}": "owned",
+                    "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+                    "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
+                },
+                "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Resource": f"{ec2}:*:instance/*",
+            "Action": "ec2:CreateTags",
+            "Condition": {
+                **owned_by_nodepool,
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster_name},
+                "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]},
+            },
+        },
+        {
+            "Sid": "AllowScopedDeletion",
+            "Effect": "Allow",
+            "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
+            "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+            "Condition": owned_by_nodepool,
+        },
+    ]
+
+    profile_request_tags = {
+        f"aws:RequestTag/{owned}": "owned",
+        "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+        "aws:RequestTag/topology.kubernetes.io/region": region,
+    }
+    profile_resource_tags = {
+        f"aws:ResourceTag/{owned}": "owned",
+        "aws:ResourceTag/topology.kubernetes.io/region": region,
+    }
+    iam_integration = [
+        {
+            "Sid": "AllowPassingInstanceRole",
+            "Effect": "Allow",
+            "Resource": node_role_arn,
+            "Action": "iam:PassRole",
+            "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}},
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileCreationActions",
+            "Effect": "Allow",
+            "Resource": instance_profiles,
+            "Action": ["iam:CreateInstanceProfile"],
+            "Condition": {
+                "StringEquals": profile_request_tags,
+                "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileTagActions",
+            "Effect": "Allow",
+            "Resource": instance_profiles,
+            "Action": ["iam:TagInstanceProfile"],
+            "Condition": {
+                "StringEquals": {**profile_resource_tags, **profile_request_tags},
+                "StringLike": {
+                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                },
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileActions",
+            "Effect": "Allow",
+            "Resource": instance_profiles,
+            "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
+            "Condition": {
+                "StringEquals": profile_resource_tags,
+                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+            },
+        },
+    ]
+
+    eks_integration = [
+        {
+            "Sid": "AllowAPIServerEndpointDiscovery",
+            "Effect": "Allow",
+            "Resource": cluster_arn,
+            "Action": "eks:DescribeCluster",
+        }
+    ]
+
+    interruption = [
+        {
+            "Sid": "AllowInterruptionQueueActions",
+            "Effect": "Allow",
+            "Resource": queue_arn,
+            "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+        }
+    ]
+
+    resource_discovery = [
+        {
+            "Sid": "AllowRegionalReadActions",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": [
+                "ec2:DescribeCapacityReservations",
+                "ec2:DescribeImages",
+                "ec2:DescribeInstances",
+                "ec2:DescribeInstanceStatus",
+                "ec2:DescribeInstanceTypeOfferings",
+                "ec2:DescribeInstanceTypes",
+                "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
+                "ec2:DescribeSecurityGroups",
+                "ec2:DescribeSpotPriceHistory",
+                "ec2:DescribeSubnets",
+            ],
+            "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
+        },
+        {
+            "Sid": "AllowSSMReadActions",
+            "Effect": "Allow",
+            "Resource": f"arn:{partition}:ssm:{region}::parameter/aws/service/*",
+            "Action": "ssm:GetParameter",
+        },
+        {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+        {
+            "Sid": "AllowUnscopedInstanceProfileListAction",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": "iam:ListInstanceProfiles",
+        },
+        {
+            "Sid": "AllowInstanceProfileReadActions",
+            "Effect": "Allow",
+            "Resource": instance_profiles,
+            "Action": "iam:GetInstanceProfile",
+        },
+    ]
+
+    # Read-only and scoped to this cluster; only used with `settings.enableZonalShift`, granted anyway
+    # (as upstream does) so turning zonal shift on needs no IAM change.
+    zonal_shift = [
+        {
+            "Sid": "AllowZonalShiftStatusReadOnly",
+            "Effect": "Allow",
+            "Resource": "*",
+            "Action": ["arc-zonal-shift:GetManagedResource"],
+            "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster_arn}},
+        }
+    ]
+
+    statements = {
+        "node-lifecycle": node_lifecycle,
+        "iam-integration": iam_integration,
+        "eks-integration": eks_integration,
+        "interruption": interruption,
+        "resource-discovery": resource_discovery,
+        "zonal-shift": zonal_shift,
+    }
+    return {name: {"Version": "2012-10-17", "Statement": statements[name]} for name in CONTROLLER_POLICY_NAMES}
+
+
+def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
+    """EventBridge (and SQS itself) may send to the queue; nobody may use it without TLS."""
+    return {
+        "Version": "2012-10-17",
+        "Id": "EC2InterruptionPolicy",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+            },
+            {
+                "Sid": "DenyHTTP",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "sqs:*",
+                "Resource": queue_arn,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+        ],
+    }
+
+
+def event_pattern(event: InterruptionEvent) -> dict[str, Any]:
+    return {"source": [event.source], "detail-type": [event.detail_type]}
+
+
+def controller_values(cluster_name: str, region: str, interruption_queue: pulumi.Input[str]) -> dict[str, Any]:
+    """Helm values of the controller chart: two replicas on the system nodes, interruption handling on.
+
+    Only what differs from the chart's defaults: its anti-affinity, topology spread and PDB stay.
+    """
+    return {
+        "replicas": REPLICAS,
+        "serviceAccount": {"name": SERVICE_ACCOUNT},
+        # Karpenter must not run on nodes it manages (it could remove its own node); the system node
+        # group is the on-demand capacity set aside for controllers.
+        "nodeSelector": {"CriticalAddonsOnly": SYSTEM_NODE_LABELS["CriticalAddonsOnly"]},
+        "tolerations": [system_node_toleration()],
+        "settings": {"clusterName": cluster_name, "interruptionQueue": interruption_queue},
+        "controller": {
+            # Without it the controller asks IMDS for its region and crashes at start-up: the system
+            # nodes' hop limit of 1 keeps pods away from IMDS (aws/karpenter-provider-aws#8219).
+            "env": [{"name": "AWS_REGION", "value": region}],
+            # Upstream's getting-started sizing; requests equal to limits make the pod Guaranteed,
+            # the last to be evicted when a system node runs short.
+            "resources": {
+                "requests": {"cpu": "1", "memory": "1Gi"},
+                "limits": {"cpu": "1", "memory": "1Gi"},
+            }
+        },
+    }
+
+
+# The EKS API spells taint effects differently from Kubernetes.
+_KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+def system_node_toleration() -> dict[str, str]:
+    return {
+        "key": SYSTEM_NODE_TAINT["key"],
+        "operator": "Equal",
+        "value": SYSTEM_NODE_TAINT["value"],
+        "effect": _KUBERNETES_TAINT_EFFECTS[SYSTEM_NODE_TAINT["effect"]],
+    }
