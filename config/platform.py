@@ -18,8 +18,10 @@ from pydantic import BaseModel, RootModel, ValidationError
 from .capacity import GpuPoolPlan, plan_gpu_pools
 from .cluster import ClusterConfig
 from .errors import Problems, show
+from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
+from .tenants import QueueingConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
 
 # The first Kubernetes version whose resource.k8s.io API (v1) the NVIDIA DRA driver needs.
@@ -38,10 +40,12 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "nodePools": NodePoolsConfig,
     "cpuPool": CpuPoolConfig,
     "gpu": GpuConfig,
+    "queueing": QueueingConfig,
+    "tenants": TenantsConfig,
     "versions": VersionsConfig,
 }
 # Sections that may be left out entirely, and what they mean then.
-OPTIONAL_SECTIONS: dict[str, Any] = {"nodePools": [], "cpuPool": {}, "gpu": {}, "versions": {}}
+OPTIONAL_SECTIONS: dict[str, Any] = {"nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "versions": {}}
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,9 @@ class PlatformConfig:
     cpu_pool: CpuPoolConfig
     gpu: GpuConfig
     charts: dict[str, ChartPin]
+    queueing: QueueingConfig
+    flavors: tuple[FlavorPlan, ...]
+    tenants: tuple[TenantPlan, ...]
 
     @property
     def tags(self) -> dict[str, str]:
@@ -131,10 +138,21 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
     if isinstance(gpu, GpuConfig) and isinstance(cluster, ClusterConfig):
         _check_gpu(gpu, cluster, problems)
+    queueing = sections.get("queueing")
+    tenants = sections.get("tenants")
+    flavors: tuple[FlavorPlan, ...] = ()
+    tenant_plans: tuple[TenantPlan, ...] = ()
+    # Quotas are checked against pools only when every pool is known: a broken pool would otherwise
+    # show up a second time as a tenant's "no such flavor".
+    pools_ok = isinstance(pools, NodePoolsConfig) and len(gpu_pools) == len(pools.root)
+    if isinstance(queueing, QueueingConfig) and pools_ok:
+        flavors = plan_flavors(gpu_pools, queueing, problems)
+        if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
+            tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems)
     problems.raise_if_any()
 
     assert isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig)
-    assert isinstance(gpu, GpuConfig)
+    assert isinstance(gpu, GpuConfig) and isinstance(queueing, QueueingConfig)
     cpu_pool = sections["cpuPool"]
     assert isinstance(cpu_pool, CpuPoolConfig)
     return PlatformConfig(
@@ -147,6 +165,9 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         cpu_pool=cpu_pool,
         gpu=gpu,
         charts=resolve_charts(versions),
+        queueing=queueing,
+        flavors=flavors,
+        tenants=tenant_plans,
     )
 
 

@@ -1,0 +1,284 @@
+"""One source of truth for capacity: flavors from pools, tenants' quotas against them, derived once.
+
+The platform must never promise GPUs it does not have. Every check here runs before anything is
+declared: nominal quotas fit the capacity pools declare, borrowing fits what others can lend, and
+each tenant's ResourceQuota is derived from what Kueue can admit for it, so the two cannot drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .capacity import GPU_RESOURCE, POOL_LABEL, GpuPoolPlan, mig_resource
+from .errors import Problems, show
+from .tenants import FlavorQuota, QueueingConfig, TenantConfig
+
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+CPU_FLAVOR = "cpu"
+# Namespaces the platform or Kubernetes own: no tenant may take one of these names.
+PLATFORM_NAMESPACES = frozenset(
+    {
+        "default", "kube-system", "kube-public", "kube-node-lease", "monitoring", "keda", "kueue-system",
+        "gpu-operator", "karpenter", "nvidia-dra-driver-gpu", "cert-manager", "ingress-nginx", "amazon-cloudwatch",
+    }
+)
+
+
+@dataclass(frozen=True)
+class FlavorPlan:
+    """A Kueue ResourceFlavor: the nodes of one pool (or of one capacity type of a pool)."""
+
+    name: str
+    pool: GpuPoolPlan
+    capacity_type: str | None  # None: every capacity type the pool has
+
+    @property
+    def node_labels(self) -> dict[str, str]:
+        labels = {POOL_LABEL: self.pool.name}
+        if self.capacity_type is not None:
+            labels[CAPACITY_TYPE_LABEL] = self.capacity_type
+        return labels
+
+    @property
+    def unit(self) -> str:
+        return "GPU slices" if self.pool.config.sharing.mode == "timeSlicing" else "GPUs"
+
+    @property
+    def capacity_units(self) -> int:
+        """The pool's declared capacity in this flavor's units (shared with its sibling flavors)."""
+        sharing = self.pool.config.sharing
+        return self.pool.gpu_limit * (sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1)
+
+    @property
+    def resources_per_unit(self) -> dict[str, int]:
+        """What one unit of quota is in Kubernetes resources: a GPU, a slice, or a GPU's MIG devices."""
+        sharing = self.pool.config.sharing
+        if sharing.mode == "mig" and sharing.mig_layout:
+            if self.pool.mig_strategy == "single":
+                return {GPU_RESOURCE: sum(sharing.mig_layout.values())}
+            return {mig_resource(profile): count for profile, count in sorted(sharing.mig_layout.items())}
+        return {GPU_RESOURCE: 1}
+
+    @property
+    def cpu_per_unit(self) -> int:
+        """vCPUs that come with one unit: the most generous instance type's share per GPU (GPUs are the limit)."""
+        per_gpu = max(t.vcpu // t.gpus for t in self.pool.instance_types)
+        return max(1, per_gpu // self._slices_per_gpu)
+
+    @property
+    def memory_gib_per_unit(self) -> int:
+        per_gpu = max(t.memory_gib // t.gpus for t in self.pool.instance_types)
+        return max(1, per_gpu // self._slices_per_gpu)
+
+    @property
+    def _slices_per_gpu(self) -> int:
+        sharing = self.pool.config.sharing
+        return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
+
+
+@dataclass(frozen=True)
+class TenantQuota:
+    flavor: FlavorPlan
+    quota: FlavorQuota
+
+    def resources(self) -> dict[str, tuple[int, int, int | None]]:
+        """Kubernetes resource -> (nominal, borrowing limit, lending limit) in this flavor."""
+        scale = {**self.flavor.resources_per_unit, "cpu": self.flavor.cpu_per_unit, "memory": self.flavor.memory_gib_per_unit}
+        q = self.quota
+        return {
+            resource: (q.nominal * n, q.borrowing_limit * n, None if q.lending_limit is None else q.lending_limit * n)
+            for resource, n in scale.items()
+        }
+
+
+@dataclass(frozen=True)
+class TenantPlan:
+    config: TenantConfig
+    cohort: str
+    quotas: tuple[TenantQuota, ...]
+    priority_value: int
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def namespace(self) -> str:
+        return self.config.name
+
+    @property
+    def covered_resources(self) -> list[str]:
+        """Every resource the ClusterQueue covers: cpu and memory (the LimitRange injects them) and the GPUs."""
+        gpu_resources = sorted({r for q in self.quotas for r in q.flavor.resources_per_unit} | {GPU_RESOURCE})
+        return ["cpu", "memory", *gpu_resources]
+
+    def admissible(self) -> dict[str, int]:
+        """The most Kueue can admit for this tenant, per resource: nominal plus borrowing over every flavor.
+
+        cpu in cores and memory in GiB; the CPU flavor contributes the tenant's own cpu and memory.
+        """
+        totals = {"cpu": self.config.cpu, "memory": self.config.memory_gib}
+        for quota in self.quotas:
+            for resource, (nominal, borrowing, _) in quota.resources().items():
+                totals[resource] = totals.get(resource, 0) + nominal + borrowing
+        return totals
+
+    @property
+    def resource_quota(self) -> dict[str, str]:
+        """The namespace's ResourceQuota: never below what Kueue admits, or admitted pods fail at creation."""
+        admissible = self.admissible()
+        hard = {
+            "requests.cpu": str(admissible["cpu"]),
+            "requests.memory": f"{admissible['memory']}Gi",
+            "limits.memory": f"{admissible['memory']}Gi",
+            "pods": str(self.config.max_pods),
+            "persistentvolumeclaims": str(self.config.max_volume_claims),
+            "services.loadbalancers": str(self.config.network.load_balancers),
+            "services.nodeports": "0",
+        }
+        for resource in self.covered_resources[2:]:
+            # Extended resources cannot be overcommitted: only the `requests.` form exists for them.
+            hard[f"requests.{resource}"] = str(admissible.get(resource, 0))
+        return dict(sorted(hard.items()))
+
+
+def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problems: Problems) -> tuple[FlavorPlan, ...]:
+    by_name = {pool.name: pool for pool in pools}
+    for index, name in enumerate(queueing.flavor_per_capacity_type):
+        key = f"gpu-platform:queueing.flavorPerCapacityType[{index}]"
+        if name not in by_name:
+            problems.add(key, f"{show(name)} is not a pool in gpu-platform:nodePools; pools: {', '.join(by_name) or 'none'}")
+        elif len(by_name[name].config.capacity_types) < 2:
+            problems.add(key, f"pool {name} runs only on {by_name[name].config.capacity_types[0]}; nothing to split")
+    flavors = []
+    for pool in pools:
+        base = pool.name.removeprefix("gpu-")
+        types = pool.config.capacity_types
+        if pool.name in queueing.flavor_per_capacity_type and len(types) > 1:
+            flavors += [FlavorPlan(f"{base}-{t}", pool, t) for t in types]
+        elif len(types) == 1:
+            flavors.append(FlavorPlan(f"{base}-{types[0]}", pool, None))
+        else:
+            flavors.append(FlavorPlan(base, pool, None))
+    return tuple(flavors)
+
+
+def plan_tenants(
+    tenants: Sequence[TenantConfig],
+    flavors: Sequence[FlavorPlan],
+    queueing: QueueingConfig,
+    cluster_admins: Sequence[str],
+    problems: Problems,
+) -> tuple[TenantPlan, ...]:
+    root = "gpu-platform:tenants"
+    by_flavor = {flavor.name: flavor for flavor in flavors}
+    _check_names(tenants, root, problems)
+    _check_principals(tenants, cluster_admins, root, problems)
+
+    plans = []
+    for index, tenant in enumerate(tenants):
+        key = f"{root}[{index}]"
+        if tenant.business_unit is not None and tenant.business_unit not in queueing.business_units:
+            problems.add(
+                f"{key}.businessUnit",
+                f"{show(tenant.business_unit)} is not in gpu-platform:queueing.businessUnits "
+                f"({', '.join(queueing.business_units) or 'none declared'})",
+            )
+        if tenant.priority not in queueing.priorities:
+            problems.add(f"{key}.priority", f"{show(tenant.priority)} is not a tier of gpu-platform:queueing.priorities ({', '.join(queueing.priorities)})")
+        quotas = []
+        for flavor_name, quota in tenant.gpu.items():
+            flavor = by_flavor.get(flavor_name)
+            if flavor is None:
+                problems.add(
+                    f"{key}.gpu.{flavor_name}",
+                    f"no such flavor; flavors: {', '.join(by_flavor) or 'none (declare gpu-platform:nodePools)'}",
+                )
+                continue
+            quotas.append(TenantQuota(flavor, quota))
+        plans.append(
+            TenantPlan(
+                config=tenant,
+                cohort=tenant.business_unit or queueing.cohort,
+                quotas=tuple(quotas),
+                priority_value=queueing.priorities.get(tenant.priority, 0),
+            )
+        )
+    _check_capacity(plans, root, problems)
+    _check_borrowing(plans, root, problems)
+    return tuple(plans)
+
+
+def _check_names(tenants: Sequence[TenantConfig], root: str, problems: Problems) -> None:
+    seen: dict[str, int] = {}
+    for index, tenant in enumerate(tenants):
+        if tenant.name in PLATFORM_NAMESPACES or tenant.name.startswith("kube-"):
+            problems.add(f"{root}[{index}].name", f"{show(tenant.name)} is a namespace the platform or Kubernetes owns; pick another name")
+        if tenant.name == CPU_FLAVOR:
+            problems.add(f"{root}[{index}].name", "'cpu' is the name of the CPU flavor; pick another name")
+        if tenant.name in seen:
+            problems.add(f"{root}[{index}].name", f"{show(tenant.name)} is already the name of {root}[{seen[tenant.name]}]; tenant names must be unique")
+        seen.setdefault(tenant.name, index)
+
+
+def _check_principals(tenants: Sequence[TenantConfig], cluster_admins: Sequence[str], root: str, problems: Problems) -> None:
+    admins = set(cluster_admins)
+    for index, tenant in enumerate(tenants):
+        for role in ("admins", "viewers"):
+            principals = getattr(tenant, role)
+            for position, arn in enumerate(principals):
+                path = f"{root}[{index}].{role}[{position}]"
+                if arn in admins:
+                    problems.add(path, f"{show(arn)} is a cluster admin already (gpu-platform:cluster.admins); EKS allows it one access entry: remove it here")
+                elif arn in principals[:position]:
+                    problems.add(path, f"{show(arn)} is listed twice")
+                elif role == "viewers" and arn in tenant.admins:
+                    problems.add(path, f"{show(arn)} is an admin of this tenant already")
+
+
+def _check_capacity(plans: Sequence[TenantPlan], root: str, problems: Problems) -> None:
+    """Nominal quotas, summed in tenant order, must fit each pool's declared capacity."""
+    promised: dict[str, int] = {}
+    for index, plan in enumerate(plans):
+        for quota in plan.quotas:
+            pool = quota.flavor.pool
+            promised[pool.name] = promised.get(pool.name, 0) + quota.quota.nominal
+            capacity = quota.flavor.capacity_units
+            if quota.quota.nominal and promised[pool.name] > capacity:
+                problems.add(
+                    f"{root}[{index}].gpu.{quota.flavor.name}.nominal",
+                    f"{quota.quota.nominal} {quota.flavor.unit} makes {promised[pool.name]} promised on pool {pool.name}, "
+                    f"which declares {capacity}: lower the quota or raise the pool's gpus",
+                )
+
+
+def _check_borrowing(plans: Sequence[TenantPlan], root: str, problems: Problems) -> None:
+    """A tenant cannot borrow more than the rest of the organisation could lend it."""
+    for index, plan in enumerate(plans):
+        for quota in plan.quotas:
+            if not quota.quota.borrowing_limit:
+                continue
+            lenders = []
+            for other in plans:
+                if other is plan:
+                    continue
+                for theirs in other.quotas:
+                    if theirs.flavor.name == quota.flavor.name:
+                        lendable = theirs.quota.nominal if theirs.quota.lending_limit is None else theirs.quota.lending_limit
+                        if lendable:
+                            lenders.append((other.name, lendable))
+            lendable_total = sum(n for _, n in lenders)
+            if quota.quota.borrowing_limit > lendable_total:
+                detail = ", ".join(f"{name} {n}" for name, n in lenders) or "no other tenant has quota there"
+                problems.add(
+                    f"{root}[{index}].gpu.{quota.flavor.name}.borrowingLimit",
+                    f"{quota.quota.borrowing_limit} {quota.flavor.unit} exceeds the {lendable_total} the rest of the cohort "
+                    f"can lend on {quota.flavor.name} ({detail}); lower it to {lendable_total}",
+                )
+
+
+def cpu_flavor_labels() -> dict[str, str]:
+    """The CPU flavor selects the general CPU pool's nodes."""
+    return {POOL_LABEL: CPU_FLAVOR}
+

@@ -1,0 +1,127 @@
+"""`gpu-platform:tenants` and `gpu-platform:queueing`: who gets which GPUs, and how they share.
+
+A tenant is one team: a namespace, a Kueue LocalQueue and ClusterQueue, quotas, network rules and
+access. Its GPU quota is written per flavor (a pool, or a pool's capacity type); every number in
+its ResourceQuota and ClusterQueue is derived from that in `config/fair_share.py`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, RootModel, field_validator, model_validator
+
+from .base import ConfigModel
+from .cluster import PrincipalArn
+
+_DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
+
+
+def _dns_label(value: str) -> str:
+    if not _DNS_LABEL.match(value):
+        raise ValueError("is not a DNS label: lowercase letters, digits and '-', starting with a letter, at most 40 characters")
+    return value
+
+
+DnsLabel = Annotated[str, AfterValidator(_dns_label)]
+
+
+class FlavorQuota(ConfigModel):
+    """A tenant's share of one flavor, in the flavor's units: GPUs, or GPU slices on a time-sliced pool."""
+
+    nominal: int = Field(ge=0, description="Guaranteed units; the sum over tenants must fit the pool's declared capacity.")
+    borrowing_limit: int = Field(
+        0, ge=0, description="Units the tenant may borrow beyond nominal from the rest of its cohort when they are idle."
+    )
+    lending_limit: int | None = Field(
+        None, ge=0, description="Units of its nominal the tenant lends to others at most; all of them when unset."
+    )
+
+    @model_validator(mode="after")
+    def _lend_only_what_you_have(self) -> FlavorQuota:
+        if self.lending_limit is not None and self.lending_limit > self.nominal:
+            raise ValueError(f"lendingLimit {self.lending_limit} exceeds nominal {self.nominal}: a tenant lends only what it has")
+        return self
+
+
+class NetworkAllowances(ConfigModel):
+    """What may reach the tenant's pods and what they may reach, beyond DNS, their own namespace and metrics scrapes."""
+
+    ingress_from_namespaces: list[DnsLabel] = Field(
+        default_factory=list, description="Namespaces whose pods may connect to this tenant's pods (e.g. an ingress controller's)."
+    )
+    internet_egress: bool = Field(False, description="Allow connections to addresses outside the VPC's private ranges.")
+    load_balancers: int = Field(0, ge=0, le=20, description="Services of type LoadBalancer the tenant may create.")
+
+
+class TenantConfig(ConfigModel):
+    """One team: its namespace, GPU quota per flavor, CPU and memory quota, priority, access and network rules."""
+
+    name: DnsLabel = Field(description="Tenant name; also its namespace, LocalQueue and ClusterQueue name.")
+    business_unit: str | None = Field(
+        None, description="The business unit (a nested cohort under `queueing.businessUnits`) the tenant belongs to."
+    )
+    gpu: dict[str, FlavorQuota] = Field(
+        default_factory=dict, description="GPU quota per flavor name (see the flavors table in the render's summary)."
+    )
+    cpu: int = Field(32, ge=0, le=100000, description="vCPUs for work without GPUs (the CPU pool), nominal.")
+    memory_gib: int = Field(128, alias="memoryGiB", ge=0, le=1000000, description="Memory for work without GPUs, GiB, nominal.")
+    max_pods: int = Field(500, ge=1, le=100000, description="ResourceQuota on pods in the namespace.")
+    max_volume_claims: int = Field(50, ge=0, le=10000, description="ResourceQuota on PersistentVolumeClaims.")
+    priority: str = Field("standard", description="Priority tier, a name from `queueing.priorities`.")
+    fair_share_weight: float = Field(
+        1.0, gt=0, le=100, description="Weight of the tenant's ClusterQueue in fair sharing of borrowed capacity."
+    )
+    pod_security: Literal["restricted", "baseline"] = Field(
+        "restricted", description="Pod Security Standard enforced in the namespace (`warn` and `audit` stay restricted)."
+    )
+    admins: list[PrincipalArn] = Field(
+        default_factory=list, description="IAM roles or users with admin rights in the tenant's namespace only."
+    )
+    viewers: list[PrincipalArn] = Field(
+        default_factory=list, description="IAM roles or users with read-only rights in the tenant's namespace."
+    )
+    network: NetworkAllowances = Field(default_factory=NetworkAllowances, description="Network allowances.")
+
+    @field_validator("gpu")
+    @classmethod
+    def _flavor_names(cls, gpu: dict[str, FlavorQuota]) -> dict[str, FlavorQuota]:
+        for flavor in gpu:
+            if not _DNS_LABEL.match(flavor):
+                raise ValueError(f"names flavor {flavor!r}, which is not a DNS label")
+        return gpu
+
+
+class TenantsConfig(RootModel[list[TenantConfig]]):
+    """Tenants: one entry per team onboarded to the platform."""
+
+
+class QueueingConfig(ConfigModel):
+    """Kueue: the organisation's cohort tree and the workload priority tiers."""
+
+    cohort: DnsLabel = Field("organization", description="The root Cohort every tenant's ClusterQueue belongs to.")
+    business_units: list[DnsLabel] = Field(
+        default_factory=list, description="Nested cohorts under the root, one per business unit; tenants name theirs."
+    )
+    priorities: dict[str, int] = Field(
+        default_factory=lambda: {"production": 1000, "standard": 500, "best-effort": 100},
+        description="WorkloadPriorityClasses by name -> value; higher preempts lower within a ClusterQueue.",
+    )
+    flavor_per_capacity_type: list[str] = Field(
+        default_factory=list,
+        description="Pools that mix on-demand and spot and get one flavor per capacity type (`<pool>-on-demand`, "
+        "`<pool>-spot`) instead of one for both.",
+    )
+
+    @field_validator("priorities")
+    @classmethod
+    def _valid_priorities(cls, priorities: dict[str, int]) -> dict[str, int]:
+        if not priorities:
+            raise ValueError("must name at least one priority tier")
+        for name, value in priorities.items():
+            if not _DNS_LABEL.match(name):
+                raise ValueError(f"names tier {name!r}, which is not a DNS label")
+            if not -(10**9) <= value <= 10**9:
+                raise ValueError(f"gives {name} value {value}; WorkloadPriorityClass values lie within +-1,000,000,000")
+        return priorities
