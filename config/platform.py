@@ -133,18 +133,19 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
     pools = sections.get("nodePools")
     gpu = sections.get("gpu")
+    problems_before_pools = len(problems.lines)
     if isinstance(pools, NodePoolsConfig) and isinstance(gpu, GpuConfig):
         protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
         gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+    # Quotas are checked against pools only when every pool is sound: a broken pool would otherwise
+    # show up again as tenants' "no such flavor" or as capacity it never declared.
+    pools_ok = isinstance(pools, NodePoolsConfig) and len(problems.lines) == problems_before_pools
     if isinstance(gpu, GpuConfig) and isinstance(cluster, ClusterConfig):
         _check_gpu(gpu, cluster, problems)
     queueing = sections.get("queueing")
     tenants = sections.get("tenants")
     flavors: tuple[FlavorPlan, ...] = ()
     tenant_plans: tuple[TenantPlan, ...] = ()
-    # Quotas are checked against pools only when every pool is known: a broken pool would otherwise
-    # show up a second time as a tenant's "no such flavor".
-    pools_ok = isinstance(pools, NodePoolsConfig) and len(gpu_pools) == len(pools.root)
     if isinstance(queueing, QueueingConfig) and pools_ok:
         flavors = plan_flavors(gpu_pools, queueing, problems)
         if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
