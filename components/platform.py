@@ -10,6 +10,7 @@ from config.versions import AMI_RELEASES
 
 from .addons import BEFORE_NODES, ClusterAddons, DefaultStorageClass
 from .cluster import Cluster
+from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
 from .network import Network
 from .node_pools import NodePools
@@ -93,6 +94,16 @@ class GpuPlatform(pulumi.ComponentResource):
             chart_versions=config.charts,
             k8s_provider=self.cluster.provider,
             tags=tags,
+            depends_on=controllers_ready,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.gpu_operator = GpuOperator(
+            f"{name}-gpu",
+            config.gpu_pools,
+            config.gpu,
+            kubernetes_version=cluster_config.kubernetes_version,
+            charts=config.charts,
+            provider=self.cluster.provider,
             depends_on=controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -23,6 +23,8 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # Set to "false" where the node OS brings its own device plugin (Bottlerocket).
 DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+# The DRA driver's kubelet plugin runs only where this is "dra".
+GPU_ALLOCATION_LABEL = "gpu-platform/gpu-allocation"
 
 GPU_RESOURCE = "nvidia.com/gpu"
 HOURS_PER_MONTH = 730
@@ -76,6 +78,10 @@ class GpuPoolPlan:
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = self.sharing_config_name
         if self.config.sharing.mode == "mig":
             labels[MIG_CONFIG_LABEL] = self.sharing_config_name
+        if self.config.allocation == "dra":
+            labels[GPU_ALLOCATION_LABEL] = "dra"
+            # A GPU advertised by both the device plugin and DRA could be handed out twice.
+            labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
         if self.config.ami_family == "bottlerocket":
             # Bottlerocket's NVIDIA variant runs its own device plugin; a second one would advertise every GPU twice.
             labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"

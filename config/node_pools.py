@@ -174,6 +174,11 @@ class NodePoolConfig(ConfigModel):
     weight: int | None = Field(None, ge=1, le=100, description="NodePool weight: higher pools are tried first.")
     root_volume: RootVolumeConfig = Field(default_factory=RootVolumeConfig, description="Node volume.")
     sharing: SharingConfig = Field(default_factory=SharingConfig, description="GPU sharing mode.")
+    allocation: Literal["devicePlugin", "dra"] = Field(
+        "devicePlugin",
+        description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled); the device "
+        "plugin is off on its nodes.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -226,10 +231,43 @@ class CpuPoolConfig(ConfigModel):
     )
 
 
+class ClaimTemplateConfig(ConfigModel):
+    """A ResourceClaimTemplate pods reference to get GPUs through DRA."""
+
+    name: str = Field(description="ResourceClaimTemplate name (a DNS label).")
+    namespace: str = Field(description="Namespace the template lives in; pods can only use templates in their own.")
+    count: int = Field(1, ge=1, le=8, description="Devices per claim.")
+    min_memory_gib: int | None = Field(
+        None,
+        alias="minMemoryGiB",
+        ge=1,
+        description="Whole GPUs with at least this much memory (gpu.nvidia.com); an 80 GB GPU publishes about 79.6Gi.",
+    )
+    mig_profile: str | None = Field(None, description="A MIG device of this profile, e.g. `3g.40gb` (mig.nvidia.com).")
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value):
+            raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
+        return value
+
+    @model_validator(mode="after")
+    def _one_selector(self) -> ClaimTemplateConfig:
+        if self.min_memory_gib is not None and self.mig_profile is not None:
+            raise ValueError("give minMemoryGiB (a whole GPU) or migProfile (a MIG device), not both")
+        return self
+
+
 class DraConfig(ConfigModel):
     """Dynamic Resource Allocation: GPUs requested through ResourceClaims instead of `nvidia.com/gpu`."""
 
     enabled: bool = Field(False, description="Install NVIDIA's DRA driver for GPUs (Kubernetes 1.34 or newer).")
+    claim_templates: list[ClaimTemplateConfig] = Field(
+        default_factory=list,
+        description="ResourceClaimTemplates (resource.k8s.io/v1) selecting GPUs by memory (gpu.nvidia.com) or MIG "
+        "profile (mig.nvidia.com).",
+    )
 
 
 class GpuConfig(ConfigModel):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +141,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     # show up again as tenants' "no such flavor" or as capacity it never declared.
     pools_ok = isinstance(pools, NodePoolsConfig) and len(problems.lines) == problems_before_pools
     if isinstance(gpu, GpuConfig) and isinstance(cluster, ClusterConfig):
-        _check_gpu(gpu, cluster, problems)
+        _check_gpu(gpu, cluster, gpu_pools, problems)
     queueing = sections.get("queueing")
     tenants = sections.get("tenants")
     flavors: tuple[FlavorPlan, ...] = ()
@@ -221,7 +221,8 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
             )
 
 
-def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, problems: Problems) -> None:
+def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPlan], problems: Problems) -> None:
+    """DRA needs its Kubernetes version, a pool to allocate from, and templates that can be satisfied."""
     version = tuple(int(part) for part in cluster.kubernetes_version.split("."))
     if gpu.dra.enabled and version < DRA_MIN_KUBERNETES:
         problems.add(
@@ -229,6 +230,31 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, problems: Problems) -> No
             f"true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs {cluster.kubernetes_version}: "
             "upgrade cluster.kubernetesVersion or set dra.enabled: false",
         )
+    dra_pools = [pool for pool in pools if pool.config.allocation == "dra"]
+    for index, pool in enumerate(pools):
+        if pool.config.allocation != "dra":
+            continue
+        key = f"{NAMESPACE}:nodePools[{index}].allocation"
+        if not gpu.dra.enabled:
+            problems.add(key, f"'dra' on pool {pool.name} needs gpu-platform:gpu.dra.enabled: true")
+        if pool.config.ami_family == "bottlerocket":
+            problems.add(key, f"'dra' on pool {pool.name}: Bottlerocket runs its own device plugin; use amiFamily al2023")
+        if pool.config.sharing.mode == "timeSlicing":
+            problems.add(key, f"'dra' on pool {pool.name}: time-slicing is a device-plugin feature; use sharing none or mig")
+    seen: set[tuple[str, str]] = set()
+    profiles = {profile for pool in dra_pools for profile in (pool.config.sharing.mig_layout or {})}
+    for index, template in enumerate(gpu.dra.claim_templates):
+        key = f"{NAMESPACE}:gpu.dra.claimTemplates[{index}]"
+        if (template.namespace, template.name) in seen:
+            problems.add(f"{key}.name", f"{template.namespace}/{template.name} is declared twice")
+        seen.add((template.namespace, template.name))
+        if template.mig_profile is not None and template.mig_profile not in profiles:
+            problems.add(
+                f"{key}.migProfile",
+                f"{show(template.mig_profile)} is in no DRA pool's migLayout ({', '.join(sorted(profiles)) or 'no DRA pool has MIG'})",
+            )
+    if gpu.dra.claim_templates and not dra_pools:
+        problems.add(f"{NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied")
 
 
 def _is_graviton(instance_type: str) -> bool:

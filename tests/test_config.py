@@ -211,7 +211,7 @@ def test_every_supported_kubernetes_version_has_a_row_of_addon_versions():
 
 
 def test_addon_versions_come_from_the_table_for_the_clusters_kubernetes_version():
-    doc = stack_document("dev")
+    doc = stack_document("prod")
     cluster(doc)["kubernetesVersion"] = "1.33"
     versions = {addon.name: addon.version for addon in load(doc).addon_versions}
     assert versions["kube-proxy"] == ADDON_VERSIONS["1.33"]["kube-proxy"]

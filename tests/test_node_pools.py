@@ -128,8 +128,34 @@ def test_single_mig_strategy_needs_one_profile_per_pool():
 def test_dra_needs_kubernetes_1_34():
     doc = stack_document("dev")
     doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
-    doc["gpu-platform:gpu"]["dra"] = {"enabled": True}
-    assert problems_of(doc)[0].startswith("gpu-platform:gpu.dra.enabled: true needs Kubernetes 1.34 or newer")
+    assert problems_of(doc) == [
+        "gpu-platform:gpu.dra.enabled: true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs "
+        "1.33: upgrade cluster.kubernetesVersion or set dra.enabled: false"
+    ]
+
+
+@pytest.mark.parametrize(
+    "change, expected",
+    [
+        (
+            lambda doc: doc["gpu-platform:gpu"]["dra"].update(enabled=False),
+            "gpu-platform:nodePools[1].allocation: 'dra' on pool gpu-l4-dra needs gpu-platform:gpu.dra.enabled: true",
+        ),
+        (
+            lambda doc: doc["gpu-platform:gpu"]["dra"]["claimTemplates"][0].update(migProfile="1g.10gb", minMemoryGiB=None),
+            "gpu-platform:gpu.dra.claimTemplates[0].migProfile: '1g.10gb' is in no DRA pool's migLayout (no DRA pool has MIG)",
+        ),
+        (
+            lambda doc: doc[P][1].update(allocation="devicePlugin"),
+            "gpu-platform:gpu.dra.claimTemplates: no pool has allocation: dra, so no claim could ever be satisfied",
+        ),
+    ],
+    ids=["dra-pool-without-driver", "claim-for-a-profile-no-pool-has", "claims-without-a-dra-pool"],
+)
+def test_dra_config_must_be_satisfiable(change, expected):
+    doc = stack_document("dev")
+    change(doc)
+    assert problems_of(doc) == [expected]
 
 
 def test_the_cpu_pool_refuses_gpu_families():
@@ -145,7 +171,8 @@ def test_the_cpu_pool_refuses_gpu_families():
 
 
 def test_time_slicing_multiplies_schedulable_gpus_but_not_the_karpenter_limit():
-    [pool] = load(stack_document("dev")).gpu_pools
+    pool = load(stack_document("dev")).gpu_pools[0]
+    assert pool.name == "gpu-l40s"
     assert pool.gpu_limit == 8
     assert pool.schedulable_units == {"nvidia.com/gpu": 32}
 

@@ -1,0 +1,338 @@
+"""The NVIDIA GPU Operator (device plugin, time-slicing, MIG, DCGM exporter) and, optionally, DRA.
+
+Upstream, checked at these exact versions:
+- the chart: NVIDIA/gpu-operator v26.7.0, deployments/gpu-operator/values.yaml and templates/;
+  the operator's node labels and operand selectors: controllers/state_manager.go,
+  controllers/object_controls.go, assets/state-*/ at the same tag;
+- the device plugin's config file (the chart pins k8s-device-plugin v0.20.0):
+  NVIDIA/k8s-device-plugin v0.20.0, api/config/v1/{config,sharing,replicas}.go;
+- the MIG manager's config file (the chart pins k8s-mig-manager v0.15.0):
+  NVIDIA/mig-parted v0.15.0, api/spec/v1/spec.go;
+- DRA: kubernetes-sigs/dra-driver-nvidia-gpu (formerly NVIDIA/k8s-dra-driver-gpu) v0.4.1 and main at
+  0.5.0-dev: deployments/helm/dra-driver-nvidia-gpu/{values.yaml,templates/}, and the attributes its
+  kubelet plugin publishes in cmd/gpu-kubelet-plugin/{deviceinfo,mig,partitions}.go.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from config.capacity import GPU_ALLOCATION_LABEL, GpuPoolPlan
+from config.node_pools import ClaimTemplateConfig, GpuConfig
+from config.platform import DRA_MIN_KUBERNETES
+from config.versions import ChartPin
+
+from .system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+
+NAMESPACE = "gpu-operator"
+RELEASE_NAME = "gpu-operator"
+CHART_KEY = "gpu-operator"
+
+# The operator reads both ConfigMaps from its own namespace.
+DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
+MIG_CONFIG_MAP = "mig-parted-config"  # not `default-mig-parted-config`: the operator owns that name
+# The device plugin's configuration for nodes without a `nvidia.com/device-plugin.config` label.
+DEFAULT_SHARING_CONFIG = "default"
+# The operator labels every MIG-capable node that has no `nvidia.com/mig.config` label with this
+# configuration (migManager.config.default), so a custom MIG config must define it.
+MIG_DISABLED_CONFIG = "all-disabled"
+# The MIG manager reads a custom ConfigMap's `config.yaml` key (CONFIG_FILE=/mig-parted-config/config.yaml).
+MIG_CONFIG_KEY = "config.yaml"
+
+DRA_NAMESPACE = "dra-driver-nvidia-gpu"
+DRA_RELEASE_NAME = "dra-driver-nvidia-gpu"
+DRA_CHART_KEY = "dra-driver-nvidia-gpu"
+# The DRA driver's name, which is also the domain of every attribute and capacity it publishes.
+DRA_DRIVER = "gpu.nvidia.com"
+# DeviceClasses the DRA chart installs: whole GPUs, and MIG devices that already exist on a node.
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+# GPU pools allocated through DRA carry this label; the DRA kubelet plugin runs only there.
+# TODO(lead): move to config/capacity.py next to DEVICE_PLUGIN_DEPLOY_LABEL (see the report).
+DRA_ALLOCATION = "dra"
+
+# The EKS API spells taint effects differently from Kubernetes.
+_KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+@dataclass(frozen=True)
+class NodeOsGpuStack:
+    """What a node OS's NVIDIA AMI variant already ships, so the operator must not install it again."""
+
+    driver: bool
+    toolkit: bool
+    device_plugin: bool
+
+
+# Karpenter's al2023 alias resolves to the EKS AL2023 NVIDIA AMI (driver + container toolkit);
+# Bottlerocket's NVIDIA variant also runs its own device plugin.
+NODE_OS_GPU_STACK: dict[str, NodeOsGpuStack] = {
+    "al2023": NodeOsGpuStack(driver=True, toolkit=True, device_plugin=False),
+    "bottlerocket": NodeOsGpuStack(driver=True, toolkit=True, device_plugin=True),
+}
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """The GPU Operator's namespace, sharing ConfigMaps and Helm release; DRA's when enabled on 1.34+."""
+
+    release: k8s.helm.v3.Release
+    dra_release: k8s.helm.v3.Release | None
+
+    def __init__(
+        self,
+        name: str,
+        pools: Sequence[GpuPoolPlan],
+        gpu: GpuConfig,
+        *,
+        kubernetes_version: str,
+        charts: Mapping[str, ChartPin],
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """
+        :param pools: the GPU pools' plans; their sharing modes shape the device plugin and MIG configs.
+        :param gpu: cluster-wide GPU settings (MIG strategy, DRA).
+        :param kubernetes_version: the control plane's minor version; DRA needs 1.34 (resource.k8s.io/v1).
+        :param charts: the pinned charts table (config/versions.py CHARTS).
+        :param provider: the cluster's Kubernetes provider.
+        :param depends_on: what must exist before anything is applied (system nodes, add-ons).
+        """
+        super().__init__("gpu-platform:gpu:GpuOperator", name, None, opts)
+        self._provider = provider
+        # A component's depends_on does not reach its children: every child that talks to the
+        # cluster waits itself.
+        self._depends_on = list(depends_on)
+
+        namespace = self._object(f"{name}-namespace", privileged_namespace(NAMESPACE))
+        config_maps = [
+            self._object(f"{name}-device-plugin-config", time_slicing_config_map(pools), [namespace]),
+            self._object(f"{name}-mig-config", mig_config_map(pools), [namespace]),
+        ]
+        # The operator mounts both ConfigMaps into its operands: they must exist before it starts.
+        self.release = _release(
+            f"{name}-operator",
+            RELEASE_NAME,
+            charts[CHART_KEY],
+            namespace=NAMESPACE,
+            values=operator_values(pools, gpu),
+            opts=self._opts([namespace, *config_maps]),
+        )
+
+        self.dra_release = None
+        api_version = dra_api_version(kubernetes_version)
+        if gpu.dra.enabled and api_version is not None:
+            dra_namespace = self._object(f"{name}-dra-namespace", privileged_namespace(DRA_NAMESPACE))
+            # After the operator: the kubelet plugin is scheduled by the NFD labels the operator's NFD sets.
+            self.dra_release = _release(
+                f"{name}-dra-driver",
+                DRA_RELEASE_NAME,
+                charts[DRA_CHART_KEY],
+                namespace=DRA_NAMESPACE,
+                values=dra_driver_values(api_version),
+                opts=self._opts([dra_namespace, self.release]),
+            )
+            for template in resource_claim_templates(gpu.dra.claim_templates, kubernetes_version):
+                metadata = template["metadata"]
+                self._object(f"{name}-claim-{metadata['namespace']}-{metadata['name']}", template, [self.dra_release])
+
+        self.register_outputs(
+            {
+                "namespace": NAMESPACE,
+                "chartVersion": self.release.version,
+                "draChartVersion": self.dra_release.version if self.dra_release else None,
+            }
+        )
+
+    def _opts(self, extra: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[*self._depends_on, *extra])
+
+    def _object(self, logical: str, manifest: dict[str, Any], extra: Sequence[pulumi.Resource] = ()) -> pulumi.CustomResource:
+        kind = manifest["kind"]
+        opts = self._opts(extra)
+        if kind == "Namespace":
+            return k8s.core.v1.Namespace(logical, metadata=manifest["metadata"], opts=opts)
+        if kind == "ConfigMap":
+            return k8s.core.v1.ConfigMap(logical, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
+        if kind == "ResourceClaimTemplate" and manifest["apiVersion"] == "resource.k8s.io/v1":
+            return k8s.resource.v1.ResourceClaimTemplate(logical, metadata=manifest["metadata"], spec=manifest["spec"], opts=opts)
+        raise ValueError(f"no declaration for {manifest['apiVersion']} {kind}")
+
+
+def _release(name: str, release_name: str, pin: ChartPin, *, namespace: str, values: Mapping[str, Any],
+             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
+    return k8s.helm.v3.Release(
+        name,
+        name=release_name,
+        chart=pin.chart,
+        version=pin.version,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository) if pin.repository else None,
+        namespace=namespace,
+        values=dict(values),
+        opts=opts,
+    )
+
+
+# --- GPU Operator builders -----------------------------------------------------------------------
+
+def operator_values(pools: Sequence[GpuPoolPlan], gpu: GpuConfig) -> dict[str, Any]:
+    """Values of the gpu-operator chart (v26.7.0); every key exists in its values.yaml."""
+    stacks = [NODE_OS_GPU_STACK[pool.config.ami_family] for pool in pools]
+    return {
+        # Controllers run on the system nodes; the chart's default toleration (control-plane) is
+        # dropped, as EKS runs no schedulable control-plane nodes.
+        "operator": on_system_nodes(),
+        # Every node OS the pools use ships the driver and the container toolkit in its NVIDIA AMI:
+        # a second copy from the operator would fight the host's.
+        "driver": {"enabled": not all(stack.driver for stack in stacks)},
+        "toolkit": {"enabled": not all(stack.toolkit for stack in stacks)},
+        # Operands keep the chart's daemonsets.tolerations (nvidia.com/gpu Exists NoSchedule), which
+        # covers the GPU taint every GPU node carries. Where the node OS runs its own device plugin
+        # (Bottlerocket) the pool labels its nodes nvidia.com/gpu.deploy.device-plugin=false, which
+        # the operator honours and its device-plugin DaemonSet selects on.
+        "mig": {"strategy": gpu.mig_strategy},
+        # Each node picks its named configuration through its nvidia.com/device-plugin.config label.
+        "devicePlugin": {"config": {"name": DEVICE_PLUGIN_CONFIG_MAP, "default": DEFAULT_SHARING_CONFIG}},
+        # Each MIG node picks its layout through its nvidia.com/mig.config label.
+        "migManager": {"config": {"name": MIG_CONFIG_MAP, "default": MIG_DISABLED_CONFIG}},
+        # GPU metrics for the monitoring stack; the operator skips the ServiceMonitor until its CRD exists.
+        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        # NFD's master and garbage collector are controllers too; its workers keep the subchart
+        # defaults, whose tolerations already include the GPU taint, so they label GPU nodes.
+        "node-feature-discovery": {"master": on_system_nodes(), "gc": on_system_nodes()},
+    }
+
+
+def time_slicing_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
+    """The device plugin's named configurations: `default` (no sharing) and one per time-sliced pool.
+
+    The MIG strategy is not repeated here: the operator passes mig.strategy as MIG_STRATEGY, and the
+    device plugin lets environment flags override its config file.
+    """
+    configs: dict[str, dict[str, Any]] = {DEFAULT_SHARING_CONFIG: {"version": "v1"}}
+    for pool in pools:
+        sharing = pool.config.sharing
+        if sharing.mode == "timeSlicing":
+            configs[pool.sharing_config_name] = {
+                "version": "v1",
+                "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": sharing.replicas}]}},
+            }
+    return _config_map(DEVICE_PLUGIN_CONFIG_MAP, NAMESPACE, {name: _yaml(config) for name, config in configs.items()})
+
+
+def mig_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
+    """mig-parted's config: `all-disabled` and one named layout per MIG pool, applied to all of a node's GPUs."""
+    mig_configs: dict[str, list[dict[str, Any]]] = {MIG_DISABLED_CONFIG: [{"devices": "all", "mig-enabled": False}]}
+    for pool in pools:
+        sharing = pool.config.sharing
+        if sharing.mode == "mig":
+            assert sharing.mig_layout is not None
+            mig_configs[pool.sharing_config_name] = [
+                {"devices": "all", "mig-enabled": True, "mig-devices": dict(sorted(sharing.mig_layout.items()))}
+            ]
+    return _config_map(MIG_CONFIG_MAP, NAMESPACE, {MIG_CONFIG_KEY: _yaml({"version": "v1", "mig-configs": mig_configs})})
+
+
+def privileged_namespace(name: str) -> dict[str, Any]:
+    """A namespace whose pods may use the host: the operands and DRA kubelet plugin load into the
+    host's GPU stack (host paths, privileged containers, host PID), which Pod Security's
+    `baseline` and `restricted` levels refuse."""
+    levels = {f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": levels}}
+
+
+def on_system_nodes() -> dict[str, Any]:
+    """A controller's placement: selects the system nodes and tolerates their taint."""
+    return {"nodeSelector": system_node_selector(), "tolerations": [system_node_toleration()]}
+
+
+def system_node_selector() -> dict[str, str]:
+    key = SYSTEM_NODE_TAINT["key"]
+    return {key: SYSTEM_NODE_LABELS[key]}
+
+
+def system_node_toleration() -> dict[str, str]:
+    return {
+        "key": SYSTEM_NODE_TAINT["key"],
+        "operator": "Equal",
+        "value": SYSTEM_NODE_TAINT["value"],
+        "effect": _KUBERNETES_TAINT_EFFECTS[SYSTEM_NODE_TAINT["effect"]],
+    }
+
+
+# --- DRA builders --------------------------------------------------------------------------------
+
+def dra_api_version(kubernetes_version: str) -> str | None:
+    """The resource.k8s.io version DRA objects use: v1 from 1.34 (GA); None below, where DRA stays off."""
+    version = tuple(int(part) for part in kubernetes_version.split("."))
+    return "resource.k8s.io/v1" if version >= DRA_MIN_KUBERNETES else None
+
+
+def dra_driver_values(api_version: str) -> dict[str, Any]:
+    """Values of the dra-driver-nvidia-gpu chart: GPU allocation only, on the DRA pools' nodes only."""
+    return {
+        # The AMI's driver lives on the host root, not under the operator's /run/nvidia/driver.
+        "nvidiaDriverRoot": "/",
+        # The chart refuses GPU allocation unless told the device plugin is off where the kubelet
+        # plugin runs: DRA pools label their nodes nvidia.com/gpu.deploy.device-plugin=false.
+        "gpuResourcesEnabledOverride": True,
+        # ComputeDomains are for multi-node NVLink (GB200); no pool has it.
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        # Pinned rather than discovered, so the DeviceClasses match the claim templates' version.
+        "resourceApiVersion": api_version,
+        # Only DRA pools: a GPU advertised by both the device plugin and DRA could be handed out twice.
+        # The chart's default tolerations already cover the GPU taint.
+        "kubeletPlugin": {"nodeSelector": {GPU_ALLOCATION_LABEL: DRA_ALLOCATION}},
+    }
+
+
+def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernetes_version: str) -> list[dict[str, Any]]:
+    """One ResourceClaimTemplate per configured template; none where the cluster serves no resource.k8s.io/v1."""
+    api_version = dra_api_version(kubernetes_version)
+    if api_version is None:
+        return []
+    return [
+        {
+            "apiVersion": api_version,
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": template.name, "namespace": template.namespace},
+            "spec": {"spec": {"devices": {"requests": [_device_request(template)]}}},
+        }
+        for template in templates
+    ]
+
+
+def _device_request(template: ClaimTemplate) -> dict[str, Any]:
+    exactly: dict[str, Any] = {"allocationMode": "ExactCount", "count": template.count}
+    if template.mig_profile is not None:
+        exactly["deviceClassName"] = MIG_DEVICE_CLASS
+        selector = f"{_attribute('profile')} == '{template.mig_profile}'"
+    else:
+        exactly["deviceClassName"] = GPU_DEVICE_CLASS
+        selector = None
+        if template.min_memory_gib is not None:
+            # The driver publishes memory in bytes as a quantity; compareTo orders quantities.
+            selector = f"device.capacity['{DRA_DRIVER}'].memory.compareTo(quantity('{template.min_memory_gib}Gi')) >= 0"
+    if selector is not None:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"name": "gpu", "exactly": exactly}
+
+
+def _attribute(name: str) -> str:
+    return f"device.attributes['{DRA_DRIVER}'].{name}"
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+def _config_map(name: str, namespace: str, data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def _yaml(document: Any) -> str:
+    return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
