@@ -4,6 +4,7 @@
 #   make check [STACK=dev]    validate a stack's config only
 #   make conformance          render every stack and check it against ../shared/conformance
 #   make docs                 regenerate the config reference in README.md
+#   make bench                render time against tenant count, next to the SDK floor
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -12,7 +13,7 @@ CONFORMANCE_DIR ?= ../shared/conformance
 CONFORMANCE_VENV := .venv-conformance
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
-.PHONY: render test check conformance docs clean
+.PHONY: render test check conformance docs bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +42,10 @@ conformance: $(VENV)/.installed $(CONFORMANCE_VENV)/.installed
 	  echo "conformance: stack $$stack, Kubernetes $$version"; \
 	  $(CONFORMANCE_VENV)/bin/python $(CONFORMANCE_DIR)/validate.py --k8s-version $$version build/$$stack; \
 	done
+
+# Render time against tenant count (10, 100, 1000) next to the SDK's own floor; figures, not a test.
+bench: $(VENV)/.installed
+	$(PY) -m offline.bench
 
 # Regenerate the config reference in README.md from the models' descriptions.
 docs: $(VENV)/.installed

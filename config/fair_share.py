@@ -254,28 +254,36 @@ def _check_capacity(plans: Sequence[TenantPlan], root: str, problems: Problems) 
 
 
 def _check_borrowing(plans: Sequence[TenantPlan], root: str, problems: Problems) -> None:
-    """A tenant cannot borrow more than the rest of the organisation could lend it."""
+    """A tenant cannot borrow more than the rest of the organisation could lend it.
+
+    Linear in tenants: the lendable total per flavor is summed once, and each tenant's own share is
+    taken out of it.
+    """
+    lendable: dict[str, int] = {}
+    for plan in plans:
+        for quota in plan.quotas:
+            lendable[quota.flavor.name] = lendable.get(quota.flavor.name, 0) + _lendable(quota.quota)
     for index, plan in enumerate(plans):
         for quota in plan.quotas:
-            if not quota.quota.borrowing_limit:
-                continue
-            lenders = []
-            for other in plans:
-                if other is plan:
-                    continue
-                for theirs in other.quotas:
-                    if theirs.flavor.name == quota.flavor.name:
-                        lendable = theirs.quota.nominal if theirs.quota.lending_limit is None else theirs.quota.lending_limit
-                        if lendable:
-                            lenders.append((other.name, lendable))
-            lendable_total = sum(n for _, n in lenders)
-            if quota.quota.borrowing_limit > lendable_total:
-                detail = ", ".join(f"{name} {n}" for name, n in lenders) or "no other tenant has quota there"
+            available = lendable[quota.flavor.name] - _lendable(quota.quota)
+            if quota.quota.borrowing_limit > available:
+                lenders = [
+                    f"{other.name} {_lendable(theirs.quota)}"
+                    for other in plans
+                    if other is not plan
+                    for theirs in other.quotas
+                    if theirs.flavor.name == quota.flavor.name and _lendable(theirs.quota)
+                ]
                 problems.add(
                     f"{root}[{index}].gpu.{quota.flavor.name}.borrowingLimit",
-                    f"{quota.quota.borrowing_limit} {quota.flavor.unit} exceeds the {lendable_total} the rest of the cohort "
-                    f"can lend on {quota.flavor.name} ({detail}); lower it to {lendable_total}",
+                    f"{quota.quota.borrowing_limit} {quota.flavor.unit} exceeds the {available} the rest of the cohort "
+                    f"can lend on {quota.flavor.name} ({', '.join(lenders) or 'no other tenant has quota there'}); "
+                    f"lower it to {available}",
                 )
+
+
+def _lendable(quota: FlavorQuota) -> int:
+    return quota.nominal if quota.lending_limit is None else quota.lending_limit
 
 
 def cpu_flavor_labels() -> dict[str, str]:

@@ -11,7 +11,7 @@ import contextvars
 import runpy
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,12 +110,21 @@ class RecordingMonitor(sdk_mocks.MockMonitor):
         return response
 
 
-def run_program(stack: str, config: Mapping[str, str], secret_keys: list[str] | None = None) -> Recording:
-    """Run `__main__.py` for `stack` with `config` (Pulumi's flat key -> string map) under mocks."""
-    return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []))
+def run_program(
+    stack: str,
+    config: Mapping[str, str],
+    secret_keys: list[str] | None = None,
+    program: Callable[[], object] | None = None,
+) -> Recording:
+    """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks."""
+    return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []), program or _main_program)
 
 
-def _run(stack: str, config: dict[str, str], secret_keys: list[str]) -> Recording:
+def _main_program() -> object:
+    return runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
+
+
+def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], object]) -> Recording:
     mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"))
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
@@ -123,7 +132,7 @@ def _run(stack: str, config: dict[str, str], secret_keys: list[str]) -> Recordin
 
     if str(PROJECT_DIR) not in sys.path:
         sys.path.insert(0, str(PROJECT_DIR))
-    _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")))
+    _sync_await(run_pulumi_func(program))
 
     recording = Recording(stack=stack, resources=sorted(monitor.records, key=lambda r: r.urn))
     root = pulumi.runtime.settings.get_root_resource()

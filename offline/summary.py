@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config import PlatformConfig
+from config.capacity import HOURS_PER_MONTH
 
 if TYPE_CHECKING:
     from .engine import Recording
@@ -20,6 +21,8 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _network(config),
         _node_groups(config),
         _gpu_pools(config),
+        _tenants(config),
+        _capacity(config),
         _addons(config),
         _access(config),
         _outputs(recording),
@@ -125,6 +128,63 @@ def _gpu_pools(config: PlatformConfig) -> str:
         ["pool", "instance types", "GPUs/node", "GPU", "capacity", "AMI", "GPU limit", "sharing", "schedulable at limit", "cost/hour at limit"],
         rows,
     ) + note
+
+
+def _tenants(config: PlatformConfig) -> str:
+    if not config.tenants:
+        return "## Tenants\n\nNone yet: add one under `gpu-platform:tenants`.\n"
+    rows = []
+    for tenant in config.tenants:
+        guaranteed = ", ".join(f"{q.quota.nominal} {q.flavor.name}" for q in tenant.quotas if q.quota.nominal) or "none"
+        borrow = ", ".join(f"+{q.quota.borrowing_limit} {q.flavor.name}" for q in tenant.quotas if q.quota.borrowing_limit) or "-"
+        gpu_quota = ", ".join(
+            f"{key.removeprefix('requests.')}={value}" for key, value in tenant.resource_quota.items() if "nvidia.com" in key
+        )
+        monthly = sum(_monthly_cost(q) for q in tenant.quotas)
+        rows.append(
+            [
+                f"`{tenant.name}`",
+                tenant.cohort,
+                guaranteed,
+                borrow,
+                gpu_quota,
+                f"{tenant.config.cpu} vCPU / {tenant.config.memory_gib} GiB",
+                f"{tenant.config.priority} ({tenant.priority_value})",
+                tenant.config.pod_security,
+                f"${monthly:,.0f}",
+            ]
+        )
+    note = (
+        "\nGuaranteed and borrowable amounts are in each flavor's units (GPUs; GPU slices on time-sliced pools). "
+        "Monthly cost: the guaranteed GPUs at on-demand prices, 730 hours.\n"
+    )
+    return "## Tenants\n\n" + table(
+        ["tenant", "cohort", "guaranteed", "may borrow", "ResourceQuota (GPU)", "CPU-only quota", "priority", "Pod Security", "monthly cost (guaranteed)"],
+        rows,
+    ) + note
+
+
+def _monthly_cost(quota) -> float:
+    pool = quota.flavor.pool
+    hourly = pool.hourly_cost_at_limit
+    if hourly is None or not pool.gpu_limit:
+        return 0.0
+    gpus = quota.quota.nominal / (quota.flavor.capacity_units / pool.gpu_limit)
+    return hourly / pool.gpu_limit * gpus * HOURS_PER_MONTH
+
+
+def _capacity(config: PlatformConfig) -> str:
+    rows = []
+    for pool in config.gpu_pools:
+        flavors = [f for f in config.flavors if f.pool is pool]
+        if not flavors:
+            continue
+        promised = sum(q.quota.nominal for t in config.tenants for q in t.quotas if q.flavor.pool is pool)
+        capacity = flavors[0].capacity_units
+        rows.append(
+            [f"`{pool.name}`", ", ".join(f.name for f in flavors), f"{promised} / {capacity} {flavors[0].unit}", f"{capacity - promised}"]
+        )
+    return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
 
 
 def _addons(config: PlatformConfig) -> str:

@@ -1,0 +1,167 @@
+"""One source of truth for capacity: the platform never promises GPUs it does not have."""
+
+from __future__ import annotations
+
+import pytest
+
+from config import ConfigError
+
+from .conftest import load, stack_document
+
+T = "gpu-platform:tenants"
+
+
+def tenants(doc):
+    return doc[T]
+
+
+def problems_of(doc) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load(doc)
+    return caught.value.problems
+
+
+VIOLATIONS = [
+    pytest.param(
+        lambda d: tenants(d)[2]["gpu"]["h100-on-demand"].update(nominal=16),
+        [
+            "gpu-platform:tenants[2].gpu.h100-on-demand.nominal: 16 GPUs makes 40 promised on pool gpu-h100, which "
+            "declares 32: lower the quota or raise the pool's gpus"
+        ],
+        id="nominal-sum-exceeds-pool",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[0]["gpu"]["h100-on-demand"].update(borrowingLimit=20),
+        [
+            "gpu-platform:tenants[0].gpu.h100-on-demand.borrowingLimit: 20 GPUs exceeds the 12 the rest of the cohort "
+            "can lend on h100-on-demand (inference 4, data-science 8); lower it to 12"
+        ],
+        id="borrowing-beyond-what-others-lend",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[1]["gpu"]["h100-on-demand"].update(lendingLimit=9),
+        [
+            "gpu-platform:tenants[1].gpu.h100-on-demand: lendingLimit 9 exceeds nominal 8: a tenant lends only what it has"
+        ],
+        id="lending-more-than-nominal",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3]["gpu"].update({"h200-on-demand": {"nominal": 0, "borrowingLimit": 1}}),
+        [
+            "gpu-platform:tenants[3].gpu.h200-on-demand: no such flavor; flavors: h100-on-demand, a100-spot, l40s-on-demand"
+        ],
+        id="unknown-flavor",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3].update(name="monitoring"),
+        ["gpu-platform:tenants[3].name: 'monitoring' is a namespace the platform or Kubernetes owns; pick another name"],
+        id="platform-namespace",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3].update(name="Team_A"),
+        [
+            "gpu-platform:tenants[3].name: 'Team_A' is not a DNS label: lowercase letters, digits and '-', starting "
+            "with a letter, at most 40 characters"
+        ],
+        id="not-a-dns-label",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3].update(name="inference"),
+        ["gpu-platform:tenants[3].name: 'inference' is already the name of gpu-platform:tenants[1]; tenant names must be unique"],
+        id="duplicate-tenant",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3].update(businessUnit="marketing"),
+        ["gpu-platform:tenants[3].businessUnit: 'marketing' is not in gpu-platform:queueing.businessUnits (research, product)"],
+        id="unknown-business-unit",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3].update(priority="urgent"),
+        ["gpu-platform:tenants[3].priority: 'urgent' is not a tier of gpu-platform:queueing.priorities (production, standard, best-effort)"],
+        id="unknown-priority",
+    ),
+    pytest.param(
+        lambda d: tenants(d)[3].update(admins=["arn:aws:iam::111122223333:role/PlatformAdmin"]),
+        [
+            "gpu-platform:tenants[3].admins[0]: 'arn:aws:iam::111122223333:role/PlatformAdmin' is a cluster admin already "
+            "(gpu-platform:cluster.admins); EKS allows it one access entry: remove it here"
+        ],
+        id="cluster-admin-as-tenant-admin",
+    ),
+]
+
+
+@pytest.mark.parametrize("change, expected", VIOLATIONS)
+def test_each_violation_is_one_line_with_the_key_the_numbers_and_the_fix(change, expected):
+    doc = stack_document("prod")
+    change(doc)
+    assert problems_of(doc) == expected
+
+
+def test_all_violations_are_reported_together():
+    doc = stack_document("prod")
+    tenants(doc)[2]["gpu"]["h100-on-demand"]["nominal"] = 16
+    tenants(doc)[3]["priority"] = "urgent"
+    tenants(doc)[0]["gpu"]["a100-spot"]["borrowingLimit"] = 9
+    assert [line.split(":", 2)[1] for line in problems_of(doc)] == [
+        "tenants[3].priority",
+        "tenants[2].gpu.h100-on-demand.nominal",
+        "tenants[0].gpu.a100-spot.borrowingLimit",
+    ]
+
+
+def test_time_sliced_quotas_count_in_slices():
+    doc = stack_document("dev")
+    tenants(doc)[1]["gpu"]["l40s-on-demand"]["nominal"] = 20
+    assert problems_of(doc) == [
+        "gpu-platform:tenants[1].gpu.l40s-on-demand.nominal: 20 GPU slices makes 36 promised on pool gpu-l40s, which "
+        "declares 32: lower the quota or raise the pool's gpus"
+    ]
+
+
+def test_split_capacity_flavors_select_their_capacity_type():
+    flavors = {f.name: f for f in load(stack_document("dev")).flavors}
+    assert flavors["l40s-spot"].node_labels == {"gpu-platform/node-pool": "gpu-l40s", "karpenter.sh/capacity-type": "spot"}
+    assert flavors["l40s-on-demand"].node_labels == {
+        "gpu-platform/node-pool": "gpu-l40s",
+        "karpenter.sh/capacity-type": "on-demand",
+    }
+
+
+def test_a_single_capacity_pool_has_one_flavor_named_for_gpu_and_capacity():
+    names = [f.name for f in load(stack_document("prod")).flavors]
+    assert names == ["h100-on-demand", "a100-spot", "l40s-on-demand"]
+
+
+def test_resource_quota_is_never_below_what_kueue_can_admit():
+    for stack in ("dev", "prod"):
+        for tenant in load(stack_document(stack)).tenants:
+            hard = tenant.resource_quota
+            for quota in tenant.quotas:
+                for resource, (nominal, borrowing, _) in quota.resources().items():
+                    if resource in ("cpu", "memory"):
+                        continue
+                    assert int(hard[f"requests.{resource}"]) >= nominal + borrowing, (tenant.name, resource)
+
+
+def test_mig_quotas_become_each_profile_per_gpu():
+    llm = load(stack_document("prod")).tenants[0]
+    assert llm.name == "llm-training"
+    # 16 nominal + 12 borrowable H100s, each cut into 2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb.
+    assert llm.resource_quota["requests.nvidia.com/mig-1g.10gb"] == "56"
+    assert llm.resource_quota["requests.nvidia.com/mig-3g.40gb"] == "28"
+    # plus 8 nominal + 8 borrowable whole A100s.
+    assert llm.resource_quota["requests.nvidia.com/gpu"] == "16"
+
+
+def test_a_best_effort_tenant_is_guaranteed_nothing_but_may_borrow():
+    experiments = load(stack_document("prod")).tenants[3]
+    assert experiments.priority_value == 100
+    assert all(q.quota.nominal == 0 for q in experiments.quotas)
+    assert experiments.resource_quota["requests.nvidia.com/gpu"] == "8"
+
+
+def test_extended_resources_take_only_the_requests_prefix():
+    for tenant in load(stack_document("prod")).tenants:
+        assert not [key for key in tenant.resource_quota if key.startswith("limits.nvidia.com")]
+        assert not [key for key in tenant.resource_quota if key.startswith("nvidia.com")]
