@@ -207,6 +207,7 @@ def plan_tenants(
         )
     _check_capacity(plans, root, problems)
     _check_borrowing(plans, root, problems)
+    _check_inference(plans, root, problems)
     return tuple(plans)
 
 
@@ -279,6 +280,39 @@ def _check_borrowing(plans: Sequence[TenantPlan], root: str, problems: Problems)
                     f"{quota.quota.borrowing_limit} {quota.flavor.unit} exceeds the {available} the rest of the cohort "
                     f"can lend on {quota.flavor.name} ({', '.join(lenders) or 'no other tenant has quota there'}); "
                     f"lower it to {available}",
+                )
+
+
+def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems) -> None:
+    """An inference deployment at its max must fit what Kueue can admit for its tenant on its flavor."""
+    for index, plan in enumerate(plans):
+        quotas = {q.flavor.name: q for q in plan.quotas}
+        for position, deployment in enumerate(plan.config.inference):
+            key = f"{root}[{index}].inference[{position}]"
+            quota = quotas.get(deployment.flavor)
+            if quota is None:
+                problems.add(
+                    f"{key}.flavor",
+                    f"{show(deployment.flavor)} is not a flavor tenant {plan.name} has quota on "
+                    f"({', '.join(quotas) or 'none'}); its pods would never be admitted",
+                )
+                continue
+            if GPU_RESOURCE not in quota.flavor.resources_per_unit or quota.flavor.pool.config.allocation == "dra":
+                problems.add(
+                    f"{key}.flavor",
+                    f"{show(deployment.flavor)} does not hand out {GPU_RESOURCE} (MIG devices or DRA claims); "
+                    "run inference deployments on a whole-GPU or time-sliced flavor",
+                )
+                continue
+            most = deployment.max_replicas * deployment.gpus_per_replica
+            admissible = quota.quota.nominal + quota.quota.borrowing_limit
+            if most > admissible:
+                problems.add(
+                    f"{key}.maxReplicas",
+                    f"{deployment.max_replicas} replicas x {deployment.gpus_per_replica} {quota.flavor.unit} = {most} "
+                    f"exceeds the {admissible} tenant {plan.name} can get on {deployment.flavor} (nominal "
+                    f"{quota.quota.nominal} + borrowing {quota.quota.borrowing_limit}); lower maxReplicas to "
+                    f"{admissible // deployment.gpus_per_replica}",
                 )
 
 

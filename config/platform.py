@@ -15,11 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError
 
+from .autoscaling import AutoscalingConfig
 from .capacity import GpuPoolPlan, plan_gpu_pools
 from .cluster import ClusterConfig
 from .errors import Problems, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
+from .monitoring import MonitoringConfig
 from .regions import AVAILABILITY_ZONES
 from .tenants import QueueingConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
@@ -42,10 +44,15 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "gpu": GpuConfig,
     "queueing": QueueingConfig,
     "tenants": TenantsConfig,
+    "monitoring": MonitoringConfig,
+    "autoscaling": AutoscalingConfig,
     "versions": VersionsConfig,
 }
 # Sections that may be left out entirely, and what they mean then.
-OPTIONAL_SECTIONS: dict[str, Any] = {"nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "versions": {}}
+OPTIONAL_SECTIONS: dict[str, Any] = {
+    "nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "monitoring": {}, "autoscaling": {},
+    "versions": {},
+}
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,8 @@ class PlatformConfig:
     queueing: QueueingConfig
     flavors: tuple[FlavorPlan, ...]
     tenants: tuple[TenantPlan, ...]
+    monitoring: MonitoringConfig
+    autoscaling: AutoscalingConfig
 
     @property
     def tags(self) -> dict[str, str]:
@@ -169,6 +178,8 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         queueing=queueing,
         flavors=flavors,
         tenants=tenant_plans,
+        monitoring=sections["monitoring"],  # type: ignore[arg-type]
+        autoscaling=sections["autoscaling"],  # type: ignore[arg-type]
     )
 
 

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, RootModel, field_validator, model_validator
 
+from .autoscaling import InferenceDeploymentConfig
 from .base import ConfigModel
 from .cluster import PrincipalArn
 
@@ -83,6 +84,18 @@ class TenantConfig(ConfigModel):
         default_factory=list, description="IAM roles or users with read-only rights in the tenant's namespace."
     )
     network: NetworkAllowances = Field(default_factory=NetworkAllowances, description="Network allowances.")
+    inference: list[InferenceDeploymentConfig] = Field(
+        default_factory=list, description="Inference deployments KEDA scales on GPU utilisation and queue depth."
+    )
+
+    @field_validator("inference")
+    @classmethod
+    def _unique_deployments(cls, deployments: list[InferenceDeploymentConfig]) -> list[InferenceDeploymentConfig]:
+        names = [d.name for d in deployments]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"declares deployment {duplicates[0]!r} twice")
+        return deployments
 
     @field_validator("gpu")
     @classmethod

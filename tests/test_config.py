@@ -65,7 +65,8 @@ BAD_CONFIGS = [
     pytest.param(
         set_in("gpu-platform:clusters", value={}),
         "gpu-platform:clusters: unknown key; known keys: gpu-platform:cluster, gpu-platform:nodePools, "
-        "gpu-platform:cpuPool, gpu-platform:gpu, gpu-platform:queueing, gpu-platform:tenants, gpu-platform:versions",
+        "gpu-platform:cpuPool, gpu-platform:gpu, gpu-platform:queueing, gpu-platform:tenants, gpu-platform:monitoring, "
+        "gpu-platform:autoscaling, gpu-platform:versions",
         id="unknown-top-level-key",
     ),
     pytest.param(

@@ -1,0 +1,104 @@
+"""`gpu-platform:autoscaling` and each tenant's `inference` deployments: KEDA scaling on GPU load.
+
+A deployment scales on its own GPU utilisation and, when given a target, on its request queue depth
+(`vllm:num_requests_waiting`). Its class sets the thresholds: the seed's presets, overridable.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import ConfigModel
+
+WorkloadClass = Literal["realtime", "batch", "interactive"]
+_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
+
+
+class ClassPreset(ConfigModel):
+    """Thresholds of one workload class."""
+
+    scale_up_utilization: int = Field(ge=1, le=100, description="GPU utilisation (%) above which replicas are added.")
+    scale_down_utilization: int = Field(ge=0, le=99, description="GPU utilisation (%) below which the scaler may go idle.")
+    cooldown_seconds: int = Field(ge=0, le=3600, description="Seconds after the last active trigger before scaling to min.")
+
+    @model_validator(mode="after")
+    def _down_below_up(self) -> ClassPreset:
+        if self.scale_down_utilization >= self.scale_up_utilization:
+            raise ValueError(
+                f"scaleDownUtilization {self.scale_down_utilization} must be below scaleUpUtilization {self.scale_up_utilization}"
+            )
+        return self
+
+
+# The seed's presets: realtime scales early and settles fast; batch runs hot; interactive reacts quickest.
+CLASS_PRESETS: dict[str, ClassPreset] = {
+    "realtime": ClassPreset(scaleUpUtilization=70, scaleDownUtilization=30, cooldownSeconds=60),
+    "batch": ClassPreset(scaleUpUtilization=85, scaleDownUtilization=40, cooldownSeconds=300),
+    "interactive": ClassPreset(scaleUpUtilization=60, scaleDownUtilization=25, cooldownSeconds=30),
+}
+
+
+class AutoscalingConfig(ConfigModel):
+    """KEDA, and per-class overrides of the scaling presets."""
+
+    classes: dict[WorkloadClass, ClassPreset] = Field(
+        default_factory=dict,
+        description="Overrides of the class presets (realtime 70/30/60 s, batch 85/40/300 s, interactive 60/25/30 s).",
+    )
+    fallback_replicas: int = Field(
+        1, ge=1, le=100, description="Replicas KEDA holds when its Prometheus queries keep failing."
+    )
+
+    def preset(self, workload_class: str) -> ClassPreset:
+        return self.classes.get(workload_class, CLASS_PRESETS[workload_class])  # type: ignore[call-overload]
+
+
+class ServingConfig(ConfigModel):
+    """A model server the platform declares for the deployment (Deployment, Service, PodDisruptionBudget)."""
+
+    image: str = Field(description="Container image, pinned by tag or digest, e.g. `vllm/vllm-openai:v0.11.0`.")
+    model: str = Field(description="Model to serve, passed as `--model`, e.g. `meta-llama/Llama-3.1-8B-Instruct`.")
+    port: int = Field(8000, ge=1024, le=65535, description="Port the server listens on (non-root: above 1023).")
+    run_as_user: int | None = Field(
+        1000, ge=1, description="Non-root UID to run as; null only for images that cannot run as non-root."
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, image: str) -> str:
+        if not _IMAGE.match(image) or (":" not in image.rsplit("/", 1)[-1] and "@sha256:" not in image):
+            raise ValueError("is not an image pinned by tag or digest, e.g. 'vllm/vllm-openai:v0.11.0'")
+        if image.endswith(":latest"):
+            raise ValueError("uses ':latest'; pin a version so every replica runs the same server")
+        return image
+
+
+class InferenceDeploymentConfig(ConfigModel):
+    """An inference Deployment in the tenant's namespace that KEDA scales."""
+
+    name: str = Field(description="Deployment name (a DNS label).")
+    flavor: str = Field(description="The flavor (pool) its replicas run on; its GPUs count against the tenant's quota there.")
+    gpus_per_replica: int = Field(1, ge=1, le=8, description="GPUs (flavor units) each replica requests.")
+    min_replicas: int = Field(1, ge=0, le=1000, description="Fewest replicas; 0 lets KEDA scale to zero when idle.")
+    max_replicas: int = Field(ge=1, le=1000, description="Most replicas.")
+    workload_class: WorkloadClass = Field(alias="class", description="`realtime`, `batch` or `interactive`: the scaling preset.")
+    queue_depth_target: int | None = Field(
+        None, ge=1, le=10000, description="Requests waiting per replica (vllm:num_requests_waiting) that adds a replica."
+    )
+    serving: ServingConfig | None = Field(None, description="Declare the model server too; otherwise the tenant deploys it.")
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, name: str) -> str:
+        if not re.match(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$", name):
+            raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
+        return name
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> InferenceDeploymentConfig:
+        if self.min_replicas > self.max_replicas:
+            raise ValueError(f"minReplicas {self.min_replicas} exceeds maxReplicas {self.max_replicas}")
+        return self

@@ -1,0 +1,72 @@
+"""`gpu-platform:monitoring`: Prometheus, Alertmanager and Grafana (kube-prometheus-stack)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import ConfigModel
+
+_RETENTION = re.compile(r"^[0-9]+(h|d|w|y)$")
+_RECEIVER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+
+
+class ReceiverConfig(ConfigModel):
+    """Where Alertmanager sends alerts: Slack, PagerDuty, or both."""
+
+    name: str = Field(description="Receiver name, e.g. `gpu-oncall`.")
+    severities: list[Literal["critical", "warning", "info"]] = Field(
+        default_factory=lambda: ["critical", "warning"], min_length=1, description="Alert severities routed here."
+    )
+    slack_webhook_url: str | None = Field(
+        None, description="Slack incoming-webhook URL; store it with `pulumi config set --secret --path ...`."
+    )
+    slack_channel: str | None = Field(None, description="Slack channel, e.g. `#gpu-alerts`.")
+    pagerduty_routing_key: str | None = Field(
+        None, description="PagerDuty Events API v2 routing key; store it with `pulumi config set --secret --path ...`."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        if not _RECEIVER_NAME.match(name):
+            raise ValueError("is not a receiver name: lowercase letters, digits and '-'")
+        return name
+
+    @model_validator(mode="after")
+    def _has_a_destination(self) -> ReceiverConfig:
+        if self.slack_webhook_url is None and self.pagerduty_routing_key is None:
+            raise ValueError("a receiver needs slackWebhookUrl or pagerdutyRoutingKey")
+        if (self.slack_webhook_url is None) != (self.slack_channel is None):
+            raise ValueError("slackWebhookUrl and slackChannel go together")
+        return self
+
+
+class MonitoringConfig(ConfigModel):
+    """Prometheus, Alertmanager and Grafana on the system nodes, in namespace `monitoring`."""
+
+    retention: str = Field("15d", description="How long Prometheus keeps samples, e.g. `15d`.")
+    storage_gib: int = Field(100, alias="storageGiB", ge=10, le=16384, description="Prometheus gp3 volume size, GiB.")
+    replicas: int = Field(1, ge=1, le=3, description="Prometheus replicas.")
+    receivers: list[ReceiverConfig] = Field(default_factory=list, description="Alertmanager receivers.")
+    idle_gpu_hours: int = Field(
+        1, ge=1, le=48, description="Hours a GPU may stay allocated at ~0% utilisation before the waste alert fires."
+    )
+
+    @field_validator("retention")
+    @classmethod
+    def _valid_retention(cls, retention: str) -> str:
+        if not _RETENTION.match(retention):
+            raise ValueError("is not a Prometheus retention such as '15d' or '720h'")
+        return retention
+
+    @field_validator("receivers")
+    @classmethod
+    def _unique_receivers(cls, receivers: list[ReceiverConfig]) -> list[ReceiverConfig]:
+        names = [r.name for r in receivers]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"names receiver {duplicates[0]!r} twice")
+        return receivers
