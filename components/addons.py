@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,10 @@ ADDON_IDENTITIES: dict[str, tuple[str, str]] = {
 }
 
 DEFAULT_STORAGE_CLASS = "gp3-encrypted"
+
+# Add-on configuration beyond the defaults. vpc-cni: enforce NetworkPolicies (tenants' isolation);
+# without it they are accepted and silently ignored.
+ADDON_CONFIGURATION: dict[str, dict[str, str]] = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 
 
 class ClusterAddons(pulumi.ComponentResource):
@@ -59,6 +64,9 @@ class ClusterAddons(pulumi.ComponentResource):
                 resolve_conflicts_on_create="OVERWRITE",
                 resolve_conflicts_on_update="OVERWRITE",
                 pod_identity_associations=pod_identities or None,
+                configuration_values=(
+                    json.dumps(ADDON_CONFIGURATION[addon.name], sort_keys=True) if addon.name in ADDON_CONFIGURATION else None
+                ),
                 tags=dict(tags),
                 # A component's depends_on does not reach its children; each add-on waits itself.
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),

@@ -93,10 +93,12 @@ class GpuOperator(pulumi.ComponentResource):
         kubernetes_version: str,
         charts: Mapping[str, ChartPin],
         provider: k8s.Provider,
+        namespaces: Mapping[str, pulumi.Resource] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
+        :param namespaces: tenant namespaces by name; a ResourceClaimTemplate waits for its namespace.
         :param pools: the GPU pools' plans; their sharing modes shape the device plugin and MIG configs.
         :param gpu: cluster-wide GPU settings (MIG strategy, DRA).
         :param kubernetes_version: the control plane's minor version; DRA needs 1.34 (resource.k8s.io/v1).
@@ -140,7 +142,9 @@ class GpuOperator(pulumi.ComponentResource):
             )
             for template in resource_claim_templates(gpu.dra.claim_templates, kubernetes_version):
                 metadata = template["metadata"]
-                self._object(f"{name}-claim-{metadata['namespace']}-{metadata['name']}", template, [self.dra_release])
+                namespace = (namespaces or {}).get(metadata["namespace"])
+                waits_for = [self.dra_release, *([namespace] if namespace is not None else [])]
+                self._object(f"{name}-claim-{metadata['namespace']}-{metadata['name']}", template, waits_for)
 
         self.register_outputs(
             {

@@ -15,6 +15,7 @@ from .karpenter import Karpenter
 from .network import Network
 from .node_pools import NodePools
 from .system_nodes import SystemNodeGroup
+from .tenants import Tenants
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -97,6 +98,20 @@ class GpuPlatform(pulumi.ComponentResource):
             depends_on=controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
+        # Tenants' namespaces, quotas, network rules and access. Kueue's LocalQueues go into
+        # `self.tenants.namespaces`; their ClusterQueues select them with `tenant_namespace_selector`.
+        self.tenants = Tenants(
+            f"{name}-tenants",
+            config.tenants,
+            cluster_name=name,
+            kubernetes_version=cluster_config.kubernetes_version,
+            provider=self.cluster.provider,
+            tags=tags,
+            protect=cluster_config.protect,
+            depends_on=[self.cluster.eks],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
         self.gpu_operator = GpuOperator(
             f"{name}-gpu",
             config.gpu_pools,
@@ -104,6 +119,7 @@ class GpuPlatform(pulumi.ComponentResource):
             kubernetes_version=cluster_config.kubernetes_version,
             charts=config.charts,
             provider=self.cluster.provider,
+            namespaces=self.tenants.namespaces,
             depends_on=controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -159,6 +159,14 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         flavors = plan_flavors(gpu_pools, queueing, problems)
         if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
             tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems)
+    if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):
+        names = [tenant.name for tenant in tenants.root]
+        for index, template in enumerate(gpu.dra.claim_templates):
+            if template.namespace not in names:
+                problems.add(
+                    f"{NAMESPACE}:gpu.dra.claimTemplates[{index}].namespace",
+                    f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
+                )
     problems.raise_if_any()
 
     assert isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig)

@@ -12,8 +12,12 @@ EKS = "eks:index:Cluster"
 
 
 def admin_entries(recording):
-    """Access entries of people and pipelines; Karpenter's node role has its own (EC2_LINUX)."""
-    return [e for e in recording.by_type("aws:eks/accessEntry:AccessEntry") if e.inputs.get("type") != "EC2_LINUX"]
+    """The cluster admins' access entries: the Cluster component's own (Karpenter's node role and tenants' principals have theirs)."""
+    return [
+        e
+        for e in recording.by_type("aws:eks/accessEntry:AccessEntry")
+        if e.parent.rsplit("::", 1)[0].endswith("$gpu-platform:cluster:Cluster")
+    ]
 
 
 def eks_cluster(recording):

@@ -418,3 +418,26 @@ def test_dra_driver_and_claim_templates_exist_only_when_enabled():
     templates = recording.by_type(CLAIM_TEMPLATE)
     assert sorted(t.inputs["metadata"]["name"] for t in templates) == ["any-gpu", "gpu-40gb", "mig-3g"]
     assert all(dra.urn in t.dependencies for t in templates), "claims need the driver's DeviceClasses"
+
+
+def test_a_claim_template_waits_for_its_tenant_namespace():
+    from .conftest import render_stack
+
+    recording = render_stack("dev")
+    [template] = recording.by_type(CLAIM_TEMPLATE)
+    [namespace] = [n for n in recording.by_type(NAMESPACE_TYPE) if n.inputs["metadata"]["name"] == "ml-research"]
+    assert namespace.urn in template.dependencies
+
+
+def test_a_claim_template_must_live_in_a_tenant_namespace():
+    from config import ConfigError
+
+    from .conftest import load, stack_document
+
+    doc = stack_document("dev")
+    doc["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["namespace"] = "research"
+    with pytest.raises(ConfigError) as caught:
+        load(doc)
+    assert caught.value.problems == [
+        "gpu-platform:gpu.dra.claimTemplates[0].namespace: 'research' is not a tenant's namespace (ml-research, inference)"
+    ]

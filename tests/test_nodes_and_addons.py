@@ -127,3 +127,8 @@ def test_the_default_storage_class_is_encrypted_gp3_and_waits_for_the_ebs_driver
     assert storage_class.inputs["parameters"]["encrypted"] == "true"
     assert storage_class.inputs["parameters"]["type"] == "gp3"
     assert addons(recording)["aws-ebs-csi-driver"].urn in storage_class.dependencies
+
+
+def test_vpc_cni_enforces_network_policies(recording):
+    """Without this the tenants' NetworkPolicies are accepted and silently ignored."""
+    assert json.loads(addons(recording)["vpc-cni"].inputs["configurationValues"]) == {"enableNetworkPolicy": "true"}
