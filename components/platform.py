@@ -14,6 +14,7 @@ from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
 from .network import Network
 from .node_pools import NodePools
+from .queueing import Queueing
 from .system_nodes import SystemNodeGroup
 from .tenants import Tenants
 
@@ -112,6 +113,18 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+        # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
+        self.queueing = Queueing(
+            f"{name}-queueing",
+            config.queueing,
+            config.flavors,
+            config.tenants,
+            chart=config.charts["kueue"],
+            provider=self.cluster.provider,
+            namespaces=self.tenants.namespaces,
+            depends_on=controllers_ready,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.gpu_operator = GpuOperator(
             f"{name}-gpu",
             config.gpu_pools,

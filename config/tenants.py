@@ -59,7 +59,10 @@ class NetworkAllowances(ConfigModel):
 class TenantConfig(ConfigModel):
     """One team: its namespace, GPU quota per flavor, CPU and memory quota, priority, access and network rules."""
 
-    name: DnsLabel = Field(description="Tenant name; also its namespace, LocalQueue and ClusterQueue name.")
+    name: DnsLabel = Field(
+        description="Tenant name; also its namespace and ClusterQueue name (its LocalQueue is `default`, where Kueue "
+        "puts jobs that name no queue)."
+    )
     business_unit: str | None = Field(
         None, description="The business unit (a nested cohort under `queueing.businessUnits`) the tenant belongs to."
     )
@@ -126,6 +129,14 @@ class QueueingConfig(ConfigModel):
         description="Pools that mix on-demand and spot and get one flavor per capacity type (`<pool>-on-demand`, "
         "`<pool>-spot`) instead of one for both.",
     )
+
+    @model_validator(mode="after")
+    def _distinct_cohorts(self) -> QueueingConfig:
+        names = [self.cohort, *self.business_units]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"cohort {duplicates[0]!r} is named twice (the root and business units are all Cohorts)")
+        return self
 
     @field_validator("priorities")
     @classmethod

@@ -165,3 +165,11 @@ def test_extended_resources_take_only_the_requests_prefix():
     for tenant in load(stack_document("prod")).tenants:
         assert not [key for key in tenant.resource_quota if key.startswith("limits.nvidia.com")]
         assert not [key for key in tenant.resource_quota if key.startswith("nvidia.com")]
+
+
+def test_business_units_and_the_root_cohort_have_distinct_names():
+    doc = stack_document("prod")
+    doc["gpu-platform:queueing"]["businessUnits"] = ["research", "acme-ai"]
+    assert problems_of(doc) == [
+        "gpu-platform:queueing: cohort 'acme-ai' is named twice (the root and business units are all Cohorts)"
+    ]
