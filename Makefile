@@ -27,6 +27,7 @@ check: $(VENV)/.installed
 	$(PY) -m offline check --stack $(STACK)
 
 test: $(VENV)/.installed
+	scripts/ensure-promtool
 	$(PY) -m pytest -q
 
 $(CONFORMANCE_VENV)/.installed: $(CONFORMANCE_DIR)/requirements.txt
