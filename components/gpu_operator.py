@@ -206,7 +206,9 @@ def operator_values(pools: Sequence[GpuPoolPlan], gpu: GpuConfig) -> dict[str, A
         # Each MIG node picks its layout through its nvidia.com/mig.config label.
         "migManager": {"config": {"name": MIG_CONFIG_MAP, "default": MIG_DISABLED_CONFIG}},
         # GPU metrics for the monitoring stack; the operator skips the ServiceMonitor until its CRD exists.
-        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        # honorLabels: the exporter labels each GPU with the `namespace`, `pod` and `container` using it;
+        # without it Prometheus renames them exported_* and every per-workload query (KEDA's) finds nothing.
+        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True, "honorLabels": True}},
         # NFD's master and garbage collector are controllers too; its workers keep the subchart
         # defaults, whose tolerations already include the GPU taint, so they label GPU nodes.
         "node-feature-discovery": {"master": on_system_nodes(), "gc": on_system_nodes()},

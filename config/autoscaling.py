@@ -62,8 +62,8 @@ class ServingConfig(ConfigModel):
     image: str = Field(description="Container image, pinned by tag or digest, e.g. `vllm/vllm-openai:v0.11.0`.")
     model: str = Field(description="Model to serve, passed as `--model`, e.g. `meta-llama/Llama-3.1-8B-Instruct`.")
     port: int = Field(8000, ge=1024, le=65535, description="Port the server listens on (non-root: above 1023).")
-    run_as_user: int | None = Field(
-        1000, ge=1, description="Non-root UID to run as; null only for images that cannot run as non-root."
+    run_as_user: int = Field(
+        1000, ge=1, description="Non-root UID the server runs as (tenant namespaces enforce Pod Security)."
     )
 
     @field_validator("image")
@@ -82,7 +82,13 @@ class InferenceDeploymentConfig(ConfigModel):
     name: str = Field(description="Deployment name (a DNS label).")
     flavor: str = Field(description="The flavor (pool) its replicas run on; its GPUs count against the tenant's quota there.")
     gpus_per_replica: int = Field(1, ge=1, le=8, description="GPUs (flavor units) each replica requests.")
-    min_replicas: int = Field(1, ge=0, le=1000, description="Fewest replicas; 0 lets KEDA scale to zero when idle.")
+    min_replicas: int = Field(
+        1,
+        ge=1,
+        le=1000,
+        description="Fewest replicas, at least 1: both triggers read metrics the deployment's own pods emit, so at "
+        "zero replicas nothing could wake it.",
+    )
     max_replicas: int = Field(ge=1, le=1000, description="Most replicas.")
     workload_class: WorkloadClass = Field(alias="class", description="`realtime`, `batch` or `interactive`: the scaling preset.")
     queue_depth_target: int | None = Field(

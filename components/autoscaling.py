@@ -1,0 +1,481 @@
+"""KEDA, and per tenant inference deployment a ScaledObject (plus the model server when the platform serves it).
+
+Upstream, checked at these exact versions:
+- the chart: kedacore/charts v2.20.2, keda/values.yaml and keda/templates/{manager,metrics-server,webhooks}/
+  (each component's nodeSelector/tolerations fall back to the top-level ones; the operator's
+  ServiceMonitor needs both `prometheus.operator.enabled` and `...serviceMonitor.enabled`);
+- KEDA itself: kedacore/keda v2.20.2, pkg/scalers/prometheus_scaler.go (trigger metadata keys,
+  `ignoreNullValues` default true, active = value > activationThreshold), pkg/fallback/fallback.go and
+  apis/keda/v1alpha1/scaledobject_types.go (CheckFallbackValid), pkg/scaling/executor/scale_scaledobjects.go,
+  pkg/metricscollector/prommetrics.go (the operator's metric names);
+- the Prometheus Service: prometheus-community/helm-charts kube-prometheus-stack-88.5.3,
+  charts/kube-prometheus-stack/templates/prometheus/service.yaml and _helpers.tpl (fullname).
+
+How a class preset maps onto KEDA and the HPA (an imperfect fit, on purpose stated here):
+- `scaleUpUtilization` is the HPA target of the GPU trigger (metricType Value): desired replicas =
+  ceil(current x utilisation / target), so the deployment settles where its average GPU sits at the
+  target. The HPA has no separate "scale down below X%" threshold: it scales down whenever the
+  proportional rule says fewer replicas would stay under the target, slowed only by the seed's
+  scale-down behaviour (300 s stabilisation, at most 25 % per minute).
+- `scaleDownUtilization` becomes KEDA's `activationThreshold`: the trigger counts as active only
+  above it. Activation decides 0 <-> 1 only, and deployments keep at least one replica (their own
+  pods emit both metrics, so nothing could wake one at zero), so it shows only in the ScaledObject's
+  Active condition and `keda_scaler_active`.
+- `cooldownSeconds` is KEDA's `cooldownPeriod`, which likewise applies only to scaling to zero; the
+  seed's 300 s scale-down stabilisation is what paces scaling down.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
+from config.capacity import GPU_RESOURCE
+from config.fair_share import FlavorPlan, TenantPlan
+from config.versions import ChartPin
+
+from .gpu_operator import on_system_nodes
+from .node_pools import GPU_TAINT
+from .queueing import LOCAL_QUEUE
+
+NAMESPACE = "keda"
+RELEASE_NAME = "keda"
+CHART_KEY = "keda"
+API_VERSION = "keda.sh/v1alpha1"
+
+# kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring`: the release name
+# contains the chart name, so its fullname is the release name and the Service `<fullname>-prometheus`.
+PROMETHEUS_RELEASE = "kube-prometheus-stack"
+PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.monitoring.svc:9090"
+
+# Metrics the triggers read: the dcgm-exporter's per-GPU utilisation (labelled with the pod using
+# the GPU) and vLLM's queue of requests waiting for a batch slot.
+GPU_UTILIZATION_METRIC = "DCGM_FI_DEV_GPU_UTIL"
+QUEUE_DEPTH_METRIC = "vllm:num_requests_waiting"
+# From kube-state-metrics: lets a scaled-to-zero deployment report 0 instead of no data.
+
+# ReplicaSet pod names are `<deployment>-<pod-template-hash>-<5 random>`; both generated parts come
+# from apimachinery's rand alphabet (SafeEncodeString for the hash, rand.String(5) for generateName):
+# consonants and digits, never '-'. Deployment names here are <= 40 characters, so the 58-character
+# cut of generateName's base never truncates the hash.
+POD_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+# KEDA polls every trigger this often; 15 s is also the HPA's sync period and the seed's scale-up period.
+POLLING_INTERVAL_SECONDS = 15
+# Failed polls in a row before KEDA serves the fallback: 45 s of a missing or broken query.
+FALLBACK_FAILURE_THRESHOLD = 3
+
+# The seed's HPA behaviour: double (or add 4 replicas, whichever is more) every 15 s under load; give
+# back at most a quarter of the replicas per minute, and only after 5 minutes of lower demand.
+HPA_BEHAVIOR: dict[str, Any] = {
+    "scaleUp": {
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Max",
+        "policies": [
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+        ],
+    },
+    "scaleDown": {
+        "stabilizationWindowSeconds": 300,
+        "policies": [{"type": "Percent", "value": 25, "periodSeconds": 60}],
+    },
+}
+
+# --- the model server ----------------------------------------------------------------------------
+SERVER_CONTAINER = "vllm"
+HTTP_PORT_NAME = "http"
+HEALTH_PATH = "/health"  # vLLM's OpenAI server answers 200 once the engine is up
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+APP_LABEL = "app.kubernetes.io/name"
+# A spot instance gets a two-minute warning, on which Karpenter cordons and drains the node. The pod
+# keeps serving in-flight requests for PRESTOP_DRAIN_SECONDS after it is taken out of the Service's
+# endpoints, then vLLM gets SIGTERM; drain plus shutdown fit inside the warning.
+PRESTOP_DRAIN_SECONDS = 90
+# Longer than the whole warning (120 s + 30 s margin) so the kubelet never SIGKILLs a draining server
+# first; on on-demand nodes (consolidation, rollouts) it bounds drain + shutdown the same way.
+TERMINATION_GRACE_SECONDS = 150
+# Model download and load can take minutes: liveness waits for the startup probe, up to 15 minutes.
+STARTUP_PROBE_FAILURES = 90
+PROBE_PERIOD_SECONDS = 10
+CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is not writable as non-root
+
+
+class Autoscaling(pulumi.ComponentResource):
+    """KEDA in `keda` on the system nodes; per inference deployment its ScaledObject, and the served
+    Deployment, Service and PodDisruptionBudget when the platform declares the model server."""
+
+    release: k8s.helm.v3.Release
+    scaled_objects: dict[str, k8s.apiextensions.CustomResource]
+
+    def __init__(
+        self,
+        name: str,
+        tenants: Sequence[TenantPlan],
+        autoscaling: AutoscalingConfig,
+        *,
+        chart: ChartPin,
+        provider: k8s.Provider,
+        namespaces: Mapping[str, pulumi.Resource],
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """
+        :param name: prefixes every logical name: `<name>-<tenant>-<deployment>-scaler`.
+        :param tenants: `PlatformConfig.tenants`; each one's `inference` deployments are scaled.
+        :param autoscaling: presets (with the stack's overrides) and the fallback replicas.
+        :param chart: the pinned `keda` chart (config/versions.py CHARTS["keda"]).
+        :param provider: the cluster's Kubernetes provider.
+        :param namespaces: tenant name -> its Namespace resource (the tenants component's).
+        :param depends_on: what the KEDA release waits for: the system nodes, and the monitoring
+            release, whose ServiceMonitor CRD the chart's ServiceMonitor needs.
+        """
+        super().__init__("gpu-platform:autoscaling:Autoscaling", name, None, opts)
+        # A component's depends_on does not reach its children: each child waits itself.
+        cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-keda-namespace",
+            metadata=keda_namespace()["metadata"],
+            opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=list(depends_on))),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-keda",
+            name=RELEASE_NAME,
+            chart=chart.chart,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+            namespace=NAMESPACE,
+            values=keda_values(),
+            opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=[namespace, *depends_on])),
+        )
+
+        self.scaled_objects = {}
+        for tenant in tenants:
+            for deployment in tenant.config.inference:
+                logical = f"{name}-{tenant.name}-{deployment.name}"
+                # ScaledObjects need KEDA's CRDs (and its webhook); everything needs the namespace.
+                after = pulumi.ResourceOptions(depends_on=[namespaces[tenant.name], self.release])
+                if deployment.serving is not None:
+                    flavor = tenant_flavor(tenant, deployment.flavor)
+                    k8s.apps.v1.Deployment(
+                        f"{logical}-server",
+                        **_fields(server_deployment(tenant, deployment, flavor)),
+                        opts=pulumi.ResourceOptions.merge(cluster, after),
+                    )
+                    k8s.core.v1.Service(
+                        f"{logical}-service",
+                        **_fields(server_service(tenant, deployment)),
+                        opts=pulumi.ResourceOptions.merge(cluster, after),
+                    )
+                    k8s.policy.v1.PodDisruptionBudget(
+                        f"{logical}-pdb",
+                        **_fields(server_disruption_budget(tenant, deployment)),
+                        opts=pulumi.ResourceOptions.merge(cluster, after),
+                    )
+                manifest = scaled_object(tenant, deployment, autoscaling)
+                self.scaled_objects[f"{tenant.name}/{deployment.name}"] = k8s.apiextensions.CustomResource(
+                    f"{logical}-scaler",
+                    api_version=manifest["apiVersion"],
+                    kind=manifest["kind"],
+                    metadata=manifest["metadata"],
+                    spec=manifest["spec"],
+                    opts=pulumi.ResourceOptions.merge(cluster, after),
+                )
+
+        self.register_outputs(
+            {"namespace": NAMESPACE, "chartVersion": self.release.version, "scaledObjects": sorted(self.scaled_objects)}
+        )
+
+
+# --- KEDA ------------------------------------------------------------------------------------------
+
+def keda_namespace() -> dict[str, Any]:
+    """KEDA's pods meet Pod Security `restricted` with the chart's defaults (non-root, no capabilities)."""
+    levels = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": levels}}
+
+
+def keda_values() -> dict[str, Any]:
+    """Values of the keda chart (2.20.2); every key exists in its values.yaml."""
+    # Not the Prometheus Operator's default label selector alone: kube-prometheus-stack's Prometheus picks
+    # ServiceMonitors labelled with its release unless told to take all; the label works either way.
+    scrape = {"enabled": True, "serviceMonitor": {"enabled": True, "additionalLabels": {"release": PROMETHEUS_RELEASE}}}
+    return {
+        # The top-level placement is the default of all three: operator, metrics API server, webhooks.
+        **on_system_nodes(),
+        "image": {"pullPolicy": "IfNotPresent"},  # the chart pins the image tag to its appVersion
+        # Only the leader acts; the second replica shortens failover. The metrics API server serves the
+        # HPA's external metrics: while it is down no ScaledObject scales at all.
+        "operator": {"replicaCount": 2},
+        "metricsServer": {"replicaCount": 2},
+        "podDisruptionBudget": {"operator": {"minAvailable": 1}, "metricServer": {"minAvailable": 1}},
+        # The operator exposes keda_scaler_detail_errors_total, keda_scaled_object_errors_total,
+        # keda_scaler_metrics_value, keda_scaler_active...; the metrics API server its request metrics;
+        # the webhooks keda_webhook_scaled_object_validation_*.
+        "prometheus": {component: copy.deepcopy(scrape) for component in ("operator", "metricServer", "webhooks")},
+    }
+
+
+# --- queries -----------------------------------------------------------------------------------------
+
+def pod_name_pattern(deployment: str) -> str:
+    """RE2 pattern (Prometheus anchors it at both ends) for the pods of Deployment `deployment` only.
+
+    Each generated part is '-'-free, so `chat` cannot match `chat-v2-<hash>-<id>`: after `chat-` exactly
+    two '-'-free parts may follow, and chat-v2's pods have three.
+    """
+    part = f"[{POD_NAME_ALPHABET}]"
+    return f"{deployment}-{part}+-{part}{{5}}"
+
+
+def gpu_utilization_query(namespace: str, deployment: str) -> str:
+    """Average GPU utilisation (%) over the deployment's GPUs.
+
+    Deployments keep at least one replica (config refuses minReplicas 0: their own pods emit both
+    metrics), so an empty result always means something is broken, and `ignoreNullValues: false`
+    makes it an error.
+    """
+    return f'avg({GPU_UTILIZATION_METRIC}{{{_selector(namespace, deployment)}}})'
+
+
+def queue_depth_query(namespace: str, deployment: str) -> str:
+    """Requests waiting in the deployment's vLLM servers, summed (the HPA divides by replicas)."""
+    return f'sum({QUEUE_DEPTH_METRIC}{{{_selector(namespace, deployment)}}})'
+
+
+def _selector(namespace: str, deployment: str) -> str:
+    return f'namespace="{namespace}", pod=~"{pod_name_pattern(deployment)}"'
+
+
+def queries(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, str]:
+    """Every PromQL query of the deployment's ScaledObject, by trigger name."""
+    found = {"gpu-utilization": gpu_utilization_query(tenant.namespace, deployment.name)}
+    if deployment.queue_depth_target is not None:
+        found["queue-depth"] = queue_depth_query(tenant.namespace, deployment.name)
+    return found
+
+
+# --- ScaledObject ------------------------------------------------------------------------------------
+
+def scaled_object(tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig) -> dict[str, Any]:
+    """The deployment's ScaledObject: GPU utilisation, and queue depth when it has a target."""
+    preset = autoscaling.preset(deployment.workload_class)
+    found = queries(tenant, deployment)
+    triggers = [
+        # Value: the query is already an average per GPU, so the HPA must not divide it by replicas again.
+        _prometheus_trigger(
+            "gpu-utilization", found["gpu-utilization"], "Value",
+            threshold=preset.scale_up_utilization, activation=preset.scale_down_utilization,
+        ),
+    ]
+    if deployment.queue_depth_target is not None:
+        # AverageValue: the sum over pods divided by replicas is compared with the per-replica target.
+        triggers.append(
+            _prometheus_trigger("queue-depth", found["queue-depth"], "AverageValue", threshold=deployment.queue_depth_target)
+        )
+    return copy.deepcopy({
+        "apiVersion": API_VERSION,
+        "kind": "ScaledObject",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.name},
+            "minReplicaCount": deployment.min_replicas,
+            "maxReplicaCount": deployment.max_replicas,
+            "pollingInterval": POLLING_INTERVAL_SECONDS,
+            "cooldownPeriod": preset.cooldown_seconds,
+            # While Prometheus cannot answer, hold at least the fallback and never scale a loaded
+            # deployment down to it: a monitoring outage must not become a serving outage.
+            "fallback": {
+                "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+                "replicas": min(autoscaling.fallback_replicas, deployment.max_replicas),
+                "behavior": "currentReplicasIfHigher",
+            },
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": HPA_BEHAVIOR}},
+            "triggers": triggers,
+        },
+    })
+
+
+def _prometheus_trigger(name: str, query: str, metric_type: str, *, threshold: int, activation: int | None = None) -> dict[str, Any]:
+    metadata = {
+        "serverAddress": PROMETHEUS_URL,
+        "query": query,
+        "threshold": str(threshold),
+        # KEDA's default (true) reads an empty result as 0: a renamed metric or lost scrape would
+        # silently idle the scaler. As an error it counts towards the fallback and shows in
+        # keda_scaler_detail_errors_total.
+        "ignoreNullValues": "false",
+    }
+    if activation is not None:
+        metadata["activationThreshold"] = str(activation)
+    return {"type": "prometheus", "name": name, "metricType": metric_type, "metadata": metadata}
+
+
+# --- the model server ----------------------------------------------------------------------------------
+
+def tenant_flavor(tenant: TenantPlan, flavor_name: str) -> FlavorPlan:
+    """The flavor a deployment runs on; config checked it is one of the tenant's quotas."""
+    return next(quota.flavor for quota in tenant.quotas if quota.flavor.name == flavor_name)
+
+
+def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig, flavor: FlavorPlan) -> dict[str, Any]:
+    """The vLLM Deployment. No `replicas`: KEDA's HPA owns the scale subresource, and a declared count
+    would be re-applied by every `pulumi up`, fighting it (server-side apply leaves unowned fields alone)."""
+    serving = deployment.serving
+    assert serving is not None
+    gpus = deployment.gpus_per_replica
+    cpu, memory_gib = server_cpu_memory(flavor, gpus)
+    args = ["--model", serving.model, "--port", str(serving.port)]
+    if gpus > 1:
+        args += ["--tensor-parallel-size", str(gpus)]  # otherwise vLLM uses one of the GPUs it holds
+    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    pod_security.update(runAsNonRoot=True, runAsUser=serving.run_as_user, runAsGroup=serving.run_as_user, fsGroup=serving.run_as_user)
+    volumes: list[tuple[str, dict[str, Any]]] = [(CACHE_DIR, {"name": "cache", "emptyDir": {}})]
+    if gpus > 1:
+        # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.
+        volumes.append(("/dev/shm", {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{2 * gpus}Gi"}}))
+    probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": PROBE_PERIOD_SECONDS}
+    labels = _labels(deployment)
+    # Deep-copied: the manifest shares no dict between its fields (or with HPA_BEHAVIOR-like constants).
+    return copy.deepcopy({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": deployment.name,
+            "namespace": tenant.namespace,
+            # Kueue's deployment integration admits the pods against the tenant's quota.
+            "labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE},
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            # Add the new replica before removing an old one: a rollout never lowers serving capacity
+            # (at maxReplicas the surge pod waits for quota, which stalls the rollout instead).
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE}},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "nodeSelector": dict(flavor.node_labels),
+                    "tolerations": [
+                        {"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]}
+                    ],
+                    # Spread over zones so topology-aware routing has a local replica in each.
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": labels},
+                        }
+                    ],
+                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+                    "securityContext": pod_security,
+                    "containers": [
+                        {
+                            "name": SERVER_CONTAINER,
+                            "image": serving.image,
+                            "args": args,
+                            "ports": [{"name": HTTP_PORT_NAME, "containerPort": serving.port, "protocol": "TCP"}],
+                            "env": [
+                                {"name": "HOME", "value": CACHE_DIR},
+                                {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
+                            ],
+                            "resources": {
+                                "requests": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
+                                "limits": {"memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "startupProbe": {**probe, "failureThreshold": STARTUP_PROBE_FAILURES},
+                            "readinessProbe": {**probe, "failureThreshold": 3},
+                            "livenessProbe": {**probe, "failureThreshold": 6, "timeoutSeconds": 5},
+                            # Keep serving in-flight requests while the endpoint removal propagates.
+                            "lifecycle": {"preStop": {"sleep": {"seconds": PRESTOP_DRAIN_SECONDS}}},
+                            "volumeMounts": [{"name": volume["name"], "mountPath": path} for path, volume in volumes],
+                        }
+                    ],
+                    "volumes": [volume for _, volume in volumes],
+                },
+            },
+        },
+    })
+
+
+def server_cpu_memory(flavor: FlavorPlan, gpus: int) -> tuple[int, int]:
+    """vCPUs and GiB for a replica: half the per-GPU share of the pool's smallest instance type, per GPU,
+    so a replica fits any node of the pool beside the daemonsets. (A derived number: move it to
+    FlavorPlan in config/ when a second reader appears.)"""
+    vcpu_per_gpu = min(t.vcpu // t.gpus for t in flavor.pool.instance_types)
+    memory_per_gpu = min(t.memory_gib // t.gpus for t in flavor.pool.instance_types)
+    return max(1, vcpu_per_gpu // 2) * gpus, max(4, memory_per_gpu // 2) * gpus
+
+
+def server_service(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
+    """ClusterIP Service; `PreferClose` keeps requests in the caller's zone when it has a ready replica."""
+    serving = deployment.serving
+    assert serving is not None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _labels(deployment),
+            "ports": [{"name": HTTP_PORT_NAME, "port": serving.port, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}],
+            "trafficDistribution": "PreferClose",
+        },
+    }
+
+
+def server_disruption_budget(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
+    """One replica at a time may be evicted.
+
+    Not `minAvailable: minReplicas`: at minReplicas (most of the day for most services) that budget
+    allows no eviction, so Karpenter could never consolidate or expire the node. `maxUnavailable: 1`
+    lets drains progress at any scale, one replica at a time.
+    Unhealthy pods may always be evicted, so a crash-looping replica never blocks a drain.
+    """
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": _labels(deployment)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }
+
+
+def _labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
+    return {APP_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
+
+
+def _fields(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest's top-level fields as keyword arguments; nested camelCase dicts pass through unchanged."""
+    return {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
+
+
+# --- everything one deployment adds, for tests and the render --------------------------------------------
+
+def deployment_objects(
+    tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig
+) -> list[dict[str, Any]]:
+    """The Kubernetes objects one inference deployment adds, in apply order."""
+    objects = []
+    if deployment.serving is not None:
+        flavor = tenant_flavor(tenant, deployment.flavor)
+        objects += [
+            server_deployment(tenant, deployment, flavor),
+            server_service(tenant, deployment),
+            server_disruption_budget(tenant, deployment),
+        ]
+    return [*objects, scaled_object(tenant, deployment, autoscaling)]

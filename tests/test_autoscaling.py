@@ -1,0 +1,582 @@
+"""KEDA and the inference deployments it scales: what a tenant's service does under load, idle and outages."""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import random
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import promql_parser
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+import yaml
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from components import autoscaling
+from components.node_pools import GPU_TAINT
+from components.queueing import LOCAL_QUEUE
+from config import PlatformConfig
+from config.autoscaling import CLASS_PRESETS
+from config.versions import CHARTS, ChartPin
+from offline.cloud import CloudMocks
+from offline.engine import PROJECT, RecordedResource, RecordingMonitor
+
+from .conftest import STACKS, load, stack_document
+
+CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+CONFORMANCE_PYTHON = Path("/tmp/cv/bin/python")
+CHART_VALUES = CONFORMANCE / "charts" / "keda" / "values.yaml"
+# The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
+KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+SYSTEM_PLACEMENT = {
+    "nodeSelector": {"CriticalAddonsOnly": "true"},
+    "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
+}
+
+
+@functools.cache
+def _config(stack: str) -> PlatformConfig:
+    return load(stack_document(stack))
+
+
+def _with_chat(**changes: Any) -> PlatformConfig:
+    """dev, with its `inference/chat` deployment changed."""
+    document = stack_document("dev")
+    tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "inference")
+    tenant["inference"][0].update(changes)
+    return load(document)
+
+
+def _deployment(config: PlatformConfig, tenant: str, name: str):
+    plan = next(t for t in config.tenants if t.name == tenant)
+    return plan, next(d for d in plan.config.inference if d.name == name)
+
+
+def _scaled_object(config: PlatformConfig, tenant: str, name: str) -> dict[str, Any]:
+    plan, deployment = _deployment(config, tenant, name)
+    return autoscaling.scaled_object(plan, deployment, config.autoscaling)
+
+
+def _triggers(scaled: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["name"]: t for t in scaled["spec"]["triggers"]}
+
+
+def _every_scaled_object() -> list[dict[str, Any]]:
+    return [
+        autoscaling.scaled_object(t, d, config.autoscaling)
+        for config in map(_config, STACKS)
+        for t in config.tenants
+        for d in t.config.inference
+    ]
+
+
+@pytest.fixture
+def embeddings() -> list[dict[str, Any]]:
+    """prod's llm-training/embeddings, served by the platform on a100-spot: Deployment, Service, PDB, ScaledObject."""
+    config = _config("prod")
+    plan, deployment = _deployment(config, "llm-training", "embeddings")
+    return autoscaling.deployment_objects(plan, deployment, config.autoscaling)
+
+
+def _kind(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    return next(o for o in objects if o["kind"] == kind)
+
+
+# --- thresholds from the class presets --------------------------------------------------------------------
+
+@pytest.mark.parametrize("workload_class", ["realtime", "batch", "interactive"])
+def test_class_preset_sets_gpu_thresholds_and_cooldown(workload_class):
+    preset = CLASS_PRESETS[workload_class]
+    scaled = _scaled_object(_with_chat(**{"class": workload_class}), "inference", "chat")
+    gpu = _triggers(scaled)["gpu-utilization"]["metadata"]
+    assert gpu["threshold"] == str(preset.scale_up_utilization)
+    assert gpu["activationThreshold"] == str(preset.scale_down_utilization)
+    assert scaled["spec"]["cooldownPeriod"] == preset.cooldown_seconds
+
+
+def test_stack_override_of_a_class_replaces_its_preset():
+    document = stack_document("dev")
+    document["gpu-platform:autoscaling"] = {
+        "classes": {"realtime": {"scaleUpUtilization": 80, "scaleDownUtilization": 20, "cooldownSeconds": 120}}
+    }
+    scaled = _scaled_object(load(document), "inference", "chat")
+    gpu = _triggers(scaled)["gpu-utilization"]["metadata"]
+    assert (gpu["threshold"], gpu["activationThreshold"], scaled["spec"]["cooldownPeriod"]) == ("80", "20", 120)
+
+
+def test_replica_bounds_and_target_come_from_the_deployment():
+    spec = _scaled_object(_config("prod"), "inference", "chat")["spec"]
+    assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 12)
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat"}
+    assert spec["pollingInterval"] == autoscaling.POLLING_INTERVAL_SECONDS
+
+
+# --- triggers -----------------------------------------------------------------------------------------------
+
+def test_queue_depth_trigger_exists_only_with_a_target():
+    with_target = _triggers(_scaled_object(_config("dev"), "inference", "chat"))
+    assert with_target["queue-depth"]["metadata"]["threshold"] == "10"
+    assert "vllm:num_requests_waiting" in with_target["queue-depth"]["metadata"]["query"]
+    without = _triggers(_scaled_object(_config("prod"), "data-science", "notebook-assist"))
+    assert list(without) == ["gpu-utilization"]
+
+
+def test_gpu_average_is_not_divided_by_replicas_but_queue_sum_is():
+    # The HPA divides an AverageValue metric by the replica count: right for a sum of waiting requests,
+    # wrong for a utilisation that is already an average (4 replicas at 80 % would read as 20 %).
+    triggers = _triggers(_scaled_object(_config("dev"), "inference", "chat"))
+    assert triggers["gpu-utilization"]["metricType"] == "Value"
+    assert triggers["gpu-utilization"]["metadata"]["query"].startswith("avg(")
+    assert triggers["queue-depth"]["metricType"] == "AverageValue"
+    assert triggers["queue-depth"]["metadata"]["query"].startswith("sum(")
+
+
+@pytest.mark.parametrize("scaled", _every_scaled_object(), ids=lambda s: f"{s['metadata']['namespace']}/{s['metadata']['name']}")
+def test_an_empty_query_result_is_an_error_not_an_idle_scaler(scaled):
+    for trigger in scaled["spec"]["triggers"]:
+        assert trigger["type"] == "prometheus"
+        assert trigger["metadata"]["ignoreNullValues"] == "false"
+        assert trigger["metadata"]["serverAddress"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+
+
+def test_hpa_behaviour_is_the_seed():
+    behavior = _scaled_object(_config("prod"), "inference", "chat")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior == {
+        "scaleUp": {
+            "stabilizationWindowSeconds": 0,
+            "selectPolicy": "Max",
+            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}, {"type": "Pods", "value": 4, "periodSeconds": 15}],
+        },
+        "scaleDown": {"stabilizationWindowSeconds": 300, "policies": [{"type": "Percent", "value": 25, "periodSeconds": 60}]},
+    }
+
+
+@pytest.mark.parametrize(("stack", "replicas"), [("dev", 1), ("prod", 2)])
+def test_failing_queries_fall_back_without_scaling_a_loaded_service_down(stack, replicas):
+    scaled = _scaled_object(_config(stack), "inference", "chat")
+    assert scaled["spec"]["fallback"] == {
+        "failureThreshold": autoscaling.FALLBACK_FAILURE_THRESHOLD,
+        "replicas": replicas,
+        "behavior": "currentReplicasIfHigher",
+    }
+    # KEDA computes fallback metrics only for Value / AverageValue targets.
+    assert {t["metricType"] for t in scaled["spec"]["triggers"]} <= {"Value", "AverageValue"}
+
+
+def test_fallback_never_exceeds_what_the_deployment_may_run():
+    document = stack_document("dev")
+    document["gpu-platform:autoscaling"] = {"fallbackReplicas": 50}
+    assert _scaled_object(load(document), "inference", "chat")["spec"]["fallback"]["replicas"] == 8
+
+
+# --- queries --------------------------------------------------------------------------------------------------
+
+def _pod_names(deployment: str, count: int, seed: int) -> list[str]:
+    """Pod names a ReplicaSet of `deployment` can get: <deployment>-<hash>-<5 random>, apimachinery's alphabet."""
+    rng = random.Random(seed)
+    alphabet = autoscaling.POD_NAME_ALPHABET
+    return [
+        f"{deployment}-{''.join(rng.choices(alphabet, k=rng.randint(6, 10)))}-{''.join(rng.choices(alphabet, k=5))}"
+        for _ in range(count)
+    ]
+
+
+def _matchers(query: str, metric: str) -> dict[str, tuple[str, str]]:
+    """The label matchers of `metric`'s selector in `query`, parsed by a real PromQL parser: name -> (op, value)."""
+    found: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, promql_parser.VectorSelector) and node.name == metric:
+            found.append(node)
+        for child in ("expr", "lhs", "rhs"):
+            if hasattr(node, child):
+                walk(getattr(node, child))
+
+    walk(promql_parser.parse(query))
+    assert len(found) == 1, query
+    return {m.name: (str(m.op), m.value) for m in found[0].matchers.matchers}
+
+
+def _selects(matchers: dict[str, tuple[str, str]], labels: dict[str, str]) -> bool:
+    """Prometheus semantics: `=` is equality, `=~` a fully anchored RE2 match (Python's fullmatch for these patterns)."""
+    for name, (op, value) in matchers.items():
+        actual = labels.get(name, "")
+        if op.endswith("Equal") and actual != value:
+            return False
+        if op.endswith("Re") and not re.fullmatch(value, actual):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("metric", ["DCGM_FI_DEV_GPU_UTIL", "vllm:num_requests_waiting"])
+def test_query_selects_only_its_deployments_pods_in_its_namespace(metric):
+    config = _with_chat(minReplicas=1)
+    plan, deployment = _deployment(config, "inference", "chat")
+    query = next(q for q in autoscaling.queries(plan, deployment).values() if metric in q)
+    matchers = _matchers(query, metric)
+    for pod in ["chat-5c7d9f8b4d-x7k2p", *_pod_names("chat", 200, seed=1)]:
+        assert _selects(matchers, {"namespace": "inference", "pod": pod}), pod
+    others = [
+        *_pod_names("chat-v2", 200, seed=2),  # a deployment whose name extends ours
+        *_pod_names("chat-b", 200, seed=3),
+        "chat-v2-5c7d9f8b4d-x7k2p",
+        "chatbot-5c7d9f8b4d-x7k2p",
+        "xchat-5c7d9f8b4d-x7k2p",
+        "chat-0",  # a StatefulSet's pod
+        "chat-warmup-x7k2p",  # a Job's pod
+        "chat-5c7d9f8b4d",
+    ]
+    for pod in others:
+        assert not _selects(matchers, {"namespace": "inference", "pod": pod}), pod
+    assert not _selects(matchers, {"namespace": "data-science", "pod": "chat-5c7d9f8b4d-x7k2p"})
+
+
+def _all_queries() -> list[str]:
+    found = []
+    for config in map(_config, STACKS):
+        for plan in config.tenants:
+            for deployment in plan.config.inference:
+                found += autoscaling.queries(plan, deployment).values()
+                found.append(autoscaling.queue_depth_query(plan.namespace, deployment.name))
+    return found
+
+
+@pytest.mark.parametrize("query", _all_queries())
+def test_every_query_parses_as_promql(query):
+    promql_parser.parse(query)
+
+
+def test_the_parser_would_catch_a_broken_query():
+    with pytest.raises(ValueError):
+        promql_parser.parse('avg(DCGM_FI_DEV_GPU_UTIL{namespace="inference"')
+
+
+def test_queue_metric_name_keeps_its_colon():
+    assert _matchers(autoscaling.queue_depth_query("inference", "chat"), "vllm:num_requests_waiting")
+
+
+def test_a_deployment_cannot_be_configured_to_scale_to_zero():
+    """Both triggers read metrics the deployment's own pods emit: at zero replicas nothing would wake it."""
+    from config import ConfigError
+
+    from .conftest import load, stack_document
+
+    doc = stack_document("prod")
+    doc["gpu-platform:tenants"][0]["inference"][0]["minReplicas"] = 0
+    with pytest.raises(ConfigError) as caught:
+        load(doc)
+    assert caught.value.problems == ["gpu-platform:tenants[0].inference[0].minReplicas: 0 is out of range; must be >= 1"]
+
+
+PROMTOOL_TEST = """
+rule_files: []
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="inference", pod="chat-5c7d9f8b4d-x7k2p", gpu="0"}}', values: '90x5'}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="inference", pod="chat-5c7d9f8b4d-b2k4n", gpu="1"}}', values: '70x5'}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="inference", pod="chat-v2-6d8f9b7c5d-q2w4z", gpu="2"}}', values: '0x5'}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="other", pod="chat-5c7d9f8b4d-x7k2p", gpu="0"}}', values: '0x5'}}
+      - {{series: 'vllm:num_requests_waiting{{namespace="inference", pod="chat-5c7d9f8b4d-x7k2p"}}', values: '6x5'}}
+      - {{series: 'vllm:num_requests_waiting{{namespace="inference", pod="chat-5c7d9f8b4d-b2k4n"}}', values: '4x5'}}
+      - {{series: 'vllm:num_requests_waiting{{namespace="inference", pod="chat-v2-6d8f9b7c5d-q2w4z"}}', values: '100x5'}}
+    promql_expr_test:
+      - expr: '{gpu}'
+        eval_time: 2m
+        exp_samples: [{{labels: '{{}}', value: 80}}]
+      - expr: '{queue}'
+        eval_time: 2m
+        exp_samples: [{{labels: '{{}}', value: 10}}]
+      - expr: '{broken}'
+        eval_time: 2m
+        exp_samples: []
+"""
+
+
+def test_queries_compute_the_deployments_own_load_in_prometheus(tmp_path):
+    """promtool evaluates the queries on samples: chat-v2's idle GPU and long queue do not count for chat."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool is missing: `make test` installs it (scripts/ensure-promtool)"
+    path = tmp_path / "queries.test.yaml"
+    path.write_text(
+        PROMTOOL_TEST.format(
+            gpu=autoscaling.gpu_utilization_query("inference", "chat"),
+            queue=autoscaling.queue_depth_query("inference", "chat"),
+            # A running deployment with no GPU series stays empty: KEDA reports the error.
+            broken=autoscaling.gpu_utilization_query("inference", "chat-v3"),
+        )
+    )
+    result = subprocess.run([promtool, "test", "rules", str(path)], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- the served model -----------------------------------------------------------------------------------------
+
+def test_server_requests_its_gpus_on_its_flavors_nodes(embeddings):
+    pod = _kind(embeddings, "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "1"
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert GPU_TOLERATION in pod["tolerations"]
+    assert GPU_TOLERATION == {**GPU_TAINT, "operator": "Equal"}
+    assert pod["nodeSelector"] == {"gpu-platform/node-pool": "gpu-a100"}
+    assert container["args"] == ["--model", "BAAI/bge-large-en-v1.5", "--port", "8000"]
+
+
+def test_server_is_admitted_through_the_tenants_local_queue(embeddings):
+    deployment = _kind(embeddings, "Deployment")
+    assert LOCAL_QUEUE == "default"
+    assert deployment["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == LOCAL_QUEUE
+    assert deployment["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == LOCAL_QUEUE
+
+
+def test_server_runs_as_non_root_under_pod_security_restricted(embeddings):
+    pod = _kind(embeddings, "Deployment")["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 1000
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    container = pod["containers"][0]["securityContext"]
+    assert container == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
+def test_server_drains_in_flight_requests_within_a_spot_warning(embeddings):
+    pod = _kind(embeddings, "Deployment")["spec"]["template"]["spec"]
+    drain = pod["containers"][0]["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert pod["terminationGracePeriodSeconds"] >= 120 + 15
+    # Drain plus a shutdown of up to 20 s fits inside the two-minute warning.
+    assert 30 <= drain <= 120 - 20
+    assert drain < pod["terminationGracePeriodSeconds"]
+
+
+def test_server_is_probed_on_vllm_health(embeddings):
+    container = _kind(embeddings, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": "http"}
+    # Liveness never runs during a model download: the startup probe allows 15 minutes.
+    assert container["startupProbe"]["failureThreshold"] * container["startupProbe"]["periodSeconds"] >= 600
+
+
+def test_keda_owns_the_replica_count(embeddings):
+    assert "replicas" not in _kind(embeddings, "Deployment")["spec"]
+    assert _kind(embeddings, "ScaledObject")["spec"]["scaleTargetRef"]["name"] == _kind(embeddings, "Deployment")["metadata"]["name"]
+
+
+def test_service_keeps_traffic_in_the_callers_zone(embeddings):
+    service = _kind(embeddings, "Service")
+    deployment = _kind(embeddings, "Deployment")
+    assert service["spec"]["trafficDistribution"] == "PreferClose"
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_disruption_budget_lets_drains_progress_one_replica_at_a_time(embeddings):
+    budget = _kind(embeddings, "PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1 and "minAvailable" not in budget
+    assert budget["selector"]["matchLabels"].items() <= _kind(embeddings, "Deployment")["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_tensor_parallel_replicas_use_all_their_gpus():
+    document = stack_document("prod")
+    tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "llm-training")
+    tenant["inference"][0].update(gpusPerReplica=2, maxReplicas=4)
+    config = load(document)
+    plan, deployment = _deployment(config, "llm-training", "embeddings")
+    container = autoscaling.server_deployment(plan, deployment, autoscaling.tenant_flavor(plan, "a100-spot"))["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"][-2:] == ["--tensor-parallel-size", "2"]
+    assert container["resources"]["requests"]["nvidia.com/gpu"] == "2"
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.35"])
+def test_built_in_kinds_validate_strictly(embeddings, version):
+    for manifest in embeddings:
+        if manifest["kind"] != "ScaledObject":
+            kubernetes_validate.validate(manifest, f"{version}.0", strict=True)
+
+
+# --- conformance against the upstream schemas ----------------------------------------------------------------
+
+def _validate(paths: Sequence[Path], *args: str) -> subprocess.CompletedProcess[str]:
+    if not CONFORMANCE_PYTHON.exists() or not (CONFORMANCE / "validate.py").exists():
+        pytest.skip("the conformance checker (../shared/conformance, /tmp/cv) is not installed")
+    return subprocess.run(
+        [str(CONFORMANCE_PYTHON), str(CONFORMANCE / "validate.py"), *args, *map(str, paths)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def test_scaled_objects_validate_against_the_keda_crd(tmp_path):
+    manifests = _every_scaled_object()
+    path = tmp_path / "scaledobjects.yaml"
+    path.write_text(yaml.safe_dump_all(manifests))
+    result = _validate([path], "--strict-unknown")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{len(manifests)} objects checked, 0 problems" in result.stdout
+
+
+def test_the_crd_check_catches_a_broken_scaled_object(tmp_path):
+    broken = _scaled_object(_config("prod"), "inference", "chat")
+    broken["spec"]["minReplicaCount"] = 20  # above maxReplicaCount: a CEL rule of the CRD
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(broken))
+    result = _validate([path])
+    assert result.returncode == 1, result.stdout
+
+
+def _key_paths(values: Any, prefix: str = "") -> dict[str, Any]:
+    """Every key path of a values tree -> its value."""
+    if not isinstance(values, dict):
+        return {}
+    paths: dict[str, Any] = {}
+    for key, value in values.items():
+        path = f"{prefix}.{key}" if prefix else key
+        paths[path] = value
+        paths.update(_key_paths(value, path))
+    return paths
+
+
+def test_every_helm_value_exists_in_the_pinned_chart():
+    defaults = _key_paths(yaml.safe_load(CHART_VALUES.read_text()))
+
+    def known(path: str) -> bool:
+        # A key is known if the chart has it, or if it sits under a map whose default is empty (free-form).
+        parents = [path.rsplit(".", depth)[0] for depth in range(1, path.count(".") + 1)]
+        return path in defaults or any(defaults.get(parent, None) == {} for parent in parents)
+
+    assert not [path for path in _key_paths(autoscaling.keda_values()) if not known(path)]
+
+
+def test_helm_values_pass_the_chart_conformance_check(tmp_path):
+    path = tmp_path / "keda.yaml"
+    path.write_text(yaml.safe_dump(autoscaling.keda_values()))
+    result = _validate([path], "--helm-values", "keda")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_keda_runs_on_the_system_nodes_and_is_scraped():
+    values = autoscaling.keda_values()
+    assert {key: values[key] for key in SYSTEM_PLACEMENT} == SYSTEM_PLACEMENT
+    # No component overrides the top-level placement the chart falls back to.
+    for component in ("operator", "metricsServer", "webhooks"):
+        assert not {"nodeSelector", "tolerations"} & set(values.get(component, {}))
+    operator = values["prometheus"]["operator"]
+    assert operator["enabled"] and operator["serviceMonitor"]["enabled"]
+    assert operator["serviceMonitor"]["additionalLabels"] == {"release": "kube-prometheus-stack"}
+
+
+def _contains(outer: Any, inner: Any) -> bool:
+    if isinstance(inner, dict):
+        return isinstance(outer, dict) and all(k in outer and _contains(outer[k], v) for k, v in inner.items())
+    return outer == inner
+
+
+def test_keda_exposes_what_the_monitoring_stack_scrapes():
+    monitoring = pytest.importorskip("components.monitoring")
+    assert _contains(autoscaling.keda_values(), monitoring.CHART_SCRAPE_VALUES["keda"])
+
+
+# --- the component under mocks -------------------------------------------------------------------------------
+
+def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResource]:
+    """Run the Autoscaling component alone under the offline engine's mocks, with stand-in namespaces."""
+    return contextvars.Context().run(_declare, config, stack)
+
+
+def _declare(config: PlatformConfig, stack: str) -> list[RecordedResource]:
+    mocks = CloudMocks(stack=stack, region=config.region)
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+
+    def program() -> None:
+        provider = k8s.Provider("k8s", kubeconfig="{}")
+        namespaces = {
+            t.name: k8s.core.v1.Namespace(f"ns-{t.name}", metadata={"name": t.name}, opts=pulumi.ResourceOptions(provider=provider))
+            for t in config.tenants
+        }
+        monitoring = k8s.core.v1.ConfigMap("monitoring-ready", metadata={"name": "ready"}, opts=pulumi.ResourceOptions(provider=provider))
+        autoscaling.Autoscaling(
+            "gpu",
+            config.tenants,
+            config.autoscaling,
+            chart=KEDA_PIN,
+            provider=provider,
+            namespaces=namespaces,
+            depends_on=[monitoring],
+        )
+
+    _sync_await(run_pulumi_func(program))
+    return sorted(monitor.records, key=lambda r: r.urn)
+
+
+@functools.cache
+def _declared(stack: str) -> tuple[RecordedResource, ...]:
+    return tuple(declare(_config(stack)))
+
+
+@pytest.fixture(params=STACKS)
+def declared(request) -> dict[str, RecordedResource]:
+    return {r.name: r for r in _declared(request.param)}
+
+
+def test_prod_declares_keda_and_one_scaler_per_deployment_plus_the_served_model():
+    names = {r.name for r in _declared("prod")}
+    assert {
+        "gpu-keda-namespace", "gpu-keda",
+        "gpu-inference-chat-scaler", "gpu-data-science-notebook-assist-scaler", "gpu-llm-training-embeddings-scaler",
+        "gpu-llm-training-embeddings-server", "gpu-llm-training-embeddings-service", "gpu-llm-training-embeddings-pdb",
+    } <= names
+    assert not any(n.startswith("gpu-inference-chat-") and not n.endswith("-scaler") for n in names)
+
+
+def test_release_is_the_pinned_chart_in_keda_after_monitoring(declared):
+    release = declared["gpu-keda"]
+    assert release.type == "kubernetes:helm.sh/v3:Release"
+    assert (release.inputs["name"], release.inputs["namespace"]) == ("keda", "keda")
+    assert (release.inputs["chart"], release.inputs["version"]) == (KEDA_PIN.chart, KEDA_PIN.version)
+    assert release.inputs["repositoryOpts"] == {"repo": KEDA_PIN.repository}
+    assert {declared["monitoring-ready"].urn, declared["gpu-keda-namespace"].urn} <= set(release.dependencies)
+
+
+def test_every_tenant_object_waits_for_its_namespace_and_the_keda_crds(declared):
+    release = declared["gpu-keda"].urn
+    tenant_objects = [r for r in declared.values() if r.name.rsplit("-", 1)[-1] in ("scaler", "server", "service", "pdb")]
+    assert tenant_objects
+    for record in tenant_objects:
+        namespace = record.inputs["metadata"]["namespace"]
+        assert {declared[f"ns-{namespace}"].urn, release} <= set(record.dependencies), record.name
+
+
+def test_every_object_is_a_child_on_the_cluster_provider(declared):
+    component = next(r for r in declared.values() if r.type == "gpu-platform:autoscaling:Autoscaling")
+    for record in declared.values():
+        if record.parent == component.urn:
+            assert record.custom and record.provider.endswith("::k8s"), record.name
+
+
+def test_scaled_object_is_declared_as_built(declared):
+    record = next((r for r in declared.values() if r.name == "gpu-inference-chat-scaler"))
+    assert record.type == "kubernetes:keda.sh/v1alpha1:ScaledObject"
+    config = _config("prod") if "gpu-data-science-notebook-assist-scaler" in declared else _config("dev")
+    expected = _scaled_object(config, "inference", "chat")
+    assert record.inputs["spec"] == expected["spec"]
+    assert record.inputs["metadata"]["name"] == "chat" and record.inputs["metadata"]["namespace"] == "inference"
+
+
+def test_adding_a_deployment_only_adds_resources():
+    before = {r.name: r.inputs for r in _declared("dev")}
+    document = stack_document("dev")
+    tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "inference")
+    tenant["inference"].append({"name": "chat-v2", "flavor": "l40s-on-demand", "class": "interactive", "maxReplicas": 2})
+    after = {r.name: r.inputs for r in declare(load(document))}
+    assert set(after) - set(before) == {"gpu-inference-chat-v2-scaler"}
+    assert all(after[name] == inputs for name, inputs in before.items())
