@@ -583,6 +583,8 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
         "nodeSelector": {"CriticalAddonsOnly": SYSTEM_NODE_LABELS["CriticalAddonsOnly"]},
         "tolerations": [system_node_toleration()],
         "settings": {"clusterName": cluster_name, "interruptionQueue": interruption_queue},
+        # Prometheus (components/monitoring.py) selects ServiceMonitors in every namespace.
+        "serviceMonitor": {"enabled": True},
         "controller": {
             # Without it the controller asks IMDS for its region and crashes at start-up: the system
             # nodes' hop limit of 1 keeps pods away from IMDS (aws/karpenter-provider-aws#8219).

@@ -9,9 +9,11 @@ from config import PlatformConfig
 from config.versions import AMI_RELEASES
 
 from .addons import BEFORE_NODES, ClusterAddons, DefaultStorageClass
+from .autoscaling import Autoscaling
 from .cluster import Cluster
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
+from .monitoring import Monitoring
 from .network import Network
 from .node_pools import NodePools
 from .queueing import Queueing
@@ -78,7 +80,7 @@ class GpuPlatform(pulumi.ComponentResource):
             depends_on=[self.system_nodes.node_group],
             opts=pulumi.ResourceOptions(parent=self),
         )
-        DefaultStorageClass(
+        storage_class = DefaultStorageClass(
             f"{name}-storage",
             provider=self.cluster.provider,
             depends_on=[workload_addons.addons["aws-ebs-csi-driver"]],
@@ -146,6 +148,27 @@ class GpuPlatform(pulumi.ComponentResource):
             tags=tags,
             provider=self.cluster.provider,
             depends_on=self.karpenter.destroy_after,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        # Prometheus' volume needs the gp3 StorageClass; its pods go on the system nodes.
+        self.monitoring = Monitoring(
+            f"{name}-monitoring",
+            config.monitoring,
+            chart=config.charts["kube-prometheus-stack"],
+            provider=self.cluster.provider,
+            depends_on=[*controllers_ready, storage_class],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # KEDA after the monitoring release: its chart declares ServiceMonitors (CRD from kube-prometheus-stack).
+        self.autoscaling = Autoscaling(
+            name,
+            config.tenants,
+            config.autoscaling,
+            chart=config.charts["keda"],
+            provider=self.cluster.provider,
+            namespaces=self.tenants.namespaces,
+            depends_on=[*controllers_ready, self.monitoring.release],
             opts=pulumi.ResourceOptions(parent=self),
         )
 

@@ -275,11 +275,13 @@ def kueue_values() -> dict[str, Any]:
             "tolerations": [system_node_toleration()],
         },
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml()},
+        # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
+        "enablePrometheus": True,
     }
 
 
 def manager_config() -> dict[str, Any]:
-    """The controller's Configuration: the chart's default plus exactly three changes.
+    """The controller's Configuration: the chart's default plus exactly four changes.
 
     1. Integrations: the training operator's kinds besides the chart's list (`batch/job`, `pod`, ...).
     2. Jobs without a queue name in tenant namespaces are managed (`manageJobsWithoutQueueName`)
@@ -289,6 +291,7 @@ def manager_config() -> dict[str, Any]:
        fail-closed pod webhooks by it) and, for other kinds, limits where queue-less jobs are
        managed. With the tenant's LocalQueue named `default`, such jobs run under its quota.
     3. Fair sharing on: a `fairSharing` section (see FAIR_SHARING_PREEMPTION_STRATEGIES).
+    4. ClusterQueue resource metrics on (`metrics.enableClusterQueueResources`), for quota alerts.
     """
     config = copy.deepcopy(CHART_DEFAULT_MANAGER_CONFIG)
     frameworks = config["integrations"]["frameworks"]
@@ -296,6 +299,8 @@ def manager_config() -> dict[str, Any]:
     config["manageJobsWithoutQueueName"] = True
     config["managedJobsNamespaceSelector"] = tenant_namespace_selector()
     config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_PREEMPTION_STRATEGIES)}
+    # Per-ClusterQueue usage and quota gauges, which the quota alert and the tenant dashboard read.
+    config["metrics"] = {**config["metrics"], "enableClusterQueueResources": True}
     return config
 
 

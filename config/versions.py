@@ -82,6 +82,10 @@ CHARTS: dict[str, ChartPin] = {
     "gpu-operator": ChartPin(chart="gpu-operator", repository="https://helm.ngc.nvidia.com/nvidia", version="v26.7.0"),
     # Kueue's chart ships its CRDs as templates (charts/kueue/templates/crd), so `helm upgrade` upgrades them.
     "kueue": ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"),
+    # prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3 (prometheus-operator v0.93).
+    "kube-prometheus-stack": ChartPin(
+        chart="kube-prometheus-stack", repository="https://prometheus-community.github.io/helm-charts", version="88.5.3"
+    ),
     # kedacore/charts v2.20.2 (KEDA v2.20.2); its CRDs are chart templates, so `helm upgrade` upgrades them.
     "keda": ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"),
     # kubernetes-sigs/dra-driver-nvidia-gpu (NVIDIA/k8s-dra-driver-gpu's `nvidia-dra-driver-gpu` chart until

@@ -154,6 +154,10 @@ def normalise(value: Any) -> Any:
     if isinstance(value, dict):
         if rpc._special_sig_key in value:  # noqa: SLF001 - a wrapped secret or resource reference
             if value[rpc._special_sig_key] == rpc._special_secret_sig:  # noqa: SLF001
+                # A secret map (a Secret's stringData) keeps its keys, so the render still has its shape.
+                inner = value.get("value")
+                if isinstance(inner, dict):
+                    return {key: SECRET for key in sorted(inner)}
                 return SECRET
             return {k: normalise(v) for k, v in sorted(value.items()) if k != rpc._special_sig_key}  # noqa: SLF001
         return {key: normalise(item) for key, item in sorted(value.items())}

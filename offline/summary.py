@@ -6,6 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
+from components.alerts import alerts as alert_rules
 from components.system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
@@ -23,6 +24,8 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _gpu_pools(config),
         _tenants(config),
         _capacity(config),
+        _alerts(config),
+        _autoscaling(config),
         _addons(config),
         _access(config),
         _outputs(recording),
@@ -185,6 +188,48 @@ def _capacity(config: PlatformConfig) -> str:
             [f"`{pool.name}`", ", ".join(f.name for f in flavors), f"{promised} / {capacity} {flavors[0].unit}", f"{capacity - promised}"]
         )
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
+
+
+def _alerts(config: PlatformConfig) -> str:
+    rows = [
+        [f"`{a.name}`", a.severity, f"`{a.expr.replace('|', chr(92) + '|')}`" + (f" for {a.for_}" if a.for_ != "0m" else "")]
+        for a in alert_rules(config.monitoring.idle_gpu_hours)
+    ]
+    receivers = ", ".join(f"`{r.name}` ({', '.join(r.severities)})" for r in config.monitoring.receivers) or "none (alerts are dropped)"
+    return (
+        "## Alerts\n\n"
+        f"Prometheus keeps {config.monitoring.retention} on a {config.monitoring.storage_gib} GiB gp3 volume; receivers: {receivers}.\n\n"
+        + table(["alert", "severity", "condition"], rows)
+    )
+
+
+def _autoscaling(config: PlatformConfig) -> str:
+    deployments = [(tenant, d) for tenant in config.tenants for d in tenant.config.inference]
+    if not deployments:
+        return "## Autoscaling\n\nKEDA runs on the system nodes; no tenant declares `inference` deployments yet.\n"
+    rows = []
+    for tenant, d in deployments:
+        preset = config.autoscaling.preset(d.workload_class)
+        rows.append(
+            [
+                f"`{tenant.name}/{d.name}`",
+                d.workload_class,
+                f"{d.min_replicas}-{d.max_replicas}",
+                f"{d.max_replicas * d.gpus_per_replica} on {d.flavor}",
+                f"{preset.scale_up_utilization}% (active above {preset.scale_down_utilization}%)",
+                f"{d.queue_depth_target} per replica" if d.queue_depth_target is not None else "-",
+                f"{preset.cooldown_seconds} s",
+                "platform" if d.serving is not None else "tenant",
+            ]
+        )
+    note = (
+        "\nKEDA polls Prometheus every 15 s; an empty query is an error, and after 3 in a row KEDA holds at least "
+        f"{config.autoscaling.fallback_replicas} replica(s) (never fewer than it runs). Scale-down is paced by the "
+        "HPA's 300 s stabilisation window (KEDA's cooldown applies only to scaling to zero, which the platform does not do).\n"
+    )
+    return "## Autoscaling\n\n" + table(
+        ["deployment", "class", "replicas", "GPUs at max", "GPU target", "queue target", "cooldown", "model server"], rows
+    ) + note
 
 
 def _addons(config: PlatformConfig) -> str:

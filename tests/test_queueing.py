@@ -285,7 +285,8 @@ def test_controller_config_changes_the_chart_default_only_where_documented(confi
     ours = _controller_config(config)
     default = yaml.safe_load(_chart_defaults()["managerConfig"]["controllerManagerConfigYaml"])
     changed = {key for key in ours.keys() | default.keys() if ours.get(key) != default.get(key)}
-    assert changed == {"integrations", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "fairSharing"}
+    assert changed == {"integrations", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "fairSharing", "metrics"}
+    assert ours["metrics"] == {**default["metrics"], "enableClusterQueueResources": True}
     # Integrations are only added to: nothing the chart enables is dropped.
     assert ours["integrations"]["frameworks"][: len(default["integrations"]["frameworks"])] == default["integrations"]["frameworks"]
 

@@ -1,0 +1,279 @@
+"""Prometheus, Alertmanager and Grafana (kube-prometheus-stack) in namespace `monitoring`, on the system nodes.
+
+Upstream, checked at these exact versions:
+- prometheus-community/helm-charts kube-prometheus-stack-88.5.3, charts/kube-prometheus-stack/values.yaml
+  (every key below exists there; subcharts grafana 12.11.1, kube-state-metrics 8.4.0,
+  prometheus-node-exporter 4.56.1); it pins Alertmanager v0.34.0, whose Slack `api_url_file` and
+  PagerDuty `routing_key_file` read the credentials from the mounted Secret.
+- grafana-community/helm-charts grafana-12.11.1, templates/_helpers.tpl `grafana.password`: without
+  adminPassword or admin.existingSecret the chart generates a random password into its own Secret
+  and keeps it across upgrades (lookup); that is what the platform uses.
+- prometheus-operator v0.93: `alertmanagerSpec.secrets` are mounted at /etc/alertmanager/secrets/<name>/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from config.capacity import GPU_MODEL_LABEL, POOL_LABEL
+from config.monitoring import MonitoringConfig, ReceiverConfig
+from config.versions import ChartPin
+
+from . import alerts, dashboards
+from .addons import DEFAULT_STORAGE_CLASS
+from .gpu_operator import on_system_nodes, privileged_namespace
+
+NAMESPACE = "monitoring"
+RELEASE_NAME = "kube-prometheus-stack"
+CHART_KEY = "kube-prometheus-stack"
+RECEIVER_SECRET = "alertmanager-receivers"
+RULES_NAME = "gpu-platform"
+NULL_RECEIVER = "null"
+SECRETS_DIR = "/etc/alertmanager/secrets"
+
+# kube-state-metrics exports only the node labels listed here as kube_node_labels' label_* labels.
+NODE_LABELS_ALLOWLIST = f"nodes=[{POOL_LABEL},{GPU_MODEL_LABEL}]"
+
+# Scrape every namespace: with these false, an empty selector means "all", not "this release's".
+_SELECTED_KINDS = ("rule", "serviceMonitor", "podMonitor", "probe", "scrapeConfig")
+
+# What the other controllers' charts need to be scraped (their own ServiceMonitors). Owners merge these
+# into their values; tests check each key exists in the pinned chart.
+CHART_SCRAPE_VALUES: dict[str, dict[str, Any]] = {
+    # aws/karpenter-provider-aws v1.14.1 charts/karpenter: ServiceMonitor on the `http-metrics` port (8080).
+    "karpenter": {"serviceMonitor": {"enabled": True}},
+    # kedacore/charts v2.20.2 keda: operator (scalers' metrics) and metrics server, port `metrics` (8080).
+    "keda": {
+        "prometheus": {
+            "operator": {"enabled": True, "serviceMonitor": {"enabled": True}},
+            "metricServer": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        }
+    },
+    # kubernetes-sigs/kueue v0.19.2 charts/kueue: ServiceMonitor on the https metrics port (bearer token),
+    # RoleBinding for Prometheus; ClusterQueue quota/usage gauges are opt-in in the manager config.
+    "kueue": {"enablePrometheus": True},
+}
+
+
+class Monitoring(pulumi.ComponentResource):
+    """Namespace, receiver Secret, the kube-prometheus-stack release, the platform's rules and dashboards."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(
+        self,
+        name: str,
+        config: MonitoringConfig,
+        *,
+        chart: ChartPin,
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """
+        :param config: `gpu-platform:monitoring`, validated.
+        :param chart: the kube-prometheus-stack pin (config/versions.py CHARTS).
+        :param provider: the cluster's Kubernetes provider.
+        :param depends_on: what must exist first (system nodes, the gp3 StorageClass, add-ons).
+        """
+        super().__init__("gpu-platform:monitoring:Monitoring", name, None, opts)
+        # A component's depends_on does not reach its children: each waits itself.
+        base = list(depends_on)
+
+        def opts_after(*extra: pulumi.Resource) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*base, *extra])
+
+        namespace_manifest = monitoring_namespace()
+        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=namespace_manifest["metadata"], opts=opts_after())
+
+        before_release: list[pulumi.Resource] = [namespace]
+        secret_manifest = receiver_secret(config.receivers)
+        if secret_manifest is not None:
+            before_release.append(
+                k8s.core.v1.Secret(
+                    f"{name}-{RECEIVER_SECRET}",
+                    metadata=secret_manifest["metadata"],
+                    type=secret_manifest["type"],
+                    # Credentials from the stack's secure config: each value secret in the state and in every preview.
+                    string_data={key: pulumi.Output.secret(value) for key, value in secret_manifest["stringData"].items()},
+                    opts=opts_after(namespace),
+                )
+            )
+
+        self.release = k8s.helm.v3.Release(
+            f"{name}-stack",
+            name=RELEASE_NAME,
+            chart=chart.chart,
+            version=chart.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+            namespace=NAMESPACE,
+            values=stack_values(config),
+            opts=opts_after(*before_release),
+        )
+
+        # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
+        rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, alerts.all_groups(config.idle_gpu_hours))
+        k8s.apiextensions.CustomResource(
+            f"{name}-rules-{RULES_NAME}",
+            api_version=rule["apiVersion"],
+            kind=rule["kind"],
+            metadata=rule["metadata"],
+            spec=rule["spec"],
+            opts=opts_after(self.release),
+        )
+        for dashboard in dashboards.dashboards():
+            manifest = dashboards.dashboard_config_map(dashboard, NAMESPACE)
+            k8s.core.v1.ConfigMap(
+                f"{name}-dashboard-{dashboard.uid}",
+                metadata=manifest["metadata"],
+                data=manifest["data"],
+                opts=opts_after(self.release),
+            )
+
+        self.register_outputs({"namespace": NAMESPACE, "chartVersion": self.release.version})
+
+
+# --- builders ----------------------------------------------------------------------------------
+
+def monitoring_namespace() -> dict[str, Any]:
+    """`privileged`: node-exporter runs with hostNetwork, hostPID and host paths, which `baseline` refuses."""
+    return privileged_namespace(NAMESPACE)
+
+
+def stack_values(config: MonitoringConfig) -> dict[str, Any]:
+    """Values of kube-prometheus-stack 88.5.3; no credential among them (see alertmanager_config)."""
+    placement = on_system_nodes()
+    selectors: dict[str, Any] = {}
+    for kind in _SELECTED_KINDS:
+        selectors[f"{kind}SelectorNilUsesHelmValues"] = False
+        selectors[f"{kind}Selector"] = {}
+        selectors[f"{kind}NamespaceSelector"] = {}
+    secrets = [RECEIVER_SECRET] if config.receivers else []
+    return {
+        "prometheusOperator": {**placement, "admissionWebhooks": {"patch": on_system_nodes()}},
+        "prometheus": {
+            "prometheusSpec": {
+                **placement,
+                **selectors,
+                "replicas": config.replicas,
+                "retention": config.retention,
+                "storageSpec": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "storageClassName": DEFAULT_STORAGE_CLASS,
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": f"{config.storage_gib}Gi"}},
+                        }
+                    }
+                },
+            }
+        },
+        "alertmanager": {
+            "config": alertmanager_config(config.receivers),
+            "alertmanagerSpec": {**on_system_nodes(), "secrets": secrets},
+        },
+        "grafana": {
+            **on_system_nodes(),
+            # admin password: generated by the chart into its own Secret (no adminPassword here).
+            "sidecar": {
+                "dashboards": {
+                    "enabled": True,
+                    "label": next(iter(dashboards.DASHBOARD_LABEL)),
+                    "labelValue": next(iter(dashboards.DASHBOARD_LABEL.values())),
+                    "searchNamespace": "ALL",
+                }
+            },
+        },
+        "kube-state-metrics": {**on_system_nodes(), "metricLabelsAllowlist": [NODE_LABELS_ALLOWLIST]},
+        # A DaemonSet on every node, GPU nodes and system nodes included: it tolerates every taint.
+        "prometheus-node-exporter": {"tolerations": [{"operator": "Exists"}]},
+    }
+
+
+def alertmanager_config(receivers: Sequence[ReceiverConfig]) -> dict[str, Any]:
+    """Alerts routed by `severity` to every receiver that takes it; credentials read from files."""
+    routes: list[dict[str, Any]] = [{"receiver": NULL_RECEIVER, "matchers": ['alertname = "Watchdog"']}]
+    for receiver in receivers:
+        routes.append(
+            {
+                "receiver": receiver.name,
+                "matchers": [f'severity =~ "{"|".join(receiver.severities)}"'],
+                # An alert of a severity two receivers take goes to both.
+                "continue": True,
+            }
+        )
+    return {
+        "global": {"resolve_timeout": "5m"},
+        # The chart's defaults: a critical alert silences the warning/info alerts of the same name and namespace.
+        "inhibit_rules": [
+            {
+                "source_matchers": ["severity = critical"],
+                "target_matchers": ["severity =~ warning|info"],
+                "equal": ["namespace", "alertname"],
+            },
+            {"source_matchers": ["severity = warning"], "target_matchers": ["severity = info"], "equal": ["namespace", "alertname"]},
+        ],
+        "route": {
+            "receiver": NULL_RECEIVER,
+            "group_by": ["namespace", "alertname"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "12h",
+            "routes": routes,
+        },
+        "receivers": [{"name": NULL_RECEIVER}, *(_receiver(r) for r in receivers)],
+        "templates": ["/etc/alertmanager/config/*.tmpl"],
+    }
+
+
+def receiver_secret(receivers: Sequence[ReceiverConfig]) -> dict[str, Any] | None:
+    """The Secret Alertmanager reads receiver credentials from; None when no receiver is configured."""
+    data: dict[str, str] = {}
+    for receiver in receivers:
+        if receiver.slack_webhook_url is not None:
+            data[_slack_key(receiver)] = receiver.slack_webhook_url
+        if receiver.pagerduty_routing_key is not None:
+            data[_pagerduty_key(receiver)] = receiver.pagerduty_routing_key
+    if not data:
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": RECEIVER_SECRET, "namespace": NAMESPACE},
+        "type": "Opaque",
+        "stringData": dict(sorted(data.items())),
+    }
+
+
+def _receiver(receiver: ReceiverConfig) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": receiver.name}
+    if receiver.slack_webhook_url is not None:
+        entry["slack_configs"] = [
+            {
+                "api_url_file": _secret_file(_slack_key(receiver)),
+                "channel": receiver.slack_channel,
+                "send_resolved": True,
+                "title": '[{{ .Status | toUpper }}] {{ .CommonLabels.alertname }}',
+                "text": "{{ range .Alerts }}{{ .Annotations.summary }}\n{{ .Annotations.description }}\n"
+                "Runbook: {{ .Annotations.runbook_url }}\n{{ end }}",
+            }
+        ]
+    if receiver.pagerduty_routing_key is not None:
+        entry["pagerduty_configs"] = [{"routing_key_file": _secret_file(_pagerduty_key(receiver)), "send_resolved": True}]
+    return entry
+
+
+def _slack_key(receiver: ReceiverConfig) -> str:
+    return f"{receiver.name}-slack-webhook-url"
+
+
+def _pagerduty_key(receiver: ReceiverConfig) -> str:
+    return f"{receiver.name}-pagerduty-routing-key"
+
+
+def _secret_file(key: str) -> str:
+    return f"{SECRETS_DIR}/{RECEIVER_SECRET}/{key}"
