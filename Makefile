@@ -26,7 +26,7 @@ render: $(VENV)/.installed
 check: $(VENV)/.installed
 	$(PY) -m offline check --stack $(STACK)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed $(CONFORMANCE_VENV)/.installed
 	scripts/ensure-promtool
 	$(PY) -m pytest -q
 

@@ -178,6 +178,15 @@ class Autoscaling(pulumi.ComponentResource):
                         **_fields(server_disruption_budget(tenant, deployment)),
                         opts=pulumi.ResourceOptions.merge(cluster, after),
                     )
+                    monitor = server_pod_monitor(tenant, deployment)
+                    k8s.apiextensions.CustomResource(
+                        f"{logical}-metrics",
+                        api_version=monitor["apiVersion"],
+                        kind=monitor["kind"],
+                        metadata=monitor["metadata"],
+                        spec=monitor["spec"],
+                        opts=pulumi.ResourceOptions.merge(cluster, after),
+                    )
                 manifest = scaled_object(tenant, deployment, autoscaling)
                 self.scaled_objects[f"{tenant.name}/{deployment.name}"] = k8s.apiextensions.CustomResource(
                     f"{logical}-scaler",
@@ -477,5 +486,24 @@ def deployment_objects(
             server_deployment(tenant, deployment, flavor),
             server_service(tenant, deployment),
             server_disruption_budget(tenant, deployment),
+            server_pod_monitor(tenant, deployment),
         ]
     return [*objects, scaled_object(tenant, deployment, autoscaling)]
+
+
+def server_pod_monitor(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
+    """Prometheus scrapes the server's own metrics: the queue-depth trigger reads vllm:num_requests_waiting.
+
+    (A tenant that deploys its own server declares this itself; the tenant's NetworkPolicy admits scrapes
+    from the monitoring namespace.)
+    """
+    assert deployment.serving is not None
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
+        "spec": {
+            "selector": {"matchLabels": _labels(deployment)},
+            "podMetricsEndpoints": [{"port": HTTP_PORT_NAME, "path": "/metrics", "interval": "15s"}],
+        },
+    }

@@ -58,3 +58,14 @@ def short(urn: str) -> str:
 
 def project_path(*parts: str) -> Path:
     return PROJECT_DIR.joinpath(*parts)
+
+
+CONFORMANCE_DIR = PROJECT_DIR.parent / "shared" / "conformance"
+
+
+def conformance_python() -> Path:
+    """The interpreter of the conformance checker's own virtualenv (`make test` creates it)."""
+    python = PROJECT_DIR / ".venv-conformance" / "bin" / "python"
+    if not python.exists():
+        pytest.fail("the conformance checker's virtualenv is missing: run `make test` (it creates .venv-conformance)")
+    return python

@@ -30,10 +30,9 @@ from config.versions import CHARTS, ChartPin
 from offline.cloud import CloudMocks
 from offline.engine import PROJECT, RecordedResource, RecordingMonitor
 
-from .conftest import STACKS, load, stack_document
+from .conftest import conformance_python, STACKS, load, stack_document
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-CONFORMANCE_PYTHON = Path("/tmp/cv/bin/python")
 CHART_VALUES = CONFORMANCE / "charts" / "keda" / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
@@ -400,17 +399,15 @@ def test_tensor_parallel_replicas_use_all_their_gpus():
 @pytest.mark.parametrize("version", ["1.33", "1.35"])
 def test_built_in_kinds_validate_strictly(embeddings, version):
     for manifest in embeddings:
-        if manifest["kind"] != "ScaledObject":
+        if manifest["kind"] not in ("ScaledObject", "PodMonitor"):  # custom resources: checked against their CRDs below
             kubernetes_validate.validate(manifest, f"{version}.0", strict=True)
 
 
 # --- conformance against the upstream schemas ----------------------------------------------------------------
 
 def _validate(paths: Sequence[Path], *args: str) -> subprocess.CompletedProcess[str]:
-    if not CONFORMANCE_PYTHON.exists() or not (CONFORMANCE / "validate.py").exists():
-        pytest.skip("the conformance checker (../shared/conformance, /tmp/cv) is not installed")
     return subprocess.run(
-        [str(CONFORMANCE_PYTHON), str(CONFORMANCE / "validate.py"), *args, *map(str, paths)],
+        [str(conformance_python()), str(CONFORMANCE / "validate.py"), *args, *map(str, paths)],
         capture_output=True, text=True, timeout=300, check=False,
     )
 
@@ -580,3 +577,13 @@ def test_adding_a_deployment_only_adds_resources():
     after = {r.name: r.inputs for r in declare(load(document))}
     assert set(after) - set(before) == {"gpu-inference-chat-v2-scaler"}
     assert all(after[name] == inputs for name, inputs in before.items())
+
+
+def test_a_platform_served_model_is_scraped_for_its_queue_depth(embeddings):
+    monitor = _kind(embeddings, "PodMonitor")
+    deployment = _kind(embeddings, "Deployment")
+    assert monitor["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    assert monitor["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
+    assert endpoint["port"] in ports and endpoint["path"] == "/metrics"

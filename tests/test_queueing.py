@@ -25,10 +25,9 @@ from config.versions import CHARTS, ChartPin
 from offline.cloud import CloudMocks
 from offline.engine import PROJECT, RecordedResource, RecordingMonitor, normalise
 
-from .conftest import STACKS, load, stack_document
+from .conftest import conformance_python, STACKS, load, stack_document
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-CONFORMANCE_PYTHON = Path("/tmp/cv/bin/python")
 CHART_VALUES = CONFORMANCE / "charts" / "kueue" / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KUEUE_PIN = CHARTS.get("kueue", ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"))
@@ -322,10 +321,8 @@ def test_controller_config_is_deterministic(config):
 # --- conformance against the upstream schemas ----------------------------------------------------------
 
 def _validate(paths: Sequence[Path], *args: str) -> subprocess.CompletedProcess[str]:
-    if not CONFORMANCE_PYTHON.exists() or not (CONFORMANCE / "validate.py").exists():
-        pytest.skip("the conformance checker (../shared/conformance, /tmp/cv) is not installed")
     return subprocess.run(
-        [str(CONFORMANCE_PYTHON), str(CONFORMANCE / "validate.py"), *args, *map(str, paths)],
+        [str(conformance_python()), str(CONFORMANCE / "validate.py"), *args, *map(str, paths)],
         capture_output=True, text=True, timeout=300, check=False,
     )
 
