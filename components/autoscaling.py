@@ -39,7 +39,7 @@ from config.capacity import GPU_RESOURCE
 from config.fair_share import FlavorPlan, TenantPlan
 from config.versions import ChartPin
 
-from .gpu_operator import on_system_nodes
+from .system_nodes import on_system_nodes
 from .node_pools import GPU_TAINT
 from .queueing import LOCAL_QUEUE
 

@@ -28,7 +28,7 @@ from config.node_pools import ClaimTemplateConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
 
-from .system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+from .system_nodes import on_system_nodes
 
 NAMESPACE = "gpu-operator"
 RELEASE_NAME = "gpu-operator"
@@ -58,7 +58,6 @@ MIG_DEVICE_CLASS = "mig.nvidia.com"
 DRA_ALLOCATION = "dra"
 
 # The EKS API spells taint effects differently from Kubernetes.
-_KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
 
 @dataclass(frozen=True)
@@ -253,23 +252,10 @@ def privileged_namespace(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": levels}}
 
 
-def on_system_nodes() -> dict[str, Any]:
-    """A controller's placement: selects the system nodes and tolerates their taint."""
-    return {"nodeSelector": system_node_selector(), "tolerations": [system_node_toleration()]}
 
 
-def system_node_selector() -> dict[str, str]:
-    key = SYSTEM_NODE_TAINT["key"]
-    return {key: SYSTEM_NODE_LABELS[key]}
 
 
-def system_node_toleration() -> dict[str, str]:
-    return {
-        "key": SYSTEM_NODE_TAINT["key"],
-        "operator": "Equal",
-        "value": SYSTEM_NODE_TAINT["value"],
-        "effect": _KUBERNETES_TAINT_EFFECTS[SYSTEM_NODE_TAINT["effect"]],
-    }
 
 
 # --- DRA builders --------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from pulumi_aws import eks as aws_eks
 from config.versions import ChartPin
 
 from . import iam as policies
-from .system_nodes import NODE_ROLE_POLICIES, SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+from .system_nodes import NODE_ROLE_POLICIES, on_system_nodes
 
 NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "karpenter"
@@ -580,8 +580,7 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         # Karpenter must not run on nodes it manages (it could remove its own node); the system node
         # group is the on-demand capacity set aside for controllers.
-        "nodeSelector": {"CriticalAddonsOnly": SYSTEM_NODE_LABELS["CriticalAddonsOnly"]},
-        "tolerations": [system_node_toleration()],
+        **on_system_nodes(),
         "settings": {"clusterName": cluster_name, "interruptionQueue": interruption_queue},
         # Prometheus (components/monitoring.py) selects ServiceMonitors in every namespace.
         "serviceMonitor": {"enabled": True},
@@ -599,14 +598,4 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
     }
 
 
-# The EKS API spells taint effects differently from Kubernetes.
-_KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 
-
-def system_node_toleration() -> dict[str, str]:
-    return {
-        "key": SYSTEM_NODE_TAINT["key"],
-        "operator": "Equal",
-        "value": SYSTEM_NODE_TAINT["value"],
-        "effect": _KUBERNETES_TAINT_EFFECTS[SYSTEM_NODE_TAINT["effect"]],
-    }

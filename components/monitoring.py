@@ -25,7 +25,8 @@ from config.versions import ChartPin
 
 from . import alerts, dashboards
 from .addons import DEFAULT_STORAGE_CLASS
-from .gpu_operator import on_system_nodes, privileged_namespace
+from .gpu_operator import privileged_namespace
+from .system_nodes import on_system_nodes
 
 NAMESPACE = "monitoring"
 RELEASE_NAME = "kube-prometheus-stack"

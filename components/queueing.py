@@ -32,10 +32,9 @@ from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_lab
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
-from .karpenter import system_node_toleration
 from .tenants import TENANT_LABEL
 from .node_pools import GPU_TAINT
-from .system_nodes import SYSTEM_NODE_LABELS
+from .system_nodes import on_system_nodes
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART_KEY = "kueue"
@@ -271,8 +270,7 @@ def kueue_values() -> dict[str, Any]:
                     },
                 }
             ],
-            "nodeSelector": {"CriticalAddonsOnly": SYSTEM_NODE_LABELS["CriticalAddonsOnly"]},
-            "tolerations": [system_node_toleration()],
+            **on_system_nodes(),
         },
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml()},
         # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.

@@ -18,6 +18,30 @@ from . import iam as policies
 SYSTEM_NODE_LABELS = {"CriticalAddonsOnly": "true", "gpu-platform/node-role": "system"}
 SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}
 
+# The EKS API spells taint effects differently from Kubernetes.
+_KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
+
+
+def system_node_selector() -> dict[str, str]:
+    key = SYSTEM_NODE_TAINT["key"]
+    return {key: SYSTEM_NODE_LABELS[key]}
+
+
+def system_node_toleration() -> dict[str, str]:
+    """SYSTEM_NODE_TAINT as a Kubernetes toleration."""
+    return {
+        "key": SYSTEM_NODE_TAINT["key"],
+        "operator": "Equal",
+        "value": SYSTEM_NODE_TAINT["value"],
+        "effect": _KUBERNETES_TAINT_EFFECTS[SYSTEM_NODE_TAINT["effect"]],
+    }
+
+
+def on_system_nodes() -> dict[str, Any]:
+    """A controller's placement in Helm values: selects the system nodes and tolerates their taint."""
+    return {"nodeSelector": system_node_selector(), "tolerations": [system_node_toleration()]}
+
+
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEC2ContainerRegistryPullOnly",
