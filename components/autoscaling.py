@@ -39,9 +39,9 @@ from config.capacity import GPU_RESOURCE
 from config.fair_share import FlavorPlan, TenantPlan
 from config.versions import ChartPin
 
-from .system_nodes import on_system_nodes
 from .node_pools import GPU_TAINT
 from .queueing import LOCAL_QUEUE
+from .system_nodes import on_system_nodes
 
 NAMESPACE = "keda"
 RELEASE_NAME = "keda"

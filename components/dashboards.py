@@ -28,7 +28,7 @@ def _prom_label(node_label: str) -> str:
 POOL = _prom_label(POOL_LABEL)
 MODEL = _prom_label(GPU_MODEL_LABEL)
 # Each GPU series with its node's pool and model (kube_node_labels names the node `node`).
-_NODE_LABELS = f'label_replace(kube_node_labels, "Hostname", "$1", "node", "(.*)")'
+_NODE_LABELS = 'label_replace(kube_node_labels, "Hostname", "$1", "node", "(.*)")'
 
 
 def _by_pool(metric: str, aggregation: str = "avg") -> str:

@@ -300,7 +300,7 @@ def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernete
     ]
 
 
-def _device_request(template: ClaimTemplate) -> dict[str, Any]:
+def _device_request(template: ClaimTemplateConfig) -> dict[str, Any]:
     exactly: dict[str, Any] = {"allocationMode": "ExactCount", "count": template.count}
     if template.mig_profile is not None:
         exactly["deviceClassName"] = MIG_DEVICE_CLASS

@@ -32,9 +32,9 @@ from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_lab
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
-from .tenants import TENANT_LABEL
 from .node_pools import GPU_TAINT
 from .system_nodes import on_system_nodes
+from .tenants import TENANT_LABEL
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART_KEY = "kueue"

@@ -20,8 +20,8 @@ from .capacity import GpuPoolPlan, plan_gpu_pools
 from .cluster import ClusterConfig
 from .errors import Problems, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
-from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .monitoring import MonitoringConfig
+from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
 from .tenants import QueueingConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import random
 import re
@@ -18,8 +17,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components import autoscaling
 from components.node_pools import GPU_TAINT
@@ -27,10 +24,9 @@ from components.queueing import LOCAL_QUEUE
 from config import PlatformConfig
 from config.autoscaling import CLASS_PRESETS
 from config.versions import CHARTS, ChartPin
-from offline.cloud import CloudMocks
-from offline.engine import PROJECT, RecordedResource, RecordingMonitor
+from offline.engine import RecordedResource, run_program
 
-from .conftest import conformance_python, STACKS, load, stack_document
+from .conftest import STACKS, conformance_python, load, stack_document
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "charts" / "keda" / "values.yaml"
@@ -486,13 +482,6 @@ def test_keda_exposes_what_the_monitoring_stack_scrapes():
 
 def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResource]:
     """Run the Autoscaling component alone under the offline engine's mocks, with stand-in namespaces."""
-    return contextvars.Context().run(_declare, config, stack)
-
-
-def _declare(config: PlatformConfig, stack: str) -> list[RecordedResource]:
-    mocks = CloudMocks(stack=stack, region=config.region)
-    monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
@@ -511,8 +500,7 @@ def _declare(config: PlatformConfig, stack: str) -> list[RecordedResource]:
             depends_on=[monitoring],
         )
 
-    _sync_await(run_pulumi_func(program))
-    return sorted(monitor.records, key=lambda r: r.urn)
+    return run_program(stack, {"aws:region": config.region}, program=program).resources
 
 
 @functools.cache

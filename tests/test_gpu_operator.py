@@ -7,19 +7,15 @@ formats), and kubernetes-sigs/dra-driver-nvidia-gpu (DeviceClasses, published at
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import kubernetes_validate
-import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components.gpu_operator import (
     DEVICE_PLUGIN_CONFIG_MAP,
@@ -38,12 +34,11 @@ from components.gpu_operator import (
 )
 from components.node_pools import GPU_TAINT
 from components.system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
-from config.capacity import GPU_ALLOCATION_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_DEPLOY_LABEL, MIG_CONFIG_LABEL, GpuPoolPlan
+from config.capacity import DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_DEPLOY_LABEL, GPU_ALLOCATION_LABEL, MIG_CONFIG_LABEL, GpuPoolPlan
 from config.catalog import INSTANCE_TYPES
 from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig, NodePoolConfig
 from config.versions import CHARTS
-from offline.cloud import CloudMocks
-from offline.engine import PROJECT, PROJECT_DIR, Recording, RecordingMonitor
+from offline.engine import PROJECT_DIR, Recording, run_program
 
 CHART_DIR = PROJECT_DIR.parent / "shared" / "conformance" / "charts" / "gpu-operator"
 NFD_SUBCHART = "node-feature-discovery"
@@ -346,15 +341,7 @@ def test_dra_kubelet_plugin_runs_only_on_dra_pool_nodes_with_gpu_allocation_only
 
 
 def run_component(build: Callable[[], None]) -> Recording:
-    return contextvars.Context().run(_run, build)
-
-
-def _run(build: Callable[[], None]) -> Recording:
-    mocks = CloudMocks(stack="test", region="us-west-2")
-    monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack="test", preview=False, monitor=monitor)
-    _sync_await(run_pulumi_func(build))
-    return Recording(stack="test", resources=sorted(monitor.records, key=lambda r: r.urn))
+    return run_program("test", {"aws:region": "us-west-2"}, program=build)
 
 
 @functools.cache

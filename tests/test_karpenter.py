@@ -6,7 +6,6 @@ The expectations marked "upstream" restate aws/karpenter-provider-aws v1.14.1's 
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import json
 from collections.abc import Callable, Iterator
@@ -18,8 +17,6 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 from pulumi_aws import iam
 
 from components import iam as policies
@@ -34,8 +31,8 @@ from components.karpenter import (
 )
 from components.system_nodes import NODE_ROLE_POLICIES, SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config.versions import CHARTS
-from offline.cloud import ACCOUNT_ID, CloudMocks
-from offline.engine import PROJECT, PROJECT_DIR, Recording, RecordingMonitor
+from offline.cloud import ACCOUNT_ID
+from offline.engine import PROJECT_DIR, Recording, run_program
 
 from .conftest import short
 
@@ -99,29 +96,9 @@ FREE_FORM_VALUES = {"nodeSelector"}
 # --- harness ----------------------------------------------------------------------------------
 
 
-class QueueMocks(CloudMocks):
-    """CloudMocks plus the SQS queue's ARN and URL, which the component reads."""
-
-    def _aws_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        resource_id, outputs = super()._aws_resource(args)
-        if args.typ == "aws:sqs/queue:Queue":
-            name = args.inputs["name"]
-            resource_id = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{name}"
-            outputs.update(id=resource_id, url=resource_id, arn=f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{name}")
-        return resource_id, outputs
-
-
 def run_component(build: Callable[[], None]) -> Recording:
-    """Run `build` as a whole program under the project's mocks, in a fresh SDK context."""
-    return contextvars.Context().run(_run, build)
-
-
-def _run(build: Callable[[], None]) -> Recording:
-    mocks = QueueMocks(stack="test", region=REGION)
-    monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack="test", preview=False, monitor=monitor)
-    _sync_await(run_pulumi_func(build))
-    return Recording(stack="test", resources=sorted(monitor.records, key=lambda r: r.urn))
+    """Run `build` as a whole program under the offline engine's mocks, in a fresh SDK context."""
+    return run_program("test", {"aws:region": REGION}, program=build)
 
 
 def _declare_karpenter() -> None:

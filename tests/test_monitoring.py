@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from components import dashboards, monitoring
+from components import dashboards
 from components.alerts import check_promql
 from components.monitoring import CHART_SCRAPE_VALUES, NAMESPACE, RECEIVER_SECRET, Monitoring, alertmanager_config, receiver_secret, stack_values
 from components.system_nodes import SYSTEM_NODE_TAINT

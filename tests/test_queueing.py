@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import subprocess
 from collections.abc import Sequence
@@ -13,8 +12,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 import yaml
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components import queueing
 from components.node_pools import GPU_TAINT
@@ -22,10 +19,9 @@ from config import PlatformConfig
 from config.capacity import POOL_LABEL
 from config.fair_share import CAPACITY_TYPE_LABEL, CPU_FLAVOR, TenantPlan
 from config.versions import CHARTS, ChartPin
-from offline.cloud import CloudMocks
-from offline.engine import PROJECT, RecordedResource, RecordingMonitor, normalise
+from offline.engine import RecordedResource, normalise, run_program
 
-from .conftest import conformance_python, STACKS, load, stack_document
+from .conftest import STACKS, conformance_python, load, stack_document
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "charts" / "kueue" / "values.yaml"
@@ -347,13 +343,6 @@ def test_helm_values_pass_the_chart_conformance_check(config, tmp_path):
 
 def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResource]:
     """Run the Queueing component alone under the offline engine's mocks, with stand-in tenant namespaces."""
-    return contextvars.Context().run(_declare, config, stack)
-
-
-def _declare(config: PlatformConfig, stack: str) -> list[RecordedResource]:
-    mocks = CloudMocks(stack=stack, region=config.region)
-    monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
@@ -373,8 +362,7 @@ def _declare(config: PlatformConfig, stack: str) -> list[RecordedResource]:
             depends_on=[ready],
         )
 
-    _sync_await(run_pulumi_func(program))
-    return sorted(monitor.records, key=lambda r: r.urn)
+    return run_program(stack, {"aws:region": config.region}, program=program).resources
 
 
 @functools.cache

@@ -7,7 +7,6 @@ components/platform.py declares it.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import ipaddress
 from collections.abc import Sequence
@@ -16,8 +15,6 @@ import kubernetes_validate
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
 
 from components.cluster import principal_slug
 from components.tenants import (
@@ -36,8 +33,7 @@ from components.tenants import (
 )
 from config.capacity import GPU_RESOURCE
 from config.fair_share import TenantPlan
-from offline.cloud import CloudMocks
-from offline.engine import RecordedResource, RecordingMonitor
+from offline.engine import RecordedResource, run_program
 
 from .conftest import load, short, stack_document
 
@@ -62,7 +58,7 @@ def tenant(name: str) -> TenantPlan:
 
 
 def declare(tenants: Sequence[TenantPlan], kubernetes_version: str = "1.35", protect: bool = False) -> list[RecordedResource]:
-    """Build `Tenants` under mocks, as offline/engine._run does for the whole program; return the records."""
+    """Build `Tenants` alone under the offline engine's mocks; return the records."""
 
     def program():
         provider = k8s.Provider("test-k8s", kubeconfig="{}")
@@ -78,14 +74,7 @@ def declare(tenants: Sequence[TenantPlan], kubernetes_version: str = "1.35", pro
             depends_on=[cluster],
         )
 
-    def run() -> list[RecordedResource]:
-        mocks = CloudMocks(stack="test", region="us-east-1")
-        monitor = RecordingMonitor(mocks)
-        pulumi.runtime.set_mocks(mocks, project="gpu-platform", stack="test", preview=False, monitor=monitor)
-        _sync_await(run_pulumi_func(program))
-        return sorted(monitor.records, key=lambda r: r.urn)
-
-    return contextvars.Context().run(run)
+    return run_program("test", {"aws:region": "us-east-1"}, program=program).resources
 
 
 @functools.cache
