@@ -69,3 +69,21 @@ def conformance_python() -> Path:
     if not python.exists():
         pytest.fail("the conformance checker's virtualenv is missing: run `make test` (it creates .venv-conformance)")
     return python
+
+
+def with_dra(document: dict[str, Any]) -> dict[str, Any]:
+    """dev plus a small L4 pool allocated through DRA and a claim template in a tenant namespace."""
+    document["gpu-platform:nodePools"].append(
+        {
+            "name": "gpu-l4-dra",
+            "instanceTypes": ["g6.xlarge", "g6.2xlarge"],
+            "capacityTypes": ["on-demand"],
+            "gpus": 2,
+            "allocation": "dra",
+        }
+    )
+    document["gpu-platform:gpu"]["dra"] = {
+        "enabled": True,
+        "claimTemplates": [{"name": "l4-gpu", "namespace": "ml-research", "minMemoryGiB": 20}],
+    }
+    return document

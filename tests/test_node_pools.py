@@ -8,7 +8,7 @@ from components.node_pools import GPU_TAINT
 from config import ConfigError
 from config.capacity import MIG_CONFIG_LABEL, POOL_LABEL
 
-from .conftest import load, render_stack, short, stack_document
+from .conftest import load, render_stack, short, stack_document, with_dra
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -126,7 +126,7 @@ def test_single_mig_strategy_needs_one_profile_per_pool():
 
 
 def test_dra_needs_kubernetes_1_34():
-    doc = stack_document("dev")
+    doc = with_dra(stack_document("dev"))
     doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
     assert problems_of(doc) == [
         "gpu-platform:gpu.dra.enabled: true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs "
@@ -153,7 +153,7 @@ def test_dra_needs_kubernetes_1_34():
     ids=["dra-pool-without-driver", "claim-for-a-profile-no-pool-has", "claims-without-a-dra-pool"],
 )
 def test_dra_config_must_be_satisfiable(change, expected):
-    doc = stack_document("dev")
+    doc = with_dra(stack_document("dev"))
     change(doc)
     assert problems_of(doc) == [expected]
 
