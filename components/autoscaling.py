@@ -39,6 +39,7 @@ from config.capacity import GPU_RESOURCE
 from config.fair_share import FlavorPlan, TenantPlan
 from config.versions import ChartPin
 
+from .helm import helm_release
 from .node_pools import GPU_TAINT
 from .queueing import LOCAL_QUEUE
 from .system_nodes import on_system_nodes
@@ -144,12 +145,10 @@ class Autoscaling(pulumi.ComponentResource):
             metadata=keda_namespace()["metadata"],
             opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=list(depends_on))),
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = helm_release(
             f"{name}-keda",
-            name=RELEASE_NAME,
-            chart=chart.chart,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+            release_name=RELEASE_NAME,
+            pin=chart,
             namespace=NAMESPACE,
             values=keda_values(),
             opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=[namespace, *depends_on])),

@@ -28,6 +28,7 @@ from config.node_pools import ClaimTemplateConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
 
+from .helm import helm_release
 from .system_nodes import on_system_nodes
 
 NAMESPACE = "gpu-operator"
@@ -117,10 +118,10 @@ class GpuOperator(pulumi.ComponentResource):
             self._object(f"{name}-mig-config", mig_config_map(pools), [namespace]),
         ]
         # The operator mounts both ConfigMaps into its operands: they must exist before it starts.
-        self.release = _release(
+        self.release = helm_release(
             f"{name}-operator",
-            RELEASE_NAME,
-            charts[CHART_KEY],
+            release_name=RELEASE_NAME,
+            pin=charts[CHART_KEY],
             namespace=NAMESPACE,
             values=operator_values(pools, gpu),
             opts=self._opts([namespace, *config_maps]),
@@ -131,10 +132,10 @@ class GpuOperator(pulumi.ComponentResource):
         if gpu.dra.enabled and api_version is not None:
             dra_namespace = self._object(f"{name}-dra-namespace", privileged_namespace(DRA_NAMESPACE))
             # After the operator: the kubelet plugin is scheduled by the NFD labels the operator's NFD sets.
-            self.dra_release = _release(
+            self.dra_release = helm_release(
                 f"{name}-dra-driver",
-                DRA_RELEASE_NAME,
-                charts[DRA_CHART_KEY],
+                release_name=DRA_RELEASE_NAME,
+                pin=charts[DRA_CHART_KEY],
                 namespace=DRA_NAMESPACE,
                 values=dra_driver_values(api_version),
                 opts=self._opts([dra_namespace, self.release]),
@@ -167,19 +168,6 @@ class GpuOperator(pulumi.ComponentResource):
             return k8s.resource.v1.ResourceClaimTemplate(logical, metadata=manifest["metadata"], spec=manifest["spec"], opts=opts)
         raise ValueError(f"no declaration for {manifest['apiVersion']} {kind}")
 
-
-def _release(name: str, release_name: str, pin: ChartPin, *, namespace: str, values: Mapping[str, Any],
-             opts: pulumi.ResourceOptions) -> k8s.helm.v3.Release:
-    return k8s.helm.v3.Release(
-        name,
-        name=release_name,
-        chart=pin.chart,
-        version=pin.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository) if pin.repository else None,
-        namespace=namespace,
-        values=dict(values),
-        opts=opts,
-    )
 
 
 # --- GPU Operator builders -----------------------------------------------------------------------

@@ -21,6 +21,7 @@ from pulumi_aws import eks as aws_eks
 from config.versions import ChartPin
 
 from . import iam as policies
+from .helm import helm_release
 from .system_nodes import NODE_ROLE_POLICIES, on_system_nodes
 
 NAMESPACE = "kube-system"
@@ -228,18 +229,19 @@ class Karpenter(pulumi.ComponentResource):
 
         # --- Helm releases --------------------------------------------------------------------
         # A component's depends_on does not reach its children: each release waits itself.
-        self.crd_release = _release(
+        self.crd_release = helm_release(
             f"{name}-crd",
-            "karpenter-crd",
-            chart_versions["karpenter-crd"],
+            release_name="karpenter-crd",
+            pin=chart_versions["karpenter-crd"],
+            namespace=NAMESPACE,
             values={},
-            skip_crds=False,
             opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, depends_on=list(depends_on)),
         )
-        self.controller_release = _release(
+        self.controller_release = helm_release(
             f"{name}-controller",
-            "karpenter",
-            chart_versions["karpenter"],
+            release_name="karpenter",
+            pin=chart_versions["karpenter"],
+            namespace=NAMESPACE,
             values=controller_values(cluster_name, region, self.interruption_queue.name),
             # The CRDs come from the karpenter-crd release, which Helm upgrades (see config/versions.py).
             skip_crds=True,
@@ -284,27 +286,6 @@ class Karpenter(pulumi.ComponentResource):
             }
         )
 
-
-def _release(
-    name: str,
-    release_name: str,
-    pin: ChartPin,
-    *,
-    values: Mapping[str, Any],
-    skip_crds: bool,
-    opts: pulumi.ResourceOptions,
-) -> k8s.helm.v3.Release:
-    return k8s.helm.v3.Release(
-        name,
-        name=release_name,
-        chart=pin.chart,
-        version=pin.version,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository) if pin.repository else None,
-        namespace=NAMESPACE,
-        values=dict(values),
-        skip_crds=skip_crds,
-        opts=opts,
-    )
 
 
 # --- builders ----------------------------------------------------------------------------------

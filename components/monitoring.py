@@ -26,6 +26,7 @@ from config.versions import ChartPin
 from . import alerts, dashboards
 from .addons import DEFAULT_STORAGE_CLASS
 from .gpu_operator import privileged_namespace
+from .helm import helm_release
 from .system_nodes import on_system_nodes
 
 NAMESPACE = "monitoring"
@@ -105,12 +106,10 @@ class Monitoring(pulumi.ComponentResource):
                 )
             )
 
-        self.release = k8s.helm.v3.Release(
+        self.release = helm_release(
             f"{name}-stack",
-            name=RELEASE_NAME,
-            chart=chart.chart,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+            release_name=RELEASE_NAME,
+            pin=chart,
             namespace=NAMESPACE,
             values=stack_values(config),
             opts=opts_after(*before_release),

@@ -32,6 +32,7 @@ from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_lab
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
+from .helm import helm_release
 from .node_pools import GPU_TAINT
 from .system_nodes import on_system_nodes
 from .tenants import TENANT_LABEL
@@ -167,12 +168,10 @@ class Queueing(pulumi.ComponentResource):
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace", metadata=kueue_namespace()["metadata"], opts=self._opts()
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = helm_release(
             f"{name}-release",
-            name=RELEASE_NAME,
-            chart=chart.chart,
-            version=chart.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+            release_name=RELEASE_NAME,
+            pin=chart,
             namespace=NAMESPACE,
             values=kueue_values(),
             opts=self._opts([self.namespace]),
