@@ -116,7 +116,8 @@ class Cluster(pulumi.ComponentResource):
             resource_id=self.security_group_id,
             key=DISCOVERY_TAG,
             value=config.name,
-            opts=pulumi.ResourceOptions(parent=self),
+            # Recorded so that a destroy removes the tag before the cluster (and its security group).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
         )
 
         self.ready = [self.eks, *self._admin_access(name, config)]

@@ -146,7 +146,8 @@ class Karpenter(pulumi.ComponentResource):
             principal_arn=self.node_role.arn,
             type="EC2_LINUX",
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=node_attachments),
+            # The cluster must exist first: `depends_on` (the system nodes) comes after it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_attachments, *depends_on]),
         )
         self.node_role_name = self.node_role.name
 
@@ -224,7 +225,7 @@ class Karpenter(pulumi.ComponentResource):
             service_account=SERVICE_ACCOUNT,
             role_arn=self.controller_role.arn,
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
         )
 
         # --- Helm releases --------------------------------------------------------------------

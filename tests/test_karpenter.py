@@ -428,3 +428,23 @@ def test_what_depends_on_karpenter_is_destroyed_while_every_part_of_karpenter_st
 def test_logical_names_are_unique_across_types():
     names = [r.name for r in karpenter().resources]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_cluster_scoped_aws_resources_wait_for_the_cluster():
+    """Access entries and Pod Identity associations fail on a cluster that does not exist yet."""
+    from .conftest import render_stack
+
+    recording = render_stack("prod")
+    by_urn = {r.urn: r for r in recording.resources}
+    [cluster] = recording.by_type("eks:index:Cluster")
+
+    def waits_for_cluster(resource, seen=frozenset()):
+        if cluster.urn in resource.dependencies:
+            return True
+        return any(
+            waits_for_cluster(by_urn[d], seen | {resource.urn}) for d in resource.dependencies if d in by_urn and d not in seen
+        )
+
+    for type_ in ("aws:eks/accessEntry:AccessEntry", "aws:eks/podIdentityAssociation:PodIdentityAssociation", "aws:eks/addon:Addon"):
+        for resource in recording.by_type(type_):
+            assert waits_for_cluster(resource), resource.name
