@@ -29,7 +29,8 @@ NAMESPACE_GPU_UTILISATION = "namespace:dcgm_gpu_utilization:avg"
 POD_GPU_UTILISATION = "namespace_pod:dcgm_gpu_utilization:avg"
 NAMESPACE_GPUS_ALLOCATED = "namespace:gpu_allocated:sum"
 
-RUNBOOK_BASE = "https://github.com/gpu-platform/gpu-platform/blob/main/docs/runbooks.md"
+# The runbooks live beside this code; the annotation names the file and section in this repository.
+RUNBOOK_BASE = "docs/runbooks.md"
 SEVERITIES = ("critical", "warning", "info")
 
 # GPUs requested by running pods, as kube-state-metrics spells the resource (`.` and `/` become `_`).

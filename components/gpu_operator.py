@@ -54,8 +54,7 @@ DRA_DRIVER = "gpu.nvidia.com"
 # DeviceClasses the DRA chart installs: whole GPUs, and MIG devices that already exist on a node.
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
 MIG_DEVICE_CLASS = "mig.nvidia.com"
-# GPU pools allocated through DRA carry this label; the DRA kubelet plugin runs only there.
-# TODO(lead): move to config/capacity.py next to DEVICE_PLUGIN_DEPLOY_LABEL (see the report).
+# The value of GPU_ALLOCATION_LABEL on pools allocated through DRA; the DRA kubelet plugin runs only there.
 DRA_ALLOCATION = "dra"
 
 # The EKS API spells taint effects differently from Kubernetes.
