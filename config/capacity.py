@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .catalog import FAMILIES, INSTANCE_TYPES
 from .catalog_types import GpuModel, InstanceType
-from .errors import Problems, show
+from .errors import Problems, duplicates, show
 from .node_pools import NodePoolConfig
 from .versions import AMI_RELEASES
 
@@ -180,10 +180,9 @@ def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) 
             )
         else:
             resolved.extend(FAMILIES[family])
-    names = [t.name for t in resolved]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        problems.add(key, f"names {', '.join(duplicates)} more than once")
+    repeated = duplicates([t.name for t in resolved])
+    if repeated:
+        problems.add(key, f"names {', '.join(repeated)} more than once")
     return tuple({t.name: t for t in resolved}.values())
 
 

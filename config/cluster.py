@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from .base import ConfigModel
+from .errors import duplicates
 from .versions import KUBERNETES_VERSIONS
 
 # An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
@@ -42,9 +43,9 @@ def _instance_type(name: str) -> str:
 
 def _unique(kind: str):
     def check(values: list[str]) -> list[str]:
-        seen = [v for i, v in enumerate(values) if v in values[:i]]
-        if seen:
-            raise ValueError(f"lists {kind} {seen[0]!r} twice")
+        repeated = duplicates(values)
+        if repeated:
+            raise ValueError(f"lists {kind} {repeated[0]!r} twice")
         return values
 
     return AfterValidator(check)

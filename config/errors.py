@@ -40,6 +40,11 @@ def _yamlish(value: Any) -> str:
     return str(value)
 
 
+def duplicates(values: Sequence[str]) -> list[str]:
+    """The values that appear more than once, sorted: the names a "listed twice" error names."""
+    return sorted({value for value in values if values.count(value) > 1})
+
+
 class ConfigError(Exception):
     """The stack config is invalid; `problems` holds one line per mistake."""
 

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import ConfigModel
+from .errors import duplicates
 
 _RETENTION = re.compile(r"^[0-9]+(h|d|w|y)$")
 _RECEIVER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -65,8 +66,7 @@ class MonitoringConfig(ConfigModel):
     @field_validator("receivers")
     @classmethod
     def _unique_receivers(cls, receivers: list[ReceiverConfig]) -> list[ReceiverConfig]:
-        names = [r.name for r in receivers]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"names receiver {duplicates[0]!r} twice")
+        repeated = duplicates([r.name for r in receivers])
+        if repeated:
+            raise ValueError(f"names receiver {repeated[0]!r} twice")
         return receivers

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, RootModel, field_validator, model_va
 from .autoscaling import InferenceDeploymentConfig
 from .base import ConfigModel
 from .cluster import PrincipalArn
+from .errors import duplicates
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 
@@ -94,10 +95,9 @@ class TenantConfig(ConfigModel):
     @field_validator("inference")
     @classmethod
     def _unique_deployments(cls, deployments: list[InferenceDeploymentConfig]) -> list[InferenceDeploymentConfig]:
-        names = [d.name for d in deployments]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"declares deployment {duplicates[0]!r} twice")
+        repeated = duplicates([d.name for d in deployments])
+        if repeated:
+            raise ValueError(f"declares deployment {repeated[0]!r} twice")
         return deployments
 
     @field_validator("gpu")
@@ -132,10 +132,9 @@ class QueueingConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _distinct_cohorts(self) -> QueueingConfig:
-        names = [self.cohort, *self.business_units]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"cohort {duplicates[0]!r} is named twice (the root and business units are all Cohorts)")
+        repeated = duplicates([self.cohort, *self.business_units])
+        if repeated:
+            raise ValueError(f"cohort {repeated[0]!r} is named twice (the root and business units are all Cohorts)")
         return self
 
     @field_validator("priorities")

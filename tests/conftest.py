@@ -87,3 +87,14 @@ def with_dra(document: dict[str, Any]) -> dict[str, Any]:
         "claimTemplates": [{"name": "l4-gpu", "namespace": "ml-research", "minMemoryGiB": 20}],
     }
     return document
+
+
+def stand_in_namespaces(provider, tenants) -> dict:
+    """Tenant namespaces for running one component alone (the tenants component makes the real ones)."""
+    import pulumi
+    import pulumi_kubernetes as k8s
+
+    return {
+        t.name: k8s.core.v1.Namespace(f"ns-{t.name}", metadata={"name": t.name}, opts=pulumi.ResourceOptions(provider=provider))
+        for t in tenants
+    }

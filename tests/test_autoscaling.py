@@ -26,7 +26,7 @@ from config.autoscaling import CLASS_PRESETS
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, run_program
 
-from .conftest import STACKS, conformance_python, load, stack_document
+from .conftest import STACKS, conformance_python, load, stack_document, stand_in_namespaces
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "charts" / "keda" / "values.yaml"
@@ -485,10 +485,7 @@ def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResourc
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
-        namespaces = {
-            t.name: k8s.core.v1.Namespace(f"ns-{t.name}", metadata={"name": t.name}, opts=pulumi.ResourceOptions(provider=provider))
-            for t in config.tenants
-        }
+        namespaces = stand_in_namespaces(provider, config.tenants)
         monitoring = k8s.core.v1.ConfigMap("monitoring-ready", metadata={"name": "ready"}, opts=pulumi.ResourceOptions(provider=provider))
         autoscaling.Autoscaling(
             "gpu",

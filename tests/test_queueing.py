@@ -21,7 +21,7 @@ from config.fair_share import CAPACITY_TYPE_LABEL, CPU_FLAVOR, TenantPlan
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, normalise, run_program
 
-from .conftest import STACKS, conformance_python, load, stack_document
+from .conftest import STACKS, conformance_python, load, stack_document, stand_in_namespaces
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "charts" / "kueue" / "values.yaml"
@@ -346,10 +346,7 @@ def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResourc
 
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
-        namespaces = {
-            t.name: k8s.core.v1.Namespace(f"ns-{t.name}", metadata={"name": t.name}, opts=pulumi.ResourceOptions(provider=provider))
-            for t in config.tenants
-        }
+        namespaces = stand_in_namespaces(provider, config.tenants)
         ready = k8s.core.v1.ConfigMap("system-ready", metadata={"name": "ready"}, opts=pulumi.ResourceOptions(provider=provider))
         queueing.Queueing(
             "q",
