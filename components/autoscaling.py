@@ -58,7 +58,6 @@ PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.monitoring.svc:9090"
 # the GPU) and vLLM's queue of requests waiting for a batch slot.
 GPU_UTILIZATION_METRIC = "DCGM_FI_DEV_GPU_UTIL"
 QUEUE_DEPTH_METRIC = "vllm:num_requests_waiting"
-# From kube-state-metrics: lets a scaled-to-zero deployment report 0 instead of no data.
 
 # ReplicaSet pod names are `<deployment>-<pod-template-hash>-<5 random>`; both generated parts come
 # from apimachinery's rand alphabet (SafeEncodeString for the hash, rand.String(5) for generateName):

@@ -22,6 +22,7 @@ from config.versions import ChartPin
 
 from . import iam as policies
 from .helm import helm_release
+from .monitoring import CHART_SCRAPE_VALUES
 from .system_nodes import NODE_ROLE_POLICIES, on_system_nodes
 
 NAMESPACE = "kube-system"
@@ -564,8 +565,8 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
         # group is the on-demand capacity set aside for controllers.
         **on_system_nodes(),
         "settings": {"clusterName": cluster_name, "interruptionQueue": interruption_queue},
-        # Prometheus (components/monitoring.py) selects ServiceMonitors in every namespace.
-        "serviceMonitor": {"enabled": True},
+        # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
+        **CHART_SCRAPE_VALUES["karpenter"],
         "controller": {
             # Without it the controller asks IMDS for its region and crashes at start-up: the system
             # nodes' hop limit of 1 keeps pods away from IMDS (aws/karpenter-provider-aws#8219).

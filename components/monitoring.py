@@ -43,8 +43,8 @@ NODE_LABELS_ALLOWLIST = f"nodes=[{POOL_LABEL},{GPU_MODEL_LABEL}]"
 # Scrape every namespace: with these false, an empty selector means "all", not "this release's".
 _SELECTED_KINDS = ("rule", "serviceMonitor", "podMonitor", "probe", "scrapeConfig")
 
-# What the other controllers' charts need to be scraped (their own ServiceMonitors). Owners merge these
-# into their values; tests check each key exists in the pinned chart.
+# What the other controllers' charts need to be scraped (their own ServiceMonitors). Karpenter's and
+# Kueue's values merge these; KEDA's add labels and its webhooks (a test checks they contain these).
 CHART_SCRAPE_VALUES: dict[str, dict[str, Any]] = {
     # aws/karpenter-provider-aws v1.14.1 charts/karpenter: ServiceMonitor on the `http-metrics` port (8080).
     "karpenter": {"serviceMonitor": {"enabled": True}},

@@ -33,6 +33,7 @@ from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
 from .helm import helm_release
+from .monitoring import CHART_SCRAPE_VALUES
 from .node_pools import GPU_TAINT
 from .system_nodes import on_system_nodes
 from .tenants import TENANT_LABEL
@@ -273,7 +274,7 @@ def kueue_values() -> dict[str, Any]:
         },
         "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml()},
         # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
-        "enablePrometheus": True,
+        **CHART_SCRAPE_VALUES["kueue"],
     }
 
 
