@@ -40,6 +40,7 @@ from config.fair_share import FlavorPlan, TenantPlan
 from config.versions import ChartPin
 
 from .helm import helm_release
+from .namespaces import controller_namespace
 from .node_pools import GPU_TAINT
 from .queueing import LOCAL_QUEUE
 from .system_nodes import on_system_nodes
@@ -204,8 +205,7 @@ class Autoscaling(pulumi.ComponentResource):
 
 def keda_namespace() -> dict[str, Any]:
     """KEDA's pods meet Pod Security `restricted` with the chart's defaults (non-root, no capabilities)."""
-    levels = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": levels}}
+    return controller_namespace(NAMESPACE, "restricted")
 
 
 def keda_values() -> dict[str, Any]:

@@ -29,6 +29,7 @@ from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
 
 from .helm import helm_release
+from .namespaces import controller_namespace
 from .system_nodes import on_system_nodes
 
 NAMESPACE = "gpu-operator"
@@ -235,8 +236,7 @@ def privileged_namespace(name: str) -> dict[str, Any]:
     """A namespace whose pods may use the host: the operands and DRA kubelet plugin load into the
     host's GPU stack (host paths, privileged containers, host PID), which Pod Security's
     `baseline` and `restricted` levels refuse."""
-    levels = {f"pod-security.kubernetes.io/{mode}": "privileged" for mode in ("enforce", "audit", "warn")}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": levels}}
+    return controller_namespace(name, "privileged")
 
 
 

@@ -25,8 +25,8 @@ from config.versions import ChartPin
 
 from . import alerts, dashboards
 from .addons import DEFAULT_STORAGE_CLASS
-from .gpu_operator import privileged_namespace
 from .helm import helm_release
+from .namespaces import controller_namespace
 from .system_nodes import on_system_nodes
 
 NAMESPACE = "monitoring"
@@ -141,7 +141,7 @@ class Monitoring(pulumi.ComponentResource):
 
 def monitoring_namespace() -> dict[str, Any]:
     """`privileged`: node-exporter runs with hostNetwork, hostPID and host paths, which `baseline` refuses."""
-    return privileged_namespace(NAMESPACE)
+    return controller_namespace(NAMESPACE, "privileged")
 
 
 def stack_values(config: MonitoringConfig) -> dict[str, Any]:

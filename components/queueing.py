@@ -34,6 +34,7 @@ from config.versions import ChartPin
 
 from .helm import helm_release
 from .monitoring import CHART_SCRAPE_VALUES
+from .namespaces import controller_namespace
 from .node_pools import GPU_TAINT
 from .system_nodes import on_system_nodes
 from .tenants import TENANT_LABEL
@@ -243,8 +244,7 @@ class Queueing(pulumi.ComponentResource):
 def kueue_namespace() -> dict[str, Any]:
     """`kueue-system`, Pod Security `restricted`: the chart's manager already runs non-root, no privilege
     escalation, all capabilities dropped, RuntimeDefault seccomp."""
-    levels = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE, "labels": levels}}
+    return controller_namespace(NAMESPACE, "restricted")
 
 
 def kueue_values() -> dict[str, Any]:
