@@ -1,4 +1,9 @@
-"""Shared fixtures: stack configs as the user writes them, and renders through the one mock engine."""
+"""Shared fixtures: stack configs as the user writes them, and renders through the one mock engine.
+
+Tests that assert something about a particular config (numbers, names, counts) read a fixture stack
+from `tests/fixtures/stacks/`, named for its case. The example `Pulumi.<stack>.yaml` files at the
+project root are the operators' to edit; `tests/test_stacks.py` gives each of them the generic checks.
+"""
 
 from __future__ import annotations
 
@@ -14,17 +19,19 @@ from config import PlatformConfig, load_platform_config
 from offline.engine import PROJECT_DIR, Recording, run_program
 from offline.stack import stack_config_from_mapping
 
-STACKS = ("dev", "prod")
+FIXTURE_STACKS_DIR = Path(__file__).resolve().parent / "fixtures" / "stacks"
+# Every fixture stack, so a generic property a test states holds for each shape the fixtures cover.
+FIXTURES = tuple(sorted(path.stem for path in FIXTURE_STACKS_DIR.glob("*.yaml")))
 
 
-def stack_document(stack: str) -> dict[str, Any]:
-    """The `config:` mapping of `Pulumi.<stack>.yaml`, as a fresh copy a test may change."""
-    return copy.deepcopy(_stack_document(stack))
+def fixture_document(name: str) -> dict[str, Any]:
+    """The `config:` mapping of `tests/fixtures/stacks/<name>.yaml`, as a fresh copy a test may change."""
+    return copy.deepcopy(_fixture_document(name))
 
 
 @functools.cache
-def _stack_document(stack: str) -> dict[str, Any]:
-    return yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"]
+def _fixture_document(name: str) -> dict[str, Any]:
+    return yaml.safe_load((FIXTURE_STACKS_DIR / f"{name}.yaml").read_text())["config"]
 
 
 def load(document: dict[str, Any]) -> PlatformConfig:
@@ -37,6 +44,30 @@ def render(document: dict[str, Any], stack: str = "test") -> Recording:
 
 
 @functools.cache
+def render_fixture(name: str) -> Recording:
+    """The fixture rendered as a stack of its own name; shared by every test, so never change it."""
+    return render(fixture_document(name), name)
+
+
+@pytest.fixture(params=FIXTURES)
+def fixture_stack(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def recording(fixture_stack: str) -> Recording:
+    return render_fixture(fixture_stack)
+
+
+# The example stacks, read directly; being replaced by fixtures file by file.
+STACKS = ("dev", "prod")
+
+
+def stack_document(stack: str) -> dict[str, Any]:
+    return copy.deepcopy(yaml.safe_load((PROJECT_DIR / f"Pulumi.{stack}.yaml").read_text())["config"])
+
+
+@functools.cache
 def render_stack(stack: str) -> Recording:
     return render(stack_document(stack), stack)
 
@@ -44,11 +75,6 @@ def render_stack(stack: str) -> Recording:
 @pytest.fixture(params=STACKS)
 def stack(request) -> str:
     return request.param
-
-
-@pytest.fixture
-def recording(stack: str) -> Recording:
-    return render_stack(stack)
 
 
 def short(urn: str) -> str:
@@ -72,7 +98,7 @@ def conformance_python() -> Path:
 
 
 def with_dra(document: dict[str, Any]) -> dict[str, Any]:
-    """dev plus a small L4 pool allocated through DRA and a claim template in a tenant namespace."""
+    """single-pool plus a small L4 pool allocated through DRA and a claim template in a tenant namespace."""
     document["gpu-platform:nodePools"].append(
         {
             "name": "gpu-l4-dra",

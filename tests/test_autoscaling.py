@@ -19,14 +19,13 @@ import pytest
 import yaml
 
 from components import autoscaling
-from components.node_pools import GPU_TAINT
-from components.queueing import LOCAL_QUEUE
 from config import PlatformConfig
 from config.autoscaling import CLASS_PRESETS
+from config.labels import GPU_TAINT, LOCAL_QUEUE
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, run_program
 
-from .conftest import STACKS, conformance_python, load, stack_document, stand_in_namespaces
+from .conftest import FIXTURES, conformance_python, fixture_document, load, stand_in_namespaces
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "charts" / "keda" / "values.yaml"
@@ -40,13 +39,13 @@ SYSTEM_PLACEMENT = {
 
 
 @functools.cache
-def _config(stack: str) -> PlatformConfig:
-    return load(stack_document(stack))
+def _config(fixture: str) -> PlatformConfig:
+    return load(fixture_document(fixture))
 
 
 def _with_chat(**changes: Any) -> PlatformConfig:
     """dev, with its `inference/chat` deployment changed."""
-    document = stack_document("dev")
+    document = fixture_document("single-pool")
     tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "inference")
     tenant["inference"][0].update(changes)
     return load(document)
@@ -69,7 +68,7 @@ def _triggers(scaled: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _every_scaled_object() -> list[dict[str, Any]]:
     return [
         autoscaling.scaled_object(t, d, config.autoscaling)
-        for config in map(_config, STACKS)
+        for config in map(_config, FIXTURES)
         for t in config.tenants
         for d in t.config.inference
     ]
@@ -78,7 +77,7 @@ def _every_scaled_object() -> list[dict[str, Any]]:
 @pytest.fixture
 def embeddings() -> list[dict[str, Any]]:
     """prod's llm-training/embeddings, served by the platform on a100-spot: Deployment, Service, PDB, ScaledObject."""
-    config = _config("prod")
+    config = _config("multi-pool")
     plan, deployment = _deployment(config, "llm-training", "embeddings")
     return autoscaling.deployment_objects(plan, deployment, config.autoscaling)
 
@@ -100,7 +99,7 @@ def test_class_preset_sets_gpu_thresholds_and_cooldown(workload_class):
 
 
 def test_stack_override_of_a_class_replaces_its_preset():
-    document = stack_document("dev")
+    document = fixture_document("single-pool")
     document["gpu-platform:autoscaling"] = {
         "classes": {"realtime": {"scaleUpUtilization": 80, "scaleDownUtilization": 20, "cooldownSeconds": 120}}
     }
@@ -110,7 +109,7 @@ def test_stack_override_of_a_class_replaces_its_preset():
 
 
 def test_replica_bounds_and_target_come_from_the_deployment():
-    spec = _scaled_object(_config("prod"), "inference", "chat")["spec"]
+    spec = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 12)
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat"}
     assert spec["pollingInterval"] == autoscaling.POLLING_INTERVAL_SECONDS
@@ -119,17 +118,17 @@ def test_replica_bounds_and_target_come_from_the_deployment():
 # --- triggers -----------------------------------------------------------------------------------------------
 
 def test_queue_depth_trigger_exists_only_with_a_target():
-    with_target = _triggers(_scaled_object(_config("dev"), "inference", "chat"))
+    with_target = _triggers(_scaled_object(_config("single-pool"), "inference", "chat"))
     assert with_target["queue-depth"]["metadata"]["threshold"] == "10"
     assert "vllm:num_requests_waiting" in with_target["queue-depth"]["metadata"]["query"]
-    without = _triggers(_scaled_object(_config("prod"), "data-science", "notebook-assist"))
+    without = _triggers(_scaled_object(_config("multi-pool"), "data-science", "notebook-assist"))
     assert list(without) == ["gpu-utilization"]
 
 
 def test_gpu_average_is_not_divided_by_replicas_but_queue_sum_is():
     # The HPA divides an AverageValue metric by the replica count: right for a sum of waiting requests,
     # wrong for a utilisation that is already an average (4 replicas at 80 % would read as 20 %).
-    triggers = _triggers(_scaled_object(_config("dev"), "inference", "chat"))
+    triggers = _triggers(_scaled_object(_config("single-pool"), "inference", "chat"))
     assert triggers["gpu-utilization"]["metricType"] == "Value"
     assert triggers["gpu-utilization"]["metadata"]["query"].startswith("avg(")
     assert triggers["queue-depth"]["metricType"] == "AverageValue"
@@ -145,7 +144,7 @@ def test_an_empty_query_result_is_an_error_not_an_idle_scaler(scaled):
 
 
 def test_hpa_behaviour_is_the_seed():
-    behavior = _scaled_object(_config("prod"), "inference", "chat")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    behavior = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior == {
         "scaleUp": {
             "stabilizationWindowSeconds": 0,
@@ -156,9 +155,9 @@ def test_hpa_behaviour_is_the_seed():
     }
 
 
-@pytest.mark.parametrize(("stack", "replicas"), [("dev", 1), ("prod", 2)])
-def test_failing_queries_fall_back_without_scaling_a_loaded_service_down(stack, replicas):
-    scaled = _scaled_object(_config(stack), "inference", "chat")
+@pytest.mark.parametrize(("fixture", "replicas"), [("single-pool", 1), ("multi-pool", 2)])
+def test_failing_queries_fall_back_without_scaling_a_loaded_service_down(fixture, replicas):
+    scaled = _scaled_object(_config(fixture), "inference", "chat")
     assert scaled["spec"]["fallback"] == {
         "failureThreshold": autoscaling.FALLBACK_FAILURE_THRESHOLD,
         "replicas": replicas,
@@ -169,7 +168,7 @@ def test_failing_queries_fall_back_without_scaling_a_loaded_service_down(stack, 
 
 
 def test_fallback_never_exceeds_what_the_deployment_may_run():
-    document = stack_document("dev")
+    document = fixture_document("single-pool")
     document["gpu-platform:autoscaling"] = {"fallbackReplicas": 50}
     assert _scaled_object(load(document), "inference", "chat")["spec"]["fallback"]["replicas"] == 8
 
@@ -238,7 +237,7 @@ def test_query_selects_only_its_deployments_pods_in_its_namespace(metric):
 
 def _all_queries() -> list[str]:
     found = []
-    for config in map(_config, STACKS):
+    for config in map(_config, FIXTURES):
         for plan in config.tenants:
             for deployment in plan.config.inference:
                 found += autoscaling.queries(plan, deployment).values()
@@ -264,9 +263,9 @@ def test_a_deployment_cannot_be_configured_to_scale_to_zero():
     """Both triggers read metrics the deployment's own pods emit: at zero replicas nothing would wake it."""
     from config import ConfigError
 
-    from .conftest import load, stack_document
+    from .conftest import fixture_document, load
 
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:tenants"][0]["inference"][0]["minReplicas"] = 0
     with pytest.raises(ConfigError) as caught:
         load(doc)
@@ -382,7 +381,7 @@ def test_disruption_budget_lets_drains_progress_one_replica_at_a_time(embeddings
 
 
 def test_tensor_parallel_replicas_use_all_their_gpus():
-    document = stack_document("prod")
+    document = fixture_document("multi-pool")
     tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "llm-training")
     tenant["inference"][0].update(gpusPerReplica=2, maxReplicas=4)
     config = load(document)
@@ -418,7 +417,7 @@ def test_scaled_objects_validate_against_the_keda_crd(tmp_path):
 
 
 def test_the_crd_check_catches_a_broken_scaled_object(tmp_path):
-    broken = _scaled_object(_config("prod"), "inference", "chat")
+    broken = _scaled_object(_config("multi-pool"), "inference", "chat")
     broken["spec"]["minReplicaCount"] = 20  # above maxReplicaCount: a CEL rule of the CRD
     path = tmp_path / "broken.yaml"
     path.write_text(yaml.safe_dump(broken))
@@ -501,17 +500,17 @@ def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResourc
 
 
 @functools.cache
-def _declared(stack: str) -> tuple[RecordedResource, ...]:
-    return tuple(declare(_config(stack)))
+def _declared(fixture: str) -> tuple[RecordedResource, ...]:
+    return tuple(declare(_config(fixture)))
 
 
-@pytest.fixture(params=STACKS)
+@pytest.fixture(params=FIXTURES)
 def declared(request) -> dict[str, RecordedResource]:
     return {r.name: r for r in _declared(request.param)}
 
 
 def test_prod_declares_keda_and_one_scaler_per_deployment_plus_the_served_model():
-    names = {r.name for r in _declared("prod")}
+    names = {r.name for r in _declared("multi-pool")}
     assert {
         "gpu-keda-namespace", "gpu-keda",
         "gpu-inference-chat-scaler", "gpu-data-science-notebook-assist-scaler", "gpu-llm-training-embeddings-scaler",
@@ -548,15 +547,15 @@ def test_every_object_is_a_child_on_the_cluster_provider(declared):
 def test_scaled_object_is_declared_as_built(declared):
     record = next((r for r in declared.values() if r.name == "gpu-inference-chat-scaler"))
     assert record.type == "kubernetes:keda.sh/v1alpha1:ScaledObject"
-    config = _config("prod") if "gpu-data-science-notebook-assist-scaler" in declared else _config("dev")
+    config = _config("multi-pool") if "gpu-data-science-notebook-assist-scaler" in declared else _config("single-pool")
     expected = _scaled_object(config, "inference", "chat")
     assert record.inputs["spec"] == expected["spec"]
     assert record.inputs["metadata"]["name"] == "chat" and record.inputs["metadata"]["namespace"] == "inference"
 
 
 def test_adding_a_deployment_only_adds_resources():
-    before = {r.name: r.inputs for r in _declared("dev")}
-    document = stack_document("dev")
+    before = {r.name: r.inputs for r in _declared("single-pool")}
+    document = fixture_document("single-pool")
     tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "inference")
     tenant["inference"].append({"name": "chat-v2", "flavor": "l40s-on-demand", "class": "interactive", "maxReplicas": 2})
     after = {r.name: r.inputs for r in declare(load(document))}

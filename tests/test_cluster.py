@@ -6,7 +6,7 @@ import pytest
 
 from components.cluster import CLUSTER_ADMIN_POLICY, principal_slug
 
-from .conftest import render, render_stack, short, stack_document
+from .conftest import fixture_document, render, render_fixture, short
 
 EKS = "eks:index:Cluster"
 
@@ -34,7 +34,7 @@ def test_cluster_uses_api_authentication_and_skips_the_default_node_group(record
 
 
 def test_cluster_runs_the_configured_kubernetes_version():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
     assert eks_cluster(render(doc)).inputs["version"] == "1.34"
 
@@ -56,14 +56,14 @@ def test_control_plane_logs_api_audit_and_authenticator_into_a_retained_log_grou
 
 
 def test_dev_endpoint_is_private_plus_the_example_office_range():
-    inputs = eks_cluster(render_stack("dev")).inputs
+    inputs = eks_cluster(render_fixture("single-pool")).inputs
     assert inputs["endpointPrivateAccess"] is True
     assert inputs["endpointPublicAccess"] is True
     assert inputs["publicAccessCidrs"] == ["203.0.113.0/24"]
 
 
 def test_without_public_cidrs_the_public_endpoint_is_off():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:cluster"]["endpoint"] = {"publicAccessCidrs": []}
     inputs = eks_cluster(render(doc)).inputs
     assert inputs["endpointPrivateAccess"] is True
@@ -72,7 +72,7 @@ def test_without_public_cidrs_the_public_endpoint_is_off():
 
 
 def test_each_admin_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
-    recording = render_stack("prod")
+    recording = render_fixture("multi-pool")
     entries = {e.inputs["principalArn"]: e for e in admin_entries(recording)}
     assert set(entries) == {
         "arn:aws:iam::111122223333:role/PlatformAdmin",
@@ -90,7 +90,7 @@ def test_each_admin_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
 
 def test_access_entry_names_are_stable_per_principal():
     assert principal_slug("arn:aws:iam::111122223333:role/team/PlatformAdmin") == "111122223333-role-team-platformadmin"
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:cluster"]["admins"].append("arn:aws:iam::444455556666:role/PlatformAdmin")
     names = sorted(e.name for e in admin_entries(render(doc)))
     assert names == [
@@ -106,9 +106,9 @@ def test_the_cluster_security_group_is_tagged_for_karpenter_discovery(recording)
     assert tag.inputs["resourceId"] == recording.outputs["nodeSecurityGroupId"]
 
 
-@pytest.mark.parametrize("stack, protected", [("dev", False), ("prod", True)])
-def test_cluster_kms_key_and_vpc_are_protected_where_config_says(stack, protected):
-    recording = render_stack(stack)
+@pytest.mark.parametrize("fixture, protected", [("single-pool", False), ("multi-pool", True)])
+def test_cluster_kms_key_and_vpc_are_protected_where_config_says(fixture, protected):
+    recording = render_fixture(fixture)
     for type_ in (EKS, "aws:kms/key:Key", "aws:ec2/vpc:Vpc"):
         [resource] = recording.by_type(type_)
         assert resource.protect is protected, type_

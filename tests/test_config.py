@@ -10,7 +10,7 @@ import pytest
 from config import ConfigError
 from config.versions import ADDON_VERSIONS, KUBERNETES_VERSIONS
 
-from .conftest import STACKS, load, stack_document
+from .conftest import fixture_document, load
 
 Doc = dict[str, Any]
 
@@ -171,7 +171,7 @@ BAD_CONFIGS = [
 
 @pytest.mark.parametrize("mutate, expected", BAD_CONFIGS)
 def test_a_config_mistake_is_one_line_naming_key_value_and_fix(mutate, expected):
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     mutate(doc)
     with pytest.raises(ConfigError) as caught:
         load(doc)
@@ -179,7 +179,7 @@ def test_a_config_mistake_is_one_line_naming_key_value_and_fix(mutate, expected)
 
 
 def test_every_mistake_is_reported_together():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     cluster(doc)["systemNodes"]["minSize"] = 0
     cluster(doc)["network"]["natGateways"] = "many"
     doc["gpu-platform:typo"] = "x"
@@ -194,15 +194,9 @@ def test_every_mistake_is_reported_together():
 
 
 def test_an_unquoted_kubernetes_version_that_yaml_reads_as_a_number_still_works():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     cluster(doc)["kubernetesVersion"] = 1.34
     assert load(doc).cluster.kubernetes_version == "1.34"
-
-
-@pytest.mark.parametrize("stack", STACKS)
-def test_the_shipped_stacks_are_valid(stack):
-    config = load(stack_document(stack))
-    assert config.cluster.name == f"gpu-{stack}"
 
 
 def test_every_supported_kubernetes_version_has_a_row_of_addon_versions():
@@ -212,7 +206,7 @@ def test_every_supported_kubernetes_version_has_a_row_of_addon_versions():
 
 
 def test_addon_versions_come_from_the_table_for_the_clusters_kubernetes_version():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     cluster(doc)["kubernetesVersion"] = "1.33"
     versions = {addon.name: addon.version for addon in load(doc).addon_versions}
     assert versions["kube-proxy"] == ADDON_VERSIONS["1.33"]["kube-proxy"]
@@ -220,7 +214,7 @@ def test_addon_versions_come_from_the_table_for_the_clusters_kubernetes_version(
 
 
 def test_a_stack_may_override_one_addon_version():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:versions"] = {"addons": {"coredns": "v1.14.3-eksbuild.9"}}
     addons = {addon.name: addon for addon in load(doc).addon_versions}
     assert addons["coredns"].version == "v1.14.3-eksbuild.9" and addons["coredns"].overridden
@@ -235,7 +229,7 @@ def test_a_stack_may_override_one_addon_version():
     ],
 )
 def test_subnets_are_carved_from_the_vpc_without_overlap(az_count, nat, vpc, expected_private, expected_public):
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     cluster(doc)["network"] = {"vpcCidr": vpc, "azCount": az_count, "natGateways": nat}
     plan = load(doc).network
     assert [s.private_cidr for s in plan.subnets] == expected_private

@@ -6,7 +6,7 @@ import pytest
 
 from config import ConfigError
 
-from .conftest import load, stack_document
+from .conftest import fixture_document, load
 
 T = "gpu-platform:tenants"
 
@@ -93,13 +93,13 @@ VIOLATIONS = [
 
 @pytest.mark.parametrize("change, expected", VIOLATIONS)
 def test_each_violation_is_one_line_with_the_key_the_numbers_and_the_fix(change, expected):
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     change(doc)
     assert problems_of(doc) == expected
 
 
 def test_all_violations_are_reported_together():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     tenants(doc)[2]["gpu"]["h100-on-demand"]["nominal"] = 16
     tenants(doc)[3]["priority"] = "urgent"
     tenants(doc)[0]["gpu"]["a100-spot"]["borrowingLimit"] = 9
@@ -111,7 +111,7 @@ def test_all_violations_are_reported_together():
 
 
 def test_time_sliced_quotas_count_in_slices():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     tenants(doc)[1]["gpu"]["l40s-on-demand"]["nominal"] = 20
     assert problems_of(doc) == [
         "gpu-platform:tenants[1].gpu.l40s-on-demand.nominal: 20 GPU slices makes 36 promised on pool gpu-l40s, which "
@@ -120,7 +120,7 @@ def test_time_sliced_quotas_count_in_slices():
 
 
 def test_split_capacity_flavors_select_their_capacity_type():
-    flavors = {f.name: f for f in load(stack_document("dev")).flavors}
+    flavors = {f.name: f for f in load(fixture_document("single-pool")).flavors}
     assert flavors["l40s-spot"].node_labels == {"gpu-platform/node-pool": "gpu-l40s", "karpenter.sh/capacity-type": "spot"}
     assert flavors["l40s-on-demand"].node_labels == {
         "gpu-platform/node-pool": "gpu-l40s",
@@ -129,23 +129,22 @@ def test_split_capacity_flavors_select_their_capacity_type():
 
 
 def test_a_single_capacity_pool_has_one_flavor_named_for_gpu_and_capacity():
-    names = [f.name for f in load(stack_document("prod")).flavors]
+    names = [f.name for f in load(fixture_document("multi-pool")).flavors]
     assert names == ["h100-on-demand", "a100-spot", "l40s-on-demand"]
 
 
-def test_resource_quota_is_never_below_what_kueue_can_admit():
-    for stack in ("dev", "prod"):
-        for tenant in load(stack_document(stack)).tenants:
-            hard = tenant.resource_quota
-            for quota in tenant.quotas:
-                for resource, (nominal, borrowing, _) in quota.resources().items():
-                    if resource in ("cpu", "memory"):
-                        continue
-                    assert int(hard[f"requests.{resource}"]) >= nominal + borrowing, (tenant.name, resource)
+def test_resource_quota_is_never_below_what_kueue_can_admit(fixture_stack):
+    for tenant in load(fixture_document(fixture_stack)).tenants:
+        hard = tenant.resource_quota
+        for quota in tenant.quotas:
+            for resource, (nominal, borrowing, _) in quota.resources().items():
+                if resource in ("cpu", "memory"):
+                    continue
+                assert int(hard[f"requests.{resource}"]) >= nominal + borrowing, (tenant.name, resource)
 
 
 def test_mig_quotas_become_each_profile_per_gpu():
-    llm = load(stack_document("prod")).tenants[0]
+    llm = load(fixture_document("multi-pool")).tenants[0]
     assert llm.name == "llm-training"
     # 16 nominal + 12 borrowable H100s, each cut into 2x 1g.10gb, 1x 2g.20gb, 1x 3g.40gb.
     assert llm.resource_quota["requests.nvidia.com/mig-1g.10gb"] == "56"
@@ -155,20 +154,20 @@ def test_mig_quotas_become_each_profile_per_gpu():
 
 
 def test_a_best_effort_tenant_is_guaranteed_nothing_but_may_borrow():
-    experiments = load(stack_document("prod")).tenants[3]
+    experiments = load(fixture_document("multi-pool")).tenants[3]
     assert experiments.priority_value == 100
     assert all(q.quota.nominal == 0 for q in experiments.quotas)
     assert experiments.resource_quota["requests.nvidia.com/gpu"] == "8"
 
 
 def test_extended_resources_take_only_the_requests_prefix():
-    for tenant in load(stack_document("prod")).tenants:
+    for tenant in load(fixture_document("multi-pool")).tenants:
         assert not [key for key in tenant.resource_quota if key.startswith("limits.nvidia.com")]
         assert not [key for key in tenant.resource_quota if key.startswith("nvidia.com")]
 
 
 def test_business_units_and_the_root_cohort_have_distinct_names():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:queueing"]["businessUnits"] = ["research", "acme-ai"]
     assert problems_of(doc) == [
         "gpu-platform:queueing: cohort 'acme-ai' is named twice (the root and business units are all Cohorts)"

@@ -432,9 +432,9 @@ def test_logical_names_are_unique_across_types():
 
 def test_cluster_scoped_aws_resources_wait_for_the_cluster():
     """Access entries and Pod Identity associations fail on a cluster that does not exist yet."""
-    from .conftest import render_stack
+    from .conftest import render_fixture
 
-    recording = render_stack("prod")
+    recording = render_fixture("multi-pool")
     by_urn = {r.urn: r for r in recording.resources}
     [cluster] = recording.by_type("eks:index:Cluster")
 

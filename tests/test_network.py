@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .conftest import render, render_stack, short, stack_document
+from .conftest import fixture_document, render, render_fixture, short
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"
@@ -36,9 +36,9 @@ def test_public_subnets_are_tagged_for_internet_facing_load_balancers_only(recor
         assert subnet.inputs["mapPublicIpOnLaunch"] is False
 
 
-@pytest.mark.parametrize("stack, zones, nat_gateways", [("dev", 2, 1), ("prod", 3, 3)])
-def test_one_public_and_one_private_subnet_per_zone_and_nat_per_mode(stack, zones, nat_gateways):
-    recording = render_stack(stack)
+@pytest.mark.parametrize("fixture, zones, nat_gateways", [("single-pool", 2, 1), ("multi-pool", 3, 3)])
+def test_one_public_and_one_private_subnet_per_zone_and_nat_per_mode(fixture, zones, nat_gateways):
+    recording = render_fixture(fixture)
     assert len(subnets(recording, "public")) == zones
     assert len(subnets(recording, "private")) == zones
     assert len({s.inputs["availabilityZone"] for s in recording.by_type(SUBNET)}) == zones
@@ -46,7 +46,7 @@ def test_one_public_and_one_private_subnet_per_zone_and_nat_per_mode(stack, zone
 
 
 def test_with_nat_per_zone_each_private_subnet_routes_through_its_own_zones_gateway():
-    recording = render_stack("prod")
+    recording = render_fixture("multi-pool")
     for table in recording.by_type(ROUTE_TABLE):
         if "-private-" not in table.name:
             continue
@@ -56,7 +56,7 @@ def test_with_nat_per_zone_each_private_subnet_routes_through_its_own_zones_gate
 
 
 def test_with_a_single_nat_every_private_subnet_routes_through_the_one_gateway():
-    recording = render_stack("dev")
+    recording = render_fixture("single-pool")
     [nat] = recording.by_type(NAT)
     private_tables = [t for t in recording.by_type(ROUTE_TABLE) if "-private-" in t.name]
     assert len(private_tables) == 2
@@ -64,7 +64,7 @@ def test_with_a_single_nat_every_private_subnet_routes_through_the_one_gateway()
 
 
 def test_the_public_route_table_sends_default_traffic_to_the_internet_gateway():
-    recording = render_stack("dev")
+    recording = render_fixture("single-pool")
     [public] = [t for t in recording.by_type(ROUTE_TABLE) if t.name.endswith("-public")]
     [route] = public.inputs["routes"]
     assert route["cidrBlock"] == "0.0.0.0/0"
@@ -72,8 +72,8 @@ def test_the_public_route_table_sends_default_traffic_to_the_internet_gateway():
 
 
 def test_flow_logs_follow_config():
-    assert recording_types(render_stack("dev")).isdisjoint({"aws:ec2/flowLog:FlowLog"})
-    prod = render_stack("prod")
+    assert recording_types(render_fixture("single-pool")).isdisjoint({"aws:ec2/flowLog:FlowLog"})
+    prod = render_fixture("multi-pool")
     [flow_log] = prod.by_type("aws:ec2/flowLog:FlowLog")
     assert flow_log.inputs["trafficType"] == "ALL"
     [group] = [g for g in prod.by_type("aws:cloudwatch/logGroup:LogGroup") if "flow-logs" in g.inputs["name"]]
@@ -81,7 +81,7 @@ def test_flow_logs_follow_config():
 
 
 def test_flow_log_role_writes_only_to_its_log_group():
-    prod = render_stack("prod")
+    prod = render_fixture("multi-pool")
     [policy] = prod.by_type("aws:iam/rolePolicy:RolePolicy")
     [statement] = json.loads(policy.inputs["policy"])["Statement"]
     assert all(resource.startswith("arn:aws:logs:us-east-1:111122223333:log-group:/aws/vpc/gpu-prod/flow-logs")
@@ -90,7 +90,7 @@ def test_flow_log_role_writes_only_to_its_log_group():
 
 
 def test_logical_names_derive_from_the_cluster_name_and_zone():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:cluster"]["name"] = "research"
     names = {r.name for r in render(doc).by_type(SUBNET)}
     assert names == {

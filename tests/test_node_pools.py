@@ -8,15 +8,15 @@ from components.node_pools import GPU_TAINT
 from config import ConfigError
 from config.capacity import MIG_CONFIG_LABEL, POOL_LABEL
 
-from .conftest import load, render_stack, short, stack_document, with_dra
+from .conftest import fixture_document, load, render_fixture, short, with_dra
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 P = "gpu-platform:nodePools"
 
 
-def pool_doc(stack: str = "prod", **changes):
-    doc = stack_document(stack)
+def pool_doc(fixture: str = "multi-pool", **changes):
+    doc = fixture_document(fixture)
     doc[P][0].update(changes)
     return doc
 
@@ -116,7 +116,7 @@ def test_a_pool_mistake_names_the_pool_key_and_what_is_allowed(changes, expected
 
 
 def test_single_mig_strategy_needs_one_profile_per_pool():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:gpu"]["migStrategy"] = "single"
     assert problems_of(doc) == [
         "gpu-platform:nodePools[0].sharing.migLayout: gpu-platform:gpu.migStrategy 'single' advertises MIG devices as "
@@ -126,7 +126,7 @@ def test_single_mig_strategy_needs_one_profile_per_pool():
 
 
 def test_dra_needs_kubernetes_1_34():
-    doc = with_dra(stack_document("dev"))
+    doc = with_dra(fixture_document("single-pool"))
     doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
     assert problems_of(doc) == [
         "gpu-platform:gpu.dra.enabled: true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs "
@@ -153,13 +153,13 @@ def test_dra_needs_kubernetes_1_34():
     ids=["dra-pool-without-driver", "claim-for-a-profile-no-pool-has", "claims-without-a-dra-pool"],
 )
 def test_dra_config_must_be_satisfiable(change, expected):
-    doc = with_dra(stack_document("dev"))
+    doc = with_dra(fixture_document("single-pool"))
     change(doc)
     assert problems_of(doc) == [expected]
 
 
 def test_the_cpu_pool_refuses_gpu_families():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:cpuPool"]["instanceFamilies"] = ["m7i", "g6"]
     assert problems_of(doc) == [
         "gpu-platform:cpuPool.instanceFamilies: ['m7i', 'g6'] contains 'g6', an accelerator family; GPU capacity "
@@ -171,14 +171,14 @@ def test_the_cpu_pool_refuses_gpu_families():
 
 
 def test_time_slicing_multiplies_schedulable_gpus_but_not_the_karpenter_limit():
-    pool = load(stack_document("dev")).gpu_pools[0]
+    pool = load(fixture_document("single-pool")).gpu_pools[0]
     assert pool.name == "gpu-l40s"
     assert pool.gpu_limit == 8
     assert pool.schedulable_units == {"nvidia.com/gpu": 32}
 
 
 def test_mixed_mig_yields_each_profile_per_gpu():
-    pool = load(stack_document("prod")).gpu_pools[0]
+    pool = load(fixture_document("multi-pool")).gpu_pools[0]
     assert pool.schedulable_units == {
         "nvidia.com/mig-1g.10gb": 64,
         "nvidia.com/mig-2g.20gb": 32,
@@ -187,7 +187,7 @@ def test_mixed_mig_yields_each_profile_per_gpu():
 
 
 def test_cost_at_the_limit_uses_the_cheapest_type_per_gpu():
-    pools = {p.name: p for p in load(stack_document("prod")).gpu_pools}
+    pools = {p.name: p for p in load(fixture_document("multi-pool")).gpu_pools}
     assert pools["gpu-h100"].hourly_cost_at_limit == pytest.approx(55.04 * 4)
     # g6e.12xlarge is the cheapest per GPU of the three listed ($2.62/GPU-hour against $3.77 for the 48xlarge).
     assert pools["gpu-l40s"].hourly_cost_at_limit == pytest.approx(10.49264 / 4 * 16, abs=0.01)
@@ -212,14 +212,14 @@ def test_every_gpu_pool_is_tainted_and_the_cpu_pool_is_not(recording):
 
 
 def test_each_pool_limits_gpus_to_what_it_declares():
-    pools = objects(render_stack("prod"), NODEPOOL)
+    pools = objects(render_fixture("multi-pool"), NODEPOOL)
     assert pools["gpu-h100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": 32}
     assert pools["gpu-a100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": 16}
     assert pools["cpu"].inputs["spec"]["limits"] == {"cpu": 512, "memory": "2048Gi"}
 
 
 def test_pool_requirements_pin_instance_types_and_capacity_types():
-    pools = objects(render_stack("dev"), NODEPOOL)
+    pools = objects(render_fixture("single-pool"), NODEPOOL)
     requirements = {r["key"]: r["values"] for r in pools["gpu-l40s"].inputs["spec"]["template"]["spec"]["requirements"]}
     assert requirements["karpenter.sh/capacity-type"] == ["on-demand", "spot"]
     assert requirements["node.kubernetes.io/instance-type"][0] == "g6e.xlarge"
@@ -229,14 +229,14 @@ def test_pool_requirements_pin_instance_types_and_capacity_types():
 
 
 def test_pool_nodes_carry_the_labels_kueue_and_the_gpu_operator_select_on():
-    labels = objects(render_stack("prod"), NODEPOOL)["gpu-h100"].inputs["spec"]["template"]["metadata"]["labels"]
+    labels = objects(render_fixture("multi-pool"), NODEPOOL)["gpu-h100"].inputs["spec"]["template"]["metadata"]["labels"]
     assert labels[POOL_LABEL] == "gpu-h100"
     assert labels["gpu-platform/gpu-model"] == "h100-80gb"
     assert labels[MIG_CONFIG_LABEL] == "gpu-h100"
 
 
 def test_default_budgets_stop_disruption_in_weekday_working_hours():
-    budgets = objects(render_stack("prod"), NODEPOOL)["gpu-h100"].inputs["spec"]["disruption"]["budgets"]
+    budgets = objects(render_fixture("multi-pool"), NODEPOOL)["gpu-h100"].inputs["spec"]["disruption"]["budgets"]
     assert budgets == [{"nodes": "20%"}, {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"}]
 
 
@@ -253,7 +253,7 @@ def test_every_node_class_requires_imdsv2_and_encrypts_its_volumes(recording):
 
 
 def test_node_classes_pin_the_ami_and_discover_subnets_and_groups_by_tag():
-    classes = objects(render_stack("prod"), NODECLASS)
+    classes = objects(render_fixture("multi-pool"), NODECLASS)
     assert classes["gpu-h100"].inputs["spec"]["amiSelectorTerms"] == [{"alias": "al2023@v20260903"}]
     assert classes["gpu-l40s"].inputs["spec"]["amiSelectorTerms"] == [{"alias": "bottlerocket@v1.57.0"}]
     for node_class in classes.values():
@@ -264,13 +264,13 @@ def test_node_classes_pin_the_ami_and_discover_subnets_and_groups_by_tag():
 
 
 def test_local_nvme_is_striped_where_the_instance_type_has_it():
-    classes = objects(render_stack("prod"), NODECLASS)
+    classes = objects(render_fixture("multi-pool"), NODECLASS)
     assert classes["gpu-h100"].inputs["spec"]["instanceStorePolicy"] == "RAID0"
     assert "instanceStorePolicy" not in classes["cpu"].inputs["spec"]
 
 
 def test_bottlerocket_gets_an_encrypted_os_volume_and_a_sized_data_volume():
-    mappings = objects(render_stack("prod"), NODECLASS)["gpu-l40s"].inputs["spec"]["blockDeviceMappings"]
+    mappings = objects(render_fixture("multi-pool"), NODECLASS)["gpu-l40s"].inputs["spec"]["blockDeviceMappings"]
     assert [m["deviceName"] for m in mappings] == ["/dev/xvda", "/dev/xvdb"]
     assert mappings[1]["ebs"]["volumeSize"] == "200Gi"
 
@@ -278,13 +278,13 @@ def test_bottlerocket_gets_an_encrypted_os_volume_and_a_sized_data_volume():
 def test_destroy_removes_pools_and_node_classes_before_karpenter_and_its_aws_resources(recording):
     """A resource is deleted before everything it depends on: so these edges order the destroy."""
     by_name = {short(r.urn): r for r in recording.resources}
-    stack = recording.stack
+    cluster = recording.outputs["clusterName"]
     must_outlive_pools = [
-        f"gpu-{stack}-karpenter-controller",  # the Helm release
-        f"gpu-{stack}-karpenter-crd",
-        f"gpu-{stack}-karpenter-interruption",
-        f"gpu-{stack}-karpenter-controller-role",
-        f"gpu-{stack}-karpenter-node-access",
+        f"{cluster}-karpenter-controller",  # the Helm release
+        f"{cluster}-karpenter-crd",
+        f"{cluster}-karpenter-interruption",
+        f"{cluster}-karpenter-controller-role",
+        f"{cluster}-karpenter-node-access",
     ]
     for karpenter_part in must_outlive_pools:
         assert karpenter_part in by_name, karpenter_part

@@ -9,7 +9,7 @@ import pytest
 from components.system_nodes import SYSTEM_NODE_LABELS, data_volume_device, launch_template_args
 from config.versions import ADDON_VERSIONS
 
-from .conftest import load, render, render_stack, short, stack_document
+from .conftest import fixture_document, load, render, render_fixture, short
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 ADDON = "aws:eks/addon:Addon"
@@ -25,7 +25,7 @@ def addons(recording):
 
 
 def test_system_nodes_are_on_demand_and_sized_from_config():
-    inputs = node_group(render_stack("prod")).inputs
+    inputs = node_group(render_fixture("multi-pool")).inputs
     assert inputs["capacityType"] == "ON_DEMAND"
     assert inputs["instanceTypes"] == ["m7i.xlarge", "m6i.xlarge"]
     assert inputs["scalingConfig"] == {"minSize": 3, "desiredSize": 3, "maxSize": 6}
@@ -51,7 +51,7 @@ def test_system_nodes_require_imdsv2_and_encrypt_their_volume(recording):
 
 @pytest.mark.parametrize("ami_type, device", [("AL2023_x86_64_STANDARD", "/dev/xvda"), ("BOTTLEROCKET_x86_64", "/dev/xvdb")])
 def test_the_sized_volume_is_the_one_that_holds_pod_data(ami_type, device):
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:cluster"]["systemNodes"]["amiType"] = ami_type
     nodes = load(doc).cluster.system_nodes
     assert data_volume_device(ami_type) == device
@@ -59,7 +59,7 @@ def test_the_sized_volume_is_the_one_that_holds_pod_data(ami_type, device):
 
 
 def test_node_role_is_trusted_by_ec2_and_has_only_the_node_policies(recording):
-    role = recording.named("aws:iam/role:Role", "gpu-{}-system-node".format(recording.stack))
+    role = recording.named("aws:iam/role:Role", f"{recording.outputs['clusterName']}-system-node")
     trust = json.loads(role.inputs["assumeRolePolicy"])
     assert trust["Statement"] == [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]
     attached = {
@@ -91,7 +91,7 @@ def test_the_five_addons_are_installed_at_the_pinned_versions(recording):
 
 
 def test_a_stack_override_changes_only_that_addon():
-    doc = stack_document("dev")
+    doc = fixture_document("single-pool")
     doc["gpu-platform:versions"] = {"addons": {"coredns": "v1.14.3-eksbuild.9"}}
     installed = {name: addon.inputs["addonVersion"] for name, addon in addons(render(doc)).items()}
     assert installed["coredns"] == "v1.14.3-eksbuild.9"
@@ -102,7 +102,7 @@ def test_ebs_csi_driver_gets_its_credentials_through_pod_identity(recording):
     ebs = addons(recording)["aws-ebs-csi-driver"]
     [association] = ebs.inputs["podIdentityAssociations"]
     assert association["serviceAccount"] == "ebs-csi-controller-sa"
-    role = recording.named("aws:iam/role:Role", f"gpu-{recording.stack}-addons-aws-ebs-csi-driver")
+    role = recording.named("aws:iam/role:Role", f"{recording.outputs['clusterName']}-addons-aws-ebs-csi-driver")
     assert association["roleArn"].endswith(f":role/{role.inputs['name']}")
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     assert trust == [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .conftest import render, render_stack, short, stack_document
+from .conftest import fixture_document, render, render_fixture, short
 
 NEWCOMER = {
     "name": "newcomers",
@@ -16,10 +16,10 @@ NEWCOMER = {
 
 
 def test_adding_a_tenant_only_adds_resources():
-    before = render_stack("prod")
-    doc = stack_document("prod")
+    before = render_fixture("multi-pool")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:tenants"].append(NEWCOMER)
-    after = render(doc, "prod")
+    after = render(doc, "multi-pool")
 
     after_by_urn = {r.urn: r for r in after.resources}
     for resource in before.resources:
@@ -33,11 +33,11 @@ def test_adding_a_tenant_only_adds_resources():
 
 
 def test_a_new_tenant_gets_its_namespace_quota_and_queues():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:tenants"].append(NEWCOMER)
     kinds = {
         r.inputs["kind"]
-        for r in render(doc, "prod").resources
+        for r in render(doc, "multi-pool").resources
         if r.custom and r.type.startswith("kubernetes:") and r.inputs.get("metadata", {}).get("namespace") == "newcomers"
     }
     assert {"ResourceQuota", "LimitRange", "NetworkPolicy", "RoleBinding"} <= kinds

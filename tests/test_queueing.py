@@ -21,7 +21,7 @@ from config.fair_share import CAPACITY_TYPE_LABEL, CPU_FLAVOR, TenantPlan
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, normalise, run_program
 
-from .conftest import STACKS, conformance_python, load, stack_document, stand_in_namespaces
+from .conftest import FIXTURES, conformance_python, fixture_document, load, stand_in_namespaces
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = CONFORMANCE / "charts" / "kueue" / "values.yaml"
@@ -31,11 +31,11 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true",
 
 
 @functools.cache
-def _config(stack: str) -> PlatformConfig:
-    return load(stack_document(stack))
+def _config(fixture: str) -> PlatformConfig:
+    return load(fixture_document(fixture))
 
 
-@pytest.fixture(params=STACKS)
+@pytest.fixture(params=FIXTURES)
 def config(request) -> PlatformConfig:
     return _config(request.param)
 
@@ -80,7 +80,7 @@ def test_every_gpu_flavor_selects_exactly_its_pools_nodes_and_tolerates_the_gpu_
 
 def test_split_pool_flavors_select_one_capacity_type_each():
     flavors = {
-        f.name: queueing.resource_flavor(f)["spec"]["nodeLabels"] for f in _config("dev").flavors if f.pool.name == "gpu-l40s"
+        f.name: queueing.resource_flavor(f)["spec"]["nodeLabels"] for f in _config("single-pool").flavors if f.pool.name == "gpu-l40s"
     }
     assert flavors == {
         "l40s-on-demand": {POOL_LABEL: "gpu-l40s", CAPACITY_TYPE_LABEL: "on-demand"},
@@ -125,7 +125,7 @@ def test_covered_resources_are_cpu_memory_and_every_gpu_resource(config):
 
 
 def test_mig_resources_are_covered_where_a_tenant_has_mig_quota():
-    covered = {name: group(q)["coveredResources"] for name, q in queues(_config("prod")).items()}
+    covered = {name: group(q)["coveredResources"] for name, q in queues(_config("multi-pool")).items()}
     mig = ["nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb"]
     for name in ("llm-training", "inference", "data-science", "experiments"):  # all have H100 (MIG) quota
         assert covered[name] == ["cpu", "memory", "nvidia.com/gpu", *mig], name
@@ -151,7 +151,7 @@ def test_gpu_flavor_quotas_equal_the_tenants_quota_resources(config):
 
 
 def test_h100_mig_quota_is_counted_in_mig_devices():
-    resources = flavor_resources(queueing.cluster_queue(tenant(_config("prod"), "llm-training")), "h100-on-demand")
+    resources = flavor_resources(queueing.cluster_queue(tenant(_config("multi-pool"), "llm-training")), "h100-on-demand")
     # 16 H100s, each cut 3g.40gb + 2g.20gb + 2x 1g.10gb; borrowing 12 GPUs likewise.
     assert resources["nvidia.com/mig-1g.10gb"]["nominalQuota"] == "32"
     assert resources["nvidia.com/mig-3g.40gb"]["borrowingLimit"] == "12"
@@ -177,10 +177,10 @@ def test_lending_limit_appears_only_where_the_tenant_set_one(config):
 
 
 def test_inference_lends_at_most_four_h100s():
-    resources = flavor_resources(queueing.cluster_queue(tenant(_config("prod"), "inference")), "h100-on-demand")
+    resources = flavor_resources(queueing.cluster_queue(tenant(_config("multi-pool"), "inference")), "h100-on-demand")
     assert resources["nvidia.com/mig-3g.40gb"]["lendingLimit"] == "4"
     assert resources["nvidia.com/mig-1g.10gb"]["lendingLimit"] == "8"
-    assert "lendingLimit" not in flavor_resources(queueing.cluster_queue(tenant(_config("prod"), "inference")), "l40s-on-demand")["nvidia.com/gpu"]
+    assert "lendingLimit" not in flavor_resources(queueing.cluster_queue(tenant(_config("multi-pool"), "inference")), "l40s-on-demand")["nvidia.com/gpu"]
 
 
 def test_each_cluster_queue_admits_only_its_tenants_namespace(config):
@@ -195,7 +195,7 @@ def test_tenants_reclaim_their_quota_from_borrowers_and_higher_tiers_preempt_low
 
 
 def test_fair_sharing_weight_is_the_tenants_weight_as_a_quantity():
-    weights = {name: q["spec"]["fairSharing"]["weight"] for name, q in queues(_config("prod")).items()}
+    weights = {name: q["spec"]["fairSharing"]["weight"] for name, q in queues(_config("multi-pool")).items()}
     assert weights == {"llm-training": "2", "inference": "1", "data-science": "1", "experiments": "0.5"}
 
 
@@ -207,7 +207,7 @@ def test_weights_render_as_plain_decimal_quantities(weight, rendered):
 # --- cohorts, LocalQueues, priorities --------------------------------------------------------------
 
 def test_business_units_are_cohorts_nested_under_the_root():
-    prod = _config("prod")
+    prod = _config("multi-pool")
     tree = {c["metadata"]["name"]: c["spec"].get("parentName") for c in queueing.cohorts(prod.queueing)}
     assert tree == {"acme-ai": None, "research": "acme-ai", "product": "acme-ai"}
     cohort_of = {name: q["spec"]["cohortName"] for name, q in queues(prod).items()}
@@ -215,7 +215,7 @@ def test_business_units_are_cohorts_nested_under_the_root():
 
 
 def test_without_business_units_every_queue_joins_the_root_cohort():
-    dev = _config("dev")
+    dev = _config("single-pool")
     assert [c["metadata"]["name"] for c in queueing.cohorts(dev.queueing)] == ["gpu-dev"]
     assert {q["spec"]["cohortName"] for q in queues(dev).values()} == {"gpu-dev"}
 
@@ -363,11 +363,11 @@ def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResourc
 
 
 @functools.cache
-def _declared(stack: str) -> tuple[RecordedResource, ...]:
-    return tuple(declare(_config(stack)))
+def _declared(fixture: str) -> tuple[RecordedResource, ...]:
+    return tuple(declare(_config(fixture)))
 
 
-@pytest.fixture(params=STACKS)
+@pytest.fixture(params=FIXTURES)
 def declared(request) -> dict[str, RecordedResource]:
     return {r.name: r for r in _declared(request.param)}
 
@@ -379,7 +379,7 @@ def test_logical_names_derive_from_config_names(declared):
 
 
 def test_prod_declares_one_object_per_flavor_cohort_tenant_and_tier():
-    names = {r.name for r in _declared("prod")}
+    names = {r.name for r in _declared("multi-pool")}
     expected = {
         "q-namespace", "q-release",
         "q-flavor-cpu", "q-flavor-h100-on-demand", "q-flavor-a100-spot", "q-flavor-l40s-on-demand",
@@ -427,13 +427,13 @@ def test_cluster_queues_wait_for_their_flavors_and_cohort(declared):
 
 
 def test_business_unit_cohorts_wait_for_the_root():
-    declared = {r.name: r for r in _declared("prod")}
+    declared = {r.name: r for r in _declared("multi-pool")}
     for unit in ("research", "product"):
         assert declared["q-cohort-acme-ai"].urn in declared[f"q-cohort-{unit}"].dependencies
 
 
 def test_priority_classes_carry_value_and_description_at_the_top_level():
-    declared = {r.name: r for r in _declared("prod")}
+    declared = {r.name: r for r in _declared("multi-pool")}
     production = declared["q-priority-production"]
     assert production.type == "kubernetes:kueue.x-k8s.io/v1beta2:WorkloadPriorityClass"
     assert production.inputs["value"] == 1000 and production.inputs["description"]
@@ -441,15 +441,15 @@ def test_priority_classes_carry_value_and_description_at_the_top_level():
 
 
 def test_declared_inputs_are_the_builders_manifests():
-    prod = _config("prod")
-    declared = {r.name: r for r in _declared("prod")}
+    prod = _config("multi-pool")
+    declared = {r.name: r for r in _declared("multi-pool")}
     assert declared["q-cq-inference"].inputs["spec"] == normalise(queueing.cluster_queue(tenant(prod, "inference"))["spec"])
 
 
 def test_adding_a_tenant_only_adds_its_resources():
-    document = stack_document("dev")
+    document = fixture_document("single-pool")
     document["gpu-platform:tenants"].append({"name": "newcomer", "gpu": {"l40s-spot": {"nominal": 4}}})
-    before = {r.name: r.inputs for r in _declared("dev")}
+    before = {r.name: r.inputs for r in _declared("single-pool")}
     after = {r.name: r.inputs for r in declare(load(document)) if not r.name.startswith("ns-")}
     added = set(after) - set(before)
     assert added == {"q-cq-newcomer", "q-lq-newcomer"}

@@ -35,7 +35,7 @@ from config.capacity import GPU_RESOURCE
 from config.fair_share import TenantPlan
 from offline.engine import RecordedResource, run_program
 
-from .conftest import load, short, stack_document
+from .conftest import fixture_document, load, short
 
 PSS = "pod-security.kubernetes.io"
 ON_CALL = "arn:aws:iam::111122223333:role/MLPlatformOnCall"
@@ -50,7 +50,7 @@ RFC1918 = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"}
 
 @functools.cache
 def prod():
-    return load(stack_document("prod"))
+    return load(fixture_document("multi-pool"))
 
 
 def tenant(name: str) -> TenantPlan:
@@ -275,7 +275,7 @@ def test_groups_never_use_the_system_prefix_eks_refuses():
 
 
 def test_adding_a_tenant_renames_and_changes_no_other_resource():
-    doc = stack_document("prod")
+    doc = fixture_document("multi-pool")
     doc["gpu-platform:tenants"].append(
         {"name": "newcomers", "admins": ["arn:aws:iam::111122223333:role/NewcomersAdmin"], "viewers": [ON_CALL]}
     )
