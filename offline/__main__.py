@@ -1,5 +1,7 @@
 """`python -m offline render --stack dev --out build/dev` and `python -m offline check --stack dev`.
 
+`python -m offline vendor [CHART ...]` refreshes upstream/ for the pinned chart versions.
+
 Exit codes: 0 done, 2 invalid stack config (every problem on stderr, nothing written).
 """
 
@@ -26,7 +28,17 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--stack", default="dev")
     version = commands.add_parser("kubernetes-version", help="print a stack's Kubernetes version (for the conformance check)")
     version.add_argument("--stack", default="dev")
+    vendor = commands.add_parser("vendor", help="fetch the pinned charts' upstream files into upstream/")
+    vendor.add_argument("charts", nargs="*", metavar="CHART", help="charts of config/versions.py (default: all)")
+    vendor.add_argument("--from-git", action="append", default=[], metavar="DIR",
+                        help="a git dir to read a repository from instead of cloning it: owner/name=DIR, or a DIR "
+                        "whose origin remote or `<owner>+<name>` folder names it (repeatable)")
     args = parser.parse_args(argv)
+
+    if args.command == "vendor":
+        from .vendor import main as vendor_main
+
+        return vendor_main(args.charts, args.from_git)
 
     try:
         stack = load_stack(args.stack)

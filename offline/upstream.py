@@ -1,0 +1,177 @@
+"""The upstream schemas the project checks against: chart defaults and CRDs, vendored verbatim in upstream/.
+
+`upstream/<chart>/<version>/` holds, for a chart of `config.versions.CHARTS` at a version, the chart's
+Chart.yaml and values.yaml, the CRDs it installs (`crds/`) and the defaults of the subcharts whose values
+the platform sets (`charts/<subchart>/`). `upstream/SOURCES` names each file's repository, tag, commit,
+path, sha256 and license. `python -m offline vendor` (offline/vendor.py) writes both from `CHART_SOURCES`.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+UPSTREAM_DIR = PROJECT_DIR / "upstream"
+SOURCES_FILE = UPSTREAM_DIR / "SOURCES"
+
+
+@dataclass(frozen=True)
+class Subchart:
+    """A dependency whose values the platform sets; its version is the one the parent's Chart.yaml pins."""
+
+    name: str  # the dependency's name, which is also its values key in the parent
+    repository: str  # GitHub owner/name
+    tag: str  # `{version}` stands for the dependency's version
+    chart: str  # folder holding Chart.yaml and values.yaml at the tag
+    license: str = "Apache-2.0"
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where a chart's files are upstream, at the tag its pinned version names."""
+
+    repository: str  # GitHub owner/name
+    tag: str  # `{version}` stands for the pin
+    chart: str  # folder holding Chart.yaml and values.yaml at the tag
+    crds: tuple[str, ...] = ()  # globs (at the tag) of the CRD files the chart installs
+    crd_repository: str = ""  # where `crds` live when not in `repository`, at the same tag
+    subcharts: tuple[Subchart, ...] = ()
+    license: str = "Apache-2.0"  # SPDX id of the LICENSE at the tag; `vendor` refuses a different one
+    # The release job writes `version` into Chart.yaml when it packages the chart, so Chart.yaml at
+    # the tag carries a placeholder or the previous release's version.
+    release_stamps_version: bool = False
+
+
+CHART_SOURCES: dict[str, ChartSource] = {
+    # hack/release/common.sh `publishHelmChart` sets version/appVersion (and the image) at release.
+    "karpenter-crd": ChartSource(
+        "aws/karpenter-provider-aws", "v{version}", "charts/karpenter-crd",
+        crds=("pkg/apis/crds/*.yaml",), release_stamps_version=True,
+    ),
+    # Its crds/ duplicates karpenter-crd's, which the platform installs instead.
+    "karpenter": ChartSource(
+        "aws/karpenter-provider-aws", "v{version}", "charts/karpenter", release_stamps_version=True
+    ),
+    # NVIDIA's release packages the chart with the tag's version; Chart.yaml says v1.0.0-devel.
+    "gpu-operator": ChartSource(
+        "NVIDIA/gpu-operator", "{version}", "deployments/gpu-operator",
+        crds=("deployments/gpu-operator/crds/*.yaml",),
+        subcharts=(
+            Subchart("node-feature-discovery", "kubernetes-sigs/node-feature-discovery", "v{version}",
+                     "deployment/helm/node-feature-discovery"),
+        ),
+        release_stamps_version=True,
+    ),
+    # The chart renders these CRDs from templates/crd, generated from config/components/crd/bases.
+    "kueue": ChartSource(
+        "kubernetes-sigs/kueue", "v{version}", "charts/kueue", crds=("config/components/crd/bases/*.yaml",)
+    ),
+    "kube-prometheus-stack": ChartSource(
+        "prometheus-community/helm-charts", "kube-prometheus-stack-{version}", "charts/kube-prometheus-stack",
+        crds=("charts/kube-prometheus-stack/charts/crds/crds/*.yaml",),
+        subcharts=(
+            Subchart("grafana", "grafana-community/helm-charts", "grafana-{version}", "charts/grafana"),
+            Subchart("kube-state-metrics", "prometheus-community/helm-charts", "kube-state-metrics-{version}",
+                     "charts/kube-state-metrics"),
+            Subchart("prometheus-node-exporter", "prometheus-community/helm-charts",
+                     "prometheus-node-exporter-{version}", "charts/prometheus-node-exporter"),
+        ),
+    ),
+    # KEDA releases the chart and the operator under one version; the chart's CRD templates are
+    # generated from the operator's config/crd/bases.
+    "keda": ChartSource(
+        "kedacore/charts", "v{version}", "keda", crds=("config/crd/bases/*.yaml",), crd_repository="kedacore/keda"
+    ),
+    "dra-driver-nvidia-gpu": ChartSource(
+        "kubernetes-sigs/dra-driver-nvidia-gpu", "v{version}", "deployments/helm/dra-driver-nvidia-gpu",
+        crds=("deployments/helm/dra-driver-nvidia-gpu/crds/*.yaml",),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One row of upstream/SOURCES: a vendored file and where it came from."""
+
+    file: str  # relative to upstream/
+    repository: str
+    tag: str
+    commit: str
+    path: str
+    sha256: str
+    license: str
+
+
+SOURCES_HEADER: tuple[str, ...] = tuple(f.name for f in fields(Source))
+
+
+class MissingUpstream(Exception):
+    """A chart version has no vendored upstream files."""
+
+    def __init__(self, chart: str, version: str):
+        self.directory = UPSTREAM_DIR / chart / version
+        super().__init__(
+            f"{self.directory.relative_to(PROJECT_DIR)}/ is missing: pin {chart} {version} in config/versions.py, "
+            f"then run `python -m offline vendor {chart}` to fetch its upstream files"
+        )
+
+
+def chart_dir(chart: str, version: str) -> Path:
+    """`upstream/<chart>/<version>/`; raises MissingUpstream when it has not been vendored."""
+    directory = UPSTREAM_DIR / chart / version
+    if not (directory / "Chart.yaml").is_file():
+        raise MissingUpstream(chart, version)
+    return directory
+
+
+def chart_values(chart: str, version: str) -> dict[str, Any]:
+    """The chart's default values, as a copy the caller may change."""
+    return copy.deepcopy(_load(chart_dir(chart, version) / "values.yaml"))
+
+
+def subchart_values(chart: str, version: str) -> dict[str, dict[str, Any]]:
+    """Default values of the vendored subcharts, by subchart name (the parent's values key)."""
+    charts = chart_dir(chart, version) / "charts"
+    return {path.parent.name: copy.deepcopy(_load(path)) for path in sorted(charts.glob("*/values.yaml"))}
+
+
+def crd_documents(versions: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every CRD the given `{chart: version}` install. Shared parsed documents: read, don't change."""
+    return [
+        document
+        for chart, version in versions.items()
+        for path in sorted((chart_dir(chart, version) / "crds").glob("*.yaml"))
+        for document in _load_all(path)
+        if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition"
+    ]
+
+
+def sources() -> list[Source]:
+    """The rows of upstream/SOURCES."""
+    with SOURCES_FILE.open(newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        if tuple(reader.fieldnames or ()) != SOURCES_HEADER:
+            raise ValueError(f"{SOURCES_FILE}: header {reader.fieldnames} is not {list(SOURCES_HEADER)}")
+        return [Source(**row) for row in reader]
+
+
+# The C loader parses the multi-megabyte prometheus-operator CRDs in a fraction of the pure-Python time.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@functools.cache
+def _load(path: Path) -> Any:
+    return yaml.load(path.read_text(), Loader=_Loader)
+
+
+@functools.cache
+def _load_all(path: Path) -> tuple[Any, ...]:
+    return tuple(yaml.load_all(path.read_text(), Loader=_Loader))
