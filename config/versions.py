@@ -88,10 +88,11 @@ CHARTS: dict[str, ChartPin] = {
     ),
     # kedacore/charts v2.20.2 (KEDA v2.20.2); its CRDs are chart templates, so `helm upgrade` upgrades them.
     "keda": ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"),
-    # kubernetes-sigs/dra-driver-nvidia-gpu (NVIDIA/k8s-dra-driver-gpu's `nvidia-dra-driver-gpu` chart until
-    # 25.12.0, renamed with SemVer from 0.4.0); 0.5.0 is the driver image gpu-operator v26.7.0 pins.
+    # kubernetes-sigs/dra-driver-nvidia-gpu tag v0.4.1, its newest release (NVIDIA/k8s-dra-driver-gpu's
+    # `nvidia-dra-driver-gpu` chart until 25.12.0, renamed with SemVer from 0.4.0). gpu-operator v26.7.0's
+    # values name a v0.5.0 driver image, but no 0.5.0 chart is released.
     "dra-driver-nvidia-gpu": ChartPin(
-        chart="oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", version="0.5.0"
+        chart="oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", version="0.4.1"
     ),
 }
 
