@@ -1,0 +1,133 @@
+"""upstream/ holds, for every pinned chart, the upstream files the tests check against, each traceable to its source."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.resources
+import json
+import re
+
+import pytest
+import yaml
+
+from config.versions import CHARTS, ChartPin
+from offline.engine import Recording
+from offline.render import helm_releases, kubernetes_objects
+from offline.upstream import (
+    CHART_SOURCES,
+    UPSTREAM_DIR,
+    MissingUpstream,
+    chart_dir,
+    chart_values,
+    crd_documents,
+    sources,
+    subchart_values,
+)
+
+from .conftest import FIXTURES, fixture_document, load, render, render_fixture, with_dra
+
+# Every fixture stack, and one with DRA, which installs the DRA driver's chart.
+DRA_CASE = "single-pool+dra"
+RENDER_CASES = (*FIXTURES, DRA_CASE)
+
+
+def _document(case: str) -> dict:
+    return with_dra(fixture_document("single-pool")) if case == DRA_CASE else fixture_document(case)
+
+
+@functools.cache
+def _render(case: str) -> Recording:
+    return render(_document(case), "single-pool-dra") if case == DRA_CASE else render_fixture(case)
+
+
+def _chart_yaml(chart: str, version: str) -> dict:
+    return yaml.safe_load((chart_dir(chart, version) / "Chart.yaml").read_text())
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_every_pinned_chart_is_vendored_from_the_tag_of_its_pin(chart):
+    version = CHARTS[chart].version
+    source = CHART_SOURCES[chart]
+    chart_yaml = f"{chart}/{version}/Chart.yaml"
+    row = next(row for row in sources() if row.file == chart_yaml)
+    assert (row.repository, row.tag) == (source.repository, source.tag.format(version=version))
+    if source.release_stamps_version:
+        assert _chart_yaml(chart, version)["version"] != version, (
+            f"{chart_yaml} at {row.tag} now carries its version: drop release_stamps_version in CHART_SOURCES"
+        )
+    else:
+        assert _chart_yaml(chart, version)["version"] == version
+
+
+def test_every_vendored_file_is_in_sources_with_its_sha256():
+    on_disk = {
+        path.relative_to(UPSTREAM_DIR).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in UPSTREAM_DIR.rglob("*")
+        if path.is_file() and path.parent != UPSTREAM_DIR
+    }
+    assert {row.file: row.sha256 for row in sources()} == on_disk
+
+
+def test_every_sources_row_names_a_commit_and_a_license():
+    for row in sources():
+        assert re.fullmatch(r"[0-9a-f]{40}", row.commit) and row.license, row
+
+
+@pytest.mark.parametrize("chart", CHARTS)
+def test_a_bumped_pin_without_vendored_files_names_the_folder_and_the_command(chart, monkeypatch):
+    monkeypatch.setitem(CHARTS, chart, ChartPin(CHARTS[chart].chart, "99.0.0", CHARTS[chart].repository))
+    for read in (chart_values, lambda name, version: crd_documents({name: version})):
+        with pytest.raises(MissingUpstream) as caught:
+            read(chart, CHARTS[chart].version)
+        assert f"upstream/{chart}/99.0.0/ is missing" in str(caught.value)
+        assert f"`python -m offline vendor {chart}`" in str(caught.value)
+
+
+def built_in_kinds(kubernetes_version: str) -> set[tuple[str, str]]:
+    """(apiVersion, kind) of every type the Kubernetes version serves itself (its OpenAPI definitions)."""
+    folder = importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema" / f"v{kubernetes_version}.0-local"
+    definitions = json.loads((folder / "_definitions.json").read_text())["$defs"]
+    return {
+        (f"{gvk['group']}/{gvk['version']}" if gvk["group"] else gvk["version"], gvk["kind"])
+        for definition in definitions.values()
+        for gvk in definition.get("x-kubernetes-group-version-kind", [])
+    }
+
+
+def installed_charts(recording: Recording) -> dict[str, str]:
+    """{chart: version} of the Helm releases the render installs."""
+    names = {pin.chart: name for name, pin in CHARTS.items()}
+    return {names[release["chart"]]: release["version"] for release in helm_releases(recording)}
+
+
+def served_kinds(crds: list[dict]) -> set[tuple[str, str]]:
+    return {
+        (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])
+        for crd in crds
+        for version in crd["spec"]["versions"]
+        if version.get("served")
+    }
+
+
+@pytest.mark.parametrize("case", RENDER_CASES)
+def test_every_custom_kind_a_render_declares_is_served_by_a_crd_its_charts_install(case):
+    recording = _render(case)
+    built_in = built_in_kinds(load(_document(case)).cluster.kubernetes_version)
+    declared = {(obj["apiVersion"], obj["kind"]) for obj in kubernetes_objects(recording)}
+    custom = declared - built_in
+    assert custom, "the render declares no custom resources: is the built-in list wrong?"
+    assert custom - served_kinds(crd_documents(installed_charts(recording))) == set()
+
+
+def test_the_dra_render_installs_the_dra_driver_chart():
+    assert "dra-driver-nvidia-gpu" in installed_charts(_render(DRA_CASE))
+
+
+@pytest.mark.parametrize("case", RENDER_CASES)
+def test_every_subchart_a_render_sets_values_for_has_vendored_defaults(case):
+    for release in helm_releases(_render(case)):
+        chart = next(name for name, pin in CHARTS.items() if pin.chart == release["chart"])
+        dependencies = {d["name"] for d in _chart_yaml(chart, release["version"]).get("dependencies") or []}
+        configured = dependencies & set(release["values"])
+        assert configured <= set(subchart_values(chart, release["version"])), chart
