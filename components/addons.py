@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 from pulumi_aws import eks as aws_eks
 from pulumi_aws import iam
 
+from config.labels import DEFAULT_STORAGE_CLASS
 from config.versions import AddonVersion
 
 from . import iam as policies
@@ -25,8 +26,6 @@ BEFORE_NODES = frozenset({"vpc-cni", "kube-proxy", "eks-pod-identity-agent"})
 ADDON_IDENTITIES: dict[str, tuple[str, str]] = {
     "aws-ebs-csi-driver": ("ebs-csi-controller-sa", "service-role/AmazonEBSCSIDriverPolicy"),
 }
-
-DEFAULT_STORAGE_CLASS = "gp3-encrypted"
 
 # Add-on configuration beyond the defaults. vpc-cni: enforce NetworkPolicies (tenants' isolation);
 # without it they are accepted and silently ignored.

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from config.labels import GPU_RESOURCE
+
 # --- recording rules other code reads ---------------------------------------------------------
 # Dashboards and the KEDA scalers query these names; renaming one breaks them.
 NAMESPACE_GPU_UTILISATION = "namespace:dcgm_gpu_utilization:avg"
@@ -175,8 +177,8 @@ def alert_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "NodePoolAtGPULimit",
-                'max by (nodepool) (karpenter_nodepools_usage{resource_type="nvidia.com/gpu"}) '
-                '>= max by (nodepool) (karpenter_nodepools_limit{resource_type="nvidia.com/gpu"})',
+                f'max by (nodepool) (karpenter_nodepools_usage{{resource_type="{GPU_RESOURCE}"}}) '
+                f'>= max by (nodepool) (karpenter_nodepools_limit{{resource_type="{GPU_RESOURCE}"}})',
                 "warning",
                 "NodePool {{ $labels.nodepool }} is at its GPU limit",
                 "Karpenter has provisioned every GPU NodePool {{ $labels.nodepool }} may have; pending GPU pods "
@@ -195,8 +197,8 @@ def alert_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "ClusterQueueAtGPUQuota",
-                'sum by (cluster_queue, flavor) (kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu"}) '
-                '>= sum by (cluster_queue, flavor) (kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu"} > 0)',
+                f'sum by (cluster_queue, flavor) (kueue_cluster_queue_resource_usage{{resource="{GPU_RESOURCE}"}}) '
+                f'>= sum by (cluster_queue, flavor) (kueue_cluster_queue_nominal_quota{{resource="{GPU_RESOURCE}"}} > 0)',
                 "info",
                 "ClusterQueue {{ $labels.cluster_queue }} uses its whole {{ $labels.flavor }} GPU quota",
                 "Tenant {{ $labels.cluster_queue }} has used its nominal GPU quota in flavor {{ $labels.flavor }} for "

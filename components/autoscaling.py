@@ -34,18 +34,23 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from config import namespaces
 from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
-from config.capacity import GPU_RESOURCE
 from config.fair_share import FlavorPlan, TenantPlan
+from config.labels import (
+    APP_NAME_LABEL,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    LOCAL_QUEUE,
+    QUEUE_NAME_LABEL,
+)
 from config.versions import ChartPin
 
 from .helm import helm_release
 from .namespaces import controller_namespace
-from .node_pools import GPU_TAINT
-from .queueing import LOCAL_QUEUE
 from .system_nodes import on_system_nodes
 
-NAMESPACE = "keda"
+NAMESPACE = namespaces.KEDA
 RELEASE_NAME = "keda"
 CHART_KEY = "keda"
 API_VERSION = "keda.sh/v1alpha1"
@@ -53,7 +58,7 @@ API_VERSION = "keda.sh/v1alpha1"
 # kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring`: the release name
 # contains the chart name, so its fullname is the release name and the Service `<fullname>-prometheus`.
 PROMETHEUS_RELEASE = "kube-prometheus-stack"
-PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.monitoring.svc:9090"
+PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{namespaces.MONITORING}.svc:9090"
 
 # Metrics the triggers read: the dcgm-exporter's per-GPU utilisation (labelled with the pod using
 # the GPU) and vLLM's queue of requests waiting for a batch slot.
@@ -92,8 +97,6 @@ HPA_BEHAVIOR: dict[str, Any] = {
 SERVER_CONTAINER = "vllm"
 HTTP_PORT_NAME = "http"
 HEALTH_PATH = "/health"  # vLLM's OpenAI server answers 200 once the engine is up
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-APP_LABEL = "app.kubernetes.io/name"
 # A spot instance gets a two-minute warning, on which Karpenter cordons and drains the node. The pod
 # keeps serving in-flight requests for PRESTOP_DRAIN_SECONDS after it is taken out of the Service's
 # endpoints, then vLLM gets SIGTERM; drain plus shutdown fit inside the warning.
@@ -142,7 +145,7 @@ class Autoscaling(pulumi.ComponentResource):
 
         namespace = k8s.core.v1.Namespace(
             f"{name}-keda-namespace",
-            metadata=keda_namespace()["metadata"],
+            metadata=controller_namespace(NAMESPACE)["metadata"],
             opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=list(depends_on))),
         )
         self.release = helm_release(
@@ -202,11 +205,6 @@ class Autoscaling(pulumi.ComponentResource):
 
 
 # --- KEDA ------------------------------------------------------------------------------------------
-
-def keda_namespace() -> dict[str, Any]:
-    """KEDA's pods meet Pod Security `restricted` with the chart's defaults (non-root, no capabilities)."""
-    return controller_namespace(NAMESPACE, "restricted")
-
 
 def keda_values() -> dict[str, Any]:
     """Values of the keda chart (2.20.2); every key exists in its values.yaml."""
@@ -463,7 +461,7 @@ def server_disruption_budget(tenant: TenantPlan, deployment: InferenceDeployment
 
 
 def _labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
-    return {APP_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
+    return {APP_NAME_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
 
 
 def _fields(manifest: Mapping[str, Any]) -> dict[str, Any]:

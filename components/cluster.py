@@ -12,9 +12,9 @@ from pulumi_aws import cloudwatch, ec2, kms
 from pulumi_aws import eks as aws_eks
 
 from config.cluster import ClusterConfig
+from config.labels import DISCOVERY_TAG
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-DISCOVERY_TAG = "karpenter.sh/discovery"
 
 
 class Cluster(pulumi.ComponentResource):

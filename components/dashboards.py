@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from config.capacity import GPU_MODEL_LABEL, POOL_LABEL
+from config.labels import GPU_MODEL_LABEL, GPU_RESOURCE, POOL_LABEL
 
 from .alerts import NAMESPACE_GPU_UTILISATION, NAMESPACE_GPUS_ALLOCATED
 
@@ -89,7 +89,7 @@ def gpu_fleet() -> Dashboard:
 
 
 def tenant_accounting() -> Dashboard:
-    quota = 'kube_resourcequota{resource="requests.nvidia.com/gpu", type="%s"}'
+    quota = f'kube_resourcequota{{resource="requests.{GPU_RESOURCE}", type="%s"}}'
     return Dashboard(
         "gpu-tenants",
         "GPU tenant accounting",
@@ -111,11 +111,11 @@ def tenant_accounting() -> Dashboard:
                 "ClusterQueue GPU usage against nominal quota",
                 (
                     (
-                        'sum by (cluster_queue, flavor) (kueue_cluster_queue_resource_usage{resource="nvidia.com/gpu"})',
+                        f'sum by (cluster_queue, flavor) (kueue_cluster_queue_resource_usage{{resource="{GPU_RESOURCE}"}})',
                         "{{cluster_queue}} {{flavor}} used",
                     ),
                     (
-                        'sum by (cluster_queue, flavor) (kueue_cluster_queue_nominal_quota{resource="nvidia.com/gpu"})',
+                        f'sum by (cluster_queue, flavor) (kueue_cluster_queue_nominal_quota{{resource="{GPU_RESOURCE}"}})',
                         "{{cluster_queue}} {{flavor}} nominal",
                     ),
                 ),

@@ -23,7 +23,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from config.capacity import GPU_ALLOCATION_LABEL, GpuPoolPlan
+from config import namespaces
+from config.capacity import GpuPoolPlan
+from config.labels import DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE
 from config.node_pools import ClaimTemplateConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
@@ -32,7 +34,7 @@ from .helm import helm_release
 from .namespaces import controller_namespace
 from .system_nodes import on_system_nodes
 
-NAMESPACE = "gpu-operator"
+NAMESPACE = namespaces.GPU_OPERATOR
 RELEASE_NAME = "gpu-operator"
 CHART_KEY = "gpu-operator"
 
@@ -47,7 +49,7 @@ MIG_DISABLED_CONFIG = "all-disabled"
 # The MIG manager reads a custom ConfigMap's `config.yaml` key (CONFIG_FILE=/mig-parted-config/config.yaml).
 MIG_CONFIG_KEY = "config.yaml"
 
-DRA_NAMESPACE = "dra-driver-nvidia-gpu"
+DRA_NAMESPACE = namespaces.DRA_DRIVER
 DRA_RELEASE_NAME = "dra-driver-nvidia-gpu"
 DRA_CHART_KEY = "dra-driver-nvidia-gpu"
 # The DRA driver's name, which is also the domain of every attribute and capacity it publishes.
@@ -55,8 +57,6 @@ DRA_DRIVER = "gpu.nvidia.com"
 # DeviceClasses the DRA chart installs: whole GPUs, and MIG devices that already exist on a node.
 GPU_DEVICE_CLASS = "gpu.nvidia.com"
 MIG_DEVICE_CLASS = "mig.nvidia.com"
-# The value of GPU_ALLOCATION_LABEL on pools allocated through DRA; the DRA kubelet plugin runs only there.
-DRA_ALLOCATION = "dra"
 
 # The EKS API spells taint effects differently from Kubernetes.
 
@@ -214,7 +214,7 @@ def time_slicing_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
         if sharing.mode == "timeSlicing":
             configs[pool.sharing_config_name] = {
                 "version": "v1",
-                "sharing": {"timeSlicing": {"resources": [{"name": "nvidia.com/gpu", "replicas": sharing.replicas}]}},
+                "sharing": {"timeSlicing": {"resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas}]}},
             }
     return _config_map(DEVICE_PLUGIN_CONFIG_MAP, NAMESPACE, {name: _yaml(config) for name, config in configs.items()})
 
@@ -233,10 +233,8 @@ def mig_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
 
 
 def privileged_namespace(name: str) -> dict[str, Any]:
-    """A namespace whose pods may use the host: the operands and DRA kubelet plugin load into the
-    host's GPU stack (host paths, privileged containers, host PID), which Pod Security's
-    `baseline` and `restricted` levels refuse."""
-    return controller_namespace(name, "privileged")
+    """The operator's or the DRA driver's namespace: `privileged`, as their pods load into the host's GPU stack."""
+    return controller_namespace(name)
 
 
 

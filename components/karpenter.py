@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from pulumi_aws import cloudwatch, iam, sqs
 from pulumi_aws import eks as aws_eks
 
+from config import namespaces
 from config.versions import ChartPin
 
 from . import iam as policies
@@ -25,7 +26,7 @@ from .helm import helm_release
 from .monitoring import CHART_SCRAPE_VALUES
 from .system_nodes import NODE_ROLE_POLICIES, on_system_nodes
 
-NAMESPACE = "kube-system"
+NAMESPACE = namespaces.KARPENTER
 SERVICE_ACCOUNT = "karpenter"
 REPLICAS = 2
 

@@ -19,17 +19,17 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.capacity import GPU_MODEL_LABEL, POOL_LABEL
+from config import namespaces
+from config.labels import DEFAULT_STORAGE_CLASS, GPU_MODEL_LABEL, POOL_LABEL
 from config.monitoring import MonitoringConfig, ReceiverConfig
 from config.versions import ChartPin
 
 from . import alerts, dashboards
-from .addons import DEFAULT_STORAGE_CLASS
 from .helm import helm_release
 from .namespaces import controller_namespace
 from .system_nodes import on_system_nodes
 
-NAMESPACE = "monitoring"
+NAMESPACE = namespaces.MONITORING
 RELEASE_NAME = "kube-prometheus-stack"
 CHART_KEY = "kube-prometheus-stack"
 RECEIVER_SECRET = "alertmanager-receivers"
@@ -89,7 +89,7 @@ class Monitoring(pulumi.ComponentResource):
         def opts_after(*extra: pulumi.Resource) -> pulumi.ResourceOptions:
             return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*base, *extra])
 
-        namespace_manifest = monitoring_namespace()
+        namespace_manifest = controller_namespace(NAMESPACE)
         namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=namespace_manifest["metadata"], opts=opts_after())
 
         before_release: list[pulumi.Resource] = [namespace]
@@ -138,11 +138,6 @@ class Monitoring(pulumi.ComponentResource):
 
 
 # --- builders ----------------------------------------------------------------------------------
-
-def monitoring_namespace() -> dict[str, Any]:
-    """`privileged`: node-exporter runs with hostNetwork, hostPID and host paths, which `baseline` refuses."""
-    return controller_namespace(NAMESPACE, "privileged")
-
 
 def stack_values(config: MonitoringConfig) -> dict[str, Any]:
     """Values of kube-prometheus-stack 88.5.3; no credential among them (see alertmanager_config)."""

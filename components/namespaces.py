@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+from config.labels import POD_SECURITY_LABEL
+from config.namespaces import CONTROLLER_NAMESPACES
 
 
-def controller_namespace(name: str, level: PodSecurityLevel) -> dict[str, Any]:
-    """A Namespace enforcing, auditing and warning at `level`."""
-    labels = {f"pod-security.kubernetes.io/{mode}": level for mode in ("enforce", "audit", "warn")}
+def controller_namespace(name: str) -> dict[str, Any]:
+    """A Namespace enforcing, auditing and warning at its level in `CONTROLLER_NAMESPACES`.
+
+    Only names in that table can be built, so every controller namespace is one tenants may not take.
+    """
+    level = CONTROLLER_NAMESPACES[name]
+    labels = {f"{POD_SECURITY_LABEL}/{mode}": level for mode in ("enforce", "audit", "warn")}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}

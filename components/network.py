@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import pulumi
 from pulumi_aws import cloudwatch, ec2, iam
 
+from config.labels import DISCOVERY_TAG
 from config.platform import NetworkPlan
 
 from . import iam as policies
@@ -164,4 +165,4 @@ def subnet_tags(role: str, cluster_name: str) -> dict[str, str]:
     """
     if role == "public":
         return {"kubernetes.io/role/elb": "1"}
-    return {"kubernetes.io/role/internal-elb": "1", "karpenter.sh/discovery": cluster_name}
+    return {"kubernetes.io/role/internal-elb": "1", DISCOVERY_TAG: cluster_name}

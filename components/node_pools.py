@@ -8,16 +8,19 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.capacity import GPU_RESOURCE, GpuPoolPlan
+from config.capacity import GpuPoolPlan
+from config.labels import (
+    CAPACITY_TYPE_LABEL,
+    CPU_POOL_NAME,
+    DISCOVERY_TAG,
+    GPU_RESOURCE,
+    GPU_TAINT,
+    POOL_LABEL,
+)
 from config.node_pools import CpuPoolConfig, RootVolumeConfig
 
-DISCOVERY_TAG = "karpenter.sh/discovery"
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
-CPU_POOL_NAME = "cpu"
-# Every GPU node carries this taint: an untainted GPU node would take CPU pods, which would then keep
-# an idle GPU node (and its bill) alive. GPU pods tolerate it; the GPU Operator's operands do too.
-GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 
 
 class NodePools(pulumi.ComponentResource):
@@ -48,14 +51,14 @@ class NodePools(pulumi.ComponentResource):
             node_class = self._declare(
                 f"{name}-{pool.name}-nodeclass",
                 ec2_node_class(pool.name, pool.config.ami_family, pool.ami_release, pool.config.root_volume, pool.has_instance_store,
-                               cluster_name=cluster_name, role=node_role_name, tags={**tags, "gpu-platform/node-pool": pool.name}),
+                               cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: pool.name}),
             )
             self._declare(f"{name}-{pool.name}", gpu_node_pool(pool), extra_dependencies=[node_class])
 
         cpu_class = self._declare(
             f"{name}-{CPU_POOL_NAME}-nodeclass",
             ec2_node_class(CPU_POOL_NAME, "al2023", cpu_ami_release, cpu_pool.root_volume, False,
-                           cluster_name=cluster_name, role=node_role_name, tags={**tags, "gpu-platform/node-pool": CPU_POOL_NAME}),
+                           cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: CPU_POOL_NAME}),
         )
         self._declare(f"{name}-{CPU_POOL_NAME}", cpu_node_pool(cpu_pool), extra_dependencies=[cpu_class])
         self.register_outputs({})
@@ -141,7 +144,7 @@ def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name},
                 "requirements": [
                     requirement("node.kubernetes.io/instance-type", [t.name for t in pool.instance_types]),
-                    requirement("karpenter.sh/capacity-type", list(config.capacity_types)),
+                    requirement(CAPACITY_TYPE_LABEL, list(config.capacity_types)),
                     requirement("kubernetes.io/arch", ["amd64"]),
                     requirement("kubernetes.io/os", ["linux"]),
                 ],
@@ -170,12 +173,12 @@ def cpu_node_pool(config: CpuPoolConfig) -> dict[str, Any]:
         "metadata": {"name": CPU_POOL_NAME},
         "spec": {
             "template": {
-                "metadata": {"labels": {"gpu-platform/node-pool": CPU_POOL_NAME}},
+                "metadata": {"labels": {POOL_LABEL: CPU_POOL_NAME}},
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": CPU_POOL_NAME},
                     "requirements": [
                         requirement("karpenter.k8s.aws/instance-family", list(config.instance_families)),
-                        requirement("karpenter.sh/capacity-type", list(config.capacity_types)),
+                        requirement(CAPACITY_TYPE_LABEL, list(config.capacity_types)),
                         requirement("kubernetes.io/arch", ["amd64"]),
                         requirement("kubernetes.io/os", ["linux"]),
                     ],

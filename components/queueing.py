@@ -28,30 +28,28 @@ import pulumi_kubernetes as k8s
 import yaml
 from pulumi_kubernetes import _utilities as k8s_utilities
 
+from config import namespaces
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
+from config.labels import (
+    APP_NAME_LABEL,
+    GPU_TAINT,
+    LOCAL_QUEUE,
+    NAMESPACE_NAME_LABEL,
+    TENANT_LABEL,
+)
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
 from .helm import helm_release
 from .monitoring import CHART_SCRAPE_VALUES
 from .namespaces import controller_namespace
-from .node_pools import GPU_TAINT
 from .system_nodes import on_system_nodes
-from .tenants import TENANT_LABEL
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART_KEY = "kueue"
-NAMESPACE = "kueue-system"
+NAMESPACE = namespaces.KUEUE
 RELEASE_NAME = "kueue"
 REPLICAS = 2
-# Kueue's default LocalQueue name: in a namespace that has a LocalQueue called `default`, Kueue's
-# webhooks label every job (and pod, deployment...) without a queue name with it
-# (pkg/controller/constants.DefaultLocalQueueName, jobframework.ApplyDefaultLocalQueue*). Naming the
-# tenant's one LocalQueue `default` makes unlabelled work run under the tenant's quota instead of
-# waiting forever for a queue; `kueue.x-k8s.io/queue-name: default` names it explicitly.
-LOCAL_QUEUE = "default"
-# Every namespace carries this label with its own name (Kubernetes sets it since 1.22).
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 # The training operator's (kubeflow/training-operator v1) kinds, which the chart's default config
 # leaves commented out. Kueue defers an integration whose CRD is not installed until it appears
@@ -168,7 +166,7 @@ class Queueing(pulumi.ComponentResource):
 
         # --- controller -------------------------------------------------------------------------
         self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata=kueue_namespace()["metadata"], opts=self._opts()
+            f"{name}-namespace", metadata=controller_namespace(NAMESPACE)["metadata"], opts=self._opts()
         )
         self.release = helm_release(
             f"{name}-release",
@@ -241,12 +239,6 @@ class Queueing(pulumi.ComponentResource):
 
 # --- controller builders -------------------------------------------------------------------------
 
-def kueue_namespace() -> dict[str, Any]:
-    """`kueue-system`, Pod Security `restricted`: the chart's manager already runs non-root, no privilege
-    escalation, all capabilities dropped, RuntimeDefault seccomp."""
-    return controller_namespace(NAMESPACE, "restricted")
-
-
 def kueue_values() -> dict[str, Any]:
     """Helm values: two replicas on the system nodes, our controller config; the chart's defaults otherwise."""
     return {
@@ -263,7 +255,7 @@ def kueue_values() -> dict[str, Any]:
                     # The chart's selector labels (templates/_helpers.tpl) for release `kueue`.
                     "labelSelector": {
                         "matchLabels": {
-                            "app.kubernetes.io/name": "kueue",
+                            APP_NAME_LABEL: "kueue",
                             "app.kubernetes.io/instance": RELEASE_NAME,
                             "control-plane": "controller-manager",
                         }

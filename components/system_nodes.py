@@ -10,13 +10,9 @@ from pulumi_aws import ec2, iam
 from pulumi_aws import eks as aws_eks
 
 from config.cluster import SystemNodesConfig
+from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 
 from . import iam as policies
-
-# Controllers (Karpenter, the GPU Operator, Prometheus, KEDA, Kueue) select these nodes by the label
-# and tolerate the taint; everything else is kept off them.
-SYSTEM_NODE_LABELS = {"CriticalAddonsOnly": "true", "gpu-platform/node-role": "system"}
-SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}
 
 # The EKS API spells taint effects differently from Kubernetes.
 _KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}

@@ -29,21 +29,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_aws import eks as aws_eks
 
+from config import namespaces
 from config.fair_share import TenantPlan
+from config.labels import NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_LABEL
 
 from .cluster import principal_slug
 
-# Every tenant namespace carries this label with the tenant's name as its value. Kueue selects the
-# tenant's namespace with it (`tenant_namespace_selector`), so a ClusterQueue serves only its tenant.
-TENANT_LABEL = "gpu-platform/tenant"
-
-POD_SECURITY_LABEL = "pod-security.kubernetes.io"
 # `warn` and `audit` stay restricted even where `enforce` is relaxed: users still see what would fail.
 POD_SECURITY_AUDIT_LEVEL = "restricted"
 
-MONITORING_NAMESPACE = "monitoring"
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by the API server on every namespace
-DNS_NAMESPACE = "kube-system"
+DNS_NAMESPACE = namespaces.KUBE_SYSTEM
 DNS_POD_LABELS = {"k8s-app": "kube-dns"}  # CoreDNS's pods, as the EKS add-on labels them
 
 # Internet egress means everything but the private ranges (the VPC, peered networks, the cluster's
@@ -251,7 +246,7 @@ def network_policies(plan: TenantPlan) -> dict[str, dict[str, Any]]:
             {
                 "podSelector": every_pod,
                 "policyTypes": ["Ingress"],
-                "ingress": [{"from": [_namespace_peer(MONITORING_NAMESPACE)]}],
+                "ingress": [{"from": [_namespace_peer(namespaces.MONITORING)]}],
             },
         ),
     }

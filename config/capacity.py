@@ -11,22 +11,19 @@ from dataclasses import dataclass
 from .catalog import FAMILIES, INSTANCE_TYPES
 from .catalog_types import GpuModel, InstanceType
 from .errors import Problems, duplicates, show
+from .labels import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    DRA_ALLOCATION,
+    GPU_ALLOCATION_LABEL,
+    GPU_MODEL_LABEL,
+    GPU_RESOURCE,
+    MIG_CONFIG_LABEL,
+    POOL_LABEL,
+)
 from .node_pools import NodePoolConfig
 from .versions import AMI_RELEASES
 
-# Node labels the platform sets on every GPU node, and what reads them.
-POOL_LABEL = "gpu-platform/node-pool"  # Kueue ResourceFlavors select a pool's nodes by this
-GPU_MODEL_LABEL = "gpu-platform/gpu-model"
-# The GPU Operator's device plugin reads its named sharing configuration from this label...
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-# ...and its MIG manager the named MIG layout from this one.
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-# Set to "false" where the node OS brings its own device plugin (Bottlerocket).
-DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
-# The DRA driver's kubelet plugin runs only where this is "dra".
-GPU_ALLOCATION_LABEL = "gpu-platform/gpu-allocation"
-
-GPU_RESOURCE = "nvidia.com/gpu"
 HOURS_PER_MONTH = 730
 
 
@@ -79,7 +76,7 @@ class GpuPoolPlan:
         if self.config.sharing.mode == "mig":
             labels[MIG_CONFIG_LABEL] = self.sharing_config_name
         if self.config.allocation == "dra":
-            labels[GPU_ALLOCATION_LABEL] = "dra"
+            labels[GPU_ALLOCATION_LABEL] = DRA_ALLOCATION
             # A GPU advertised by both the device plugin and DRA could be handed out twice.
             labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
         if self.config.ami_family == "bottlerocket":

@@ -10,19 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .capacity import GPU_RESOURCE, POOL_LABEL, GpuPoolPlan, mig_resource
+from .capacity import GpuPoolPlan, mig_resource
 from .errors import Problems, show
+from .labels import CAPACITY_TYPE_LABEL, CPU_POOL_NAME, GPU_RESOURCE, POOL_LABEL
+from .namespaces import RESERVED_NAMESPACES
 from .tenants import FlavorQuota, QueueingConfig, TenantConfig
 
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 CPU_FLAVOR = "cpu"
-# Namespaces the platform or Kubernetes own: no tenant may take one of these names.
-PLATFORM_NAMESPACES = frozenset(
-    {
-        "default", "kube-system", "kube-public", "kube-node-lease", "monitoring", "keda", "kueue-system",
-        "gpu-operator", "karpenter", "nvidia-dra-driver-gpu", "cert-manager", "ingress-nginx", "amazon-cloudwatch",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -214,7 +208,7 @@ def plan_tenants(
 def _check_names(tenants: Sequence[TenantConfig], root: str, problems: Problems) -> None:
     seen: dict[str, int] = {}
     for index, tenant in enumerate(tenants):
-        if tenant.name in PLATFORM_NAMESPACES or tenant.name.startswith("kube-"):
+        if tenant.name in RESERVED_NAMESPACES or tenant.name.startswith("kube-"):
             problems.add(f"{root}[{index}].name", f"{show(tenant.name)} is a namespace the platform or Kubernetes owns; pick another name")
         if tenant.name == CPU_FLAVOR:
             problems.add(f"{root}[{index}].name", "'cpu' is the name of the CPU flavor; pick another name")
@@ -322,5 +316,5 @@ def _lendable(quota: FlavorQuota) -> int:
 
 def cpu_flavor_labels() -> dict[str, str]:
     """The CPU flavor selects the general CPU pool's nodes."""
-    return {POOL_LABEL: CPU_FLAVOR}
+    return {POOL_LABEL: CPU_POOL_NAME}
 

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.alerts import alerts as alert_rules
-from components.system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
+from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 
 if TYPE_CHECKING:
     from .engine import Recording

@@ -32,10 +32,17 @@ from components.gpu_operator import (
     resource_claim_templates,
     time_slicing_config_map,
 )
-from components.node_pools import GPU_TAINT
-from components.system_nodes import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
-from config.capacity import DEVICE_PLUGIN_CONFIG_LABEL, DEVICE_PLUGIN_DEPLOY_LABEL, GPU_ALLOCATION_LABEL, MIG_CONFIG_LABEL, GpuPoolPlan
+from config.capacity import GpuPoolPlan
 from config.catalog import INSTANCE_TYPES
+from config.labels import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    DEVICE_PLUGIN_DEPLOY_LABEL,
+    GPU_ALLOCATION_LABEL,
+    GPU_TAINT,
+    MIG_CONFIG_LABEL,
+    SYSTEM_NODE_LABELS,
+    SYSTEM_NODE_TAINT,
+)
 from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig, NodePoolConfig
 from config.versions import CHARTS
 from offline.engine import PROJECT_DIR, Recording, run_program

@@ -13,7 +13,7 @@ import yaml
 from components import dashboards
 from components.alerts import check_promql
 from components.monitoring import CHART_SCRAPE_VALUES, NAMESPACE, RECEIVER_SECRET, Monitoring, alertmanager_config, receiver_secret, stack_values
-from components.system_nodes import SYSTEM_NODE_TAINT
+from config.labels import SYSTEM_NODE_TAINT
 from config.monitoring import MonitoringConfig
 from config.versions import ChartPin
 from offline.engine import PROJECT_DIR, SECRET, Recording, run_program

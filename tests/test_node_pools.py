@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.node_pools import GPU_TAINT
 from config import ConfigError
-from config.capacity import MIG_CONFIG_LABEL, POOL_LABEL
+from config.labels import GPU_TAINT, MIG_CONFIG_LABEL, POOL_LABEL
 
 from .conftest import fixture_document, load, render_fixture, short, with_dra
 

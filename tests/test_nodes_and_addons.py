@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from components.system_nodes import SYSTEM_NODE_LABELS, data_volume_device, launch_template_args
+from components.system_nodes import data_volume_device, launch_template_args
+from config.labels import SYSTEM_NODE_LABELS
 from config.versions import ADDON_VERSIONS
 
 from .conftest import fixture_document, load, render, render_fixture, short

@@ -14,10 +14,9 @@ import pytest
 import yaml
 
 from components import queueing
-from components.node_pools import GPU_TAINT
 from config import PlatformConfig
-from config.capacity import POOL_LABEL
-from config.fair_share import CAPACITY_TYPE_LABEL, CPU_FLAVOR, TenantPlan
+from config.fair_share import CPU_FLAVOR, TenantPlan
+from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, normalise, run_program
 

@@ -20,7 +20,6 @@ from components.cluster import principal_slug
 from components.tenants import (
     DEFAULT_CONTAINER_LIMITS,
     DEFAULT_CONTAINER_REQUESTS,
-    TENANT_LABEL,
     Tenants,
     limit_range,
     namespace,
@@ -31,8 +30,8 @@ from components.tenants import (
     tenant_namespace_selector,
     tenant_objects,
 )
-from config.capacity import GPU_RESOURCE
 from config.fair_share import TenantPlan
+from config.labels import GPU_RESOURCE, TENANT_LABEL
 from offline.engine import RecordedResource, run_program
 
 from .conftest import fixture_document, load, short

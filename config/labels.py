@@ -1,0 +1,75 @@
+"""Names more than one module must agree on: node labels, taints, resource names, tag keys, queue names.
+
+Each is defined here once and imported wherever it is written or read, the way karpenter-provider-aws
+keeps its labels and tag keys in pkg/apis/v1/labels.go: a name typed twice can drift, and a label one
+module sets under one spelling and another selects under a second matches nothing.
+"""
+
+from __future__ import annotations
+
+# --- node labels the platform sets on its nodes ---------------------------------------------------
+# Every Karpenter node carries its pool's name; Kueue's ResourceFlavors select a pool's nodes by it,
+# and EC2NodeClasses tag their instances with the same key.
+POOL_LABEL = "gpu-platform/node-pool"
+GPU_MODEL_LABEL = "gpu-platform/gpu-model"
+# The general CPU pool's name, and so the POOL_LABEL value of its nodes (the CPU flavor selects them).
+CPU_POOL_NAME = "cpu"
+# The DRA driver's kubelet plugin runs only where this is DRA_ALLOCATION.
+GPU_ALLOCATION_LABEL = "gpu-platform/gpu-allocation"
+DRA_ALLOCATION = "dra"
+
+# --- labels the GPU Operator reads ----------------------------------------------------------------
+# The device plugin reads its named sharing configuration from this label...
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# ...and the MIG manager the named MIG layout from this one.
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+# Set to "false" where the node OS brings its own device plugin (Bottlerocket) or DRA allocates the GPUs.
+DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+
+# --- labels Karpenter sets ------------------------------------------------------------------------
+CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
+
+# --- GPUs -----------------------------------------------------------------------------------------
+# The extended resource the device plugin advertises whole GPUs (and time-sliced shares) as.
+GPU_RESOURCE = "nvidia.com/gpu"
+# Every GPU node carries this taint: an untainted GPU node would take CPU pods, which would then keep
+# an idle GPU node (and its bill) alive. GPU pods tolerate it; the GPU Operator's operands do too.
+GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+
+# --- the system node group ------------------------------------------------------------------------
+# Controllers (Karpenter, the GPU Operator, Prometheus, KEDA, Kueue) select these nodes by the label
+# and tolerate the taint; everything else is kept off them. The taint is in the EKS API's spelling.
+SYSTEM_NODE_LABELS = {"CriticalAddonsOnly": "true", "gpu-platform/node-role": "system"}
+SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}
+
+# --- workloads ------------------------------------------------------------------------------------
+# The recommended label naming an application; Services and PodDisruptionBudgets select by it.
+APP_NAME_LABEL = "app.kubernetes.io/name"
+
+# --- namespaces -----------------------------------------------------------------------------------
+# Every tenant namespace carries this label with the tenant's name as its value; Kueue selects tenant
+# namespaces by it, so a ClusterQueue serves only its tenant.
+TENANT_LABEL = "gpu-platform/tenant"
+# Every namespace carries this label with its own name (the API server sets it since 1.22).
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# Pod Security admission's label prefix: `<prefix>/enforce`, `<prefix>/audit`, `<prefix>/warn`.
+POD_SECURITY_LABEL = "pod-security.kubernetes.io"
+
+# --- Kueue ----------------------------------------------------------------------------------------
+# The label a workload names its LocalQueue with (pkg/controller/constants.QueueLabel).
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's default LocalQueue name: in a namespace that has a LocalQueue called `default`, Kueue's
+# webhooks label every job (and pod, deployment...) without a queue name with it
+# (pkg/controller/constants.DefaultLocalQueueName, jobframework.ApplyDefaultLocalQueue*). Naming the
+# tenant's one LocalQueue `default` makes unlabelled work run under the tenant's quota instead of
+# waiting forever for a queue.
+LOCAL_QUEUE = "default"
+
+# --- AWS tag keys ---------------------------------------------------------------------------------
+# Karpenter's EC2NodeClasses find the node subnets and security group by this tag, valued with the
+# cluster's name.
+DISCOVERY_TAG = "karpenter.sh/discovery"
+
+# --- storage --------------------------------------------------------------------------------------
+# The cluster's default StorageClass, which Prometheus' volume claims name.
+DEFAULT_STORAGE_CLASS = "gp3-encrypted"

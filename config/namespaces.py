@@ -1,0 +1,44 @@
+"""Kubernetes namespaces: the ones the platform's controllers run in, and the names no tenant may take.
+
+`CONTROLLER_NAMESPACES` is the one table: the controllers' Namespace objects are built from it
+(components/lib/namespaces.py) and tenant validation refuses every name in it, so a namespace the
+platform creates can never also be a tenant's.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
+
+KUBE_SYSTEM = "kube-system"
+# Karpenter runs where upstream's reference install puts it: its controller is a cluster-critical add-on.
+KARPENTER = KUBE_SYSTEM
+MONITORING = "monitoring"
+KEDA = "keda"
+KUEUE = "kueue-system"
+GPU_OPERATOR = "gpu-operator"
+DRA_DRIVER = "dra-driver-nvidia-gpu"
+
+# The namespaces the platform creates for its controllers, each with the one Pod Security level it
+# enforces, audits and warns at.
+CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
+    # The operands and the DRA kubelet plugin load into the host's GPU stack (host paths, privileged
+    # containers, host PID), which `baseline` and `restricted` refuse.
+    GPU_OPERATOR: "privileged",
+    DRA_DRIVER: "privileged",
+    # node-exporter runs with hostNetwork, hostPID and host paths, which `baseline` refuses.
+    MONITORING: "privileged",
+    # The chart's manager already runs non-root, no privilege escalation, all capabilities dropped,
+    # RuntimeDefault seccomp.
+    KUEUE: "restricted",
+    # KEDA's pods meet `restricted` with the chart's defaults (non-root, no capabilities).
+    KEDA: "restricted",
+}
+
+# Namespaces Kubernetes itself owns (every `kube-` name is refused as well).
+KUBERNETES_NAMESPACES = frozenset({"default", KUBE_SYSTEM, "kube-public", "kube-node-lease"})
+# Where add-ons commonly installed beside the platform live, so a tenant never collides with one later.
+ADD_ON_NAMESPACES = frozenset({"karpenter", "cert-manager", "ingress-nginx", "amazon-cloudwatch"})
+
+RESERVED_NAMESPACES = KUBERNETES_NAMESPACES | CONTROLLER_NAMESPACES.keys() | ADD_ON_NAMESPACES
