@@ -20,12 +20,14 @@ import yaml
 
 from components import alerts
 from components.alerts import NAMESPACE_GPU_UTILISATION, NAMESPACE_GPUS_ALLOCATED, POD_GPU_UTILISATION, AlertRule, check_promql
+from config.versions import CHARTS
 from offline.engine import PROJECT_DIR
+from offline.upstream import chart_dir
 
 IDLE_HOURS = 1
 GROUPS = alerts.all_groups(IDLE_HOURS)
 ALERTS = alerts.alerts(IDLE_HOURS)
-CRD = PROJECT_DIR.parent / "shared" / "conformance" / "crds" / "monitoring.coreos.com" / "monitoring.coreos.com_prometheusrules.yaml"
+CRD = chart_dir("kube-prometheus-stack", CHARTS["kube-prometheus-stack"].version) / "crds" / "crd-prometheusrules.yaml"
 RUNBOOKS = PROJECT_DIR / "docs" / "runbooks.md"
 
 GPU0 = 'gpu="0",Hostname="gpu-node-1",UUID="GPU-0",modelName="NVIDIA L40S"'

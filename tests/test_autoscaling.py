@@ -24,11 +24,12 @@ from config.autoscaling import CLASS_PRESETS
 from config.labels import GPU_TAINT, LOCAL_QUEUE
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, run_program
+from offline.upstream import chart_dir
 
 from .conftest import FIXTURES, conformance_python, fixture_document, load, stand_in_namespaces
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-CHART_VALUES = CONFORMANCE / "charts" / "keda" / "values.yaml"
+CHART_VALUES = chart_dir("keda", CHARTS["keda"].version) / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}

@@ -45,9 +45,10 @@ from config.labels import (
 )
 from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig, NodePoolConfig
 from config.versions import CHARTS
-from offline.engine import PROJECT_DIR, Recording, run_program
+from offline.engine import Recording, run_program
+from offline.upstream import chart_dir
 
-CHART_DIR = PROJECT_DIR.parent / "shared" / "conformance" / "charts" / "gpu-operator"
+CHART_DIR = chart_dir("gpu-operator", CHARTS["gpu-operator"].version)
 NFD_SUBCHART = "node-feature-discovery"
 COMPONENT = "gpu-test-gpu"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -32,7 +32,8 @@ from components.karpenter import (
 from components.system_nodes import NODE_ROLE_POLICIES, SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config.versions import CHARTS
 from offline.cloud import ACCOUNT_ID
-from offline.engine import PROJECT_DIR, Recording, run_program
+from offline.engine import Recording, run_program
+from offline.upstream import chart_dir
 
 from .conftest import short
 
@@ -42,7 +43,7 @@ COMPONENT = f"{CLUSTER}-karpenter"
 TAGS = {"team": "platform"}
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{CLUSTER}"
 NODE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/{CLUSTER}-karpenter-node"
-CHART_VALUES = PROJECT_DIR.parent / "shared" / "conformance" / "charts" / "karpenter" / "values.yaml"
+CHART_VALUES = chart_dir("karpenter", CHARTS["karpenter"].version) / "values.yaml"
 
 ROLE = "aws:iam/role:Role"
 POLICY = "aws:iam/policy:Policy"

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pulumi_kubernetes as k8s
 import pytest
-import yaml
 
 from components import dashboards
 from components.alerts import check_promql
 from components.monitoring import CHART_SCRAPE_VALUES, NAMESPACE, RECEIVER_SECRET, Monitoring, alertmanager_config, receiver_secret, stack_values
 from config.labels import SYSTEM_NODE_TAINT
 from config.monitoring import MonitoringConfig
-from config.versions import ChartPin
-from offline.engine import PROJECT_DIR, SECRET, Recording, run_program
+from config.versions import CHARTS, ChartPin
+from offline.engine import SECRET, Recording, run_program
+from offline.upstream import chart_values, subchart_values
 
-CHARTS = PROJECT_DIR.parent / "shared" / "conformance" / "charts"
-KPS = CHARTS / "kube-prometheus-stack"
-SUBCHARTS = ("grafana", "kube-state-metrics", "prometheus-node-exporter")
+KPS = "kube-prometheus-stack"
 PIN_CHART = "kube-prometheus-stack"
 
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/XXXX"
@@ -35,10 +32,12 @@ def config(**overrides: Any) -> MonitoringConfig:
     return MonitoringConfig.model_validate({"retention": "30d", "storageGiB": 500, "replicas": 2, **overrides})
 
 
-def chart_defaults(chart_dir: Path) -> dict[str, Any]:
-    defaults = yaml.safe_load((chart_dir / "values.yaml").read_text())
-    for sub in SUBCHARTS if chart_dir == KPS else ():
-        defaults.setdefault(sub, {}).update(yaml.safe_load((chart_dir / "charts" / sub / "values.yaml").read_text()))
+def chart_defaults(chart: str) -> dict[str, Any]:
+    """The pinned chart's defaults, with its vendored subcharts' under their keys."""
+    version = CHARTS[chart].version
+    defaults = chart_values(chart, version)
+    for sub, sub_defaults in subchart_values(chart, version).items():
+        defaults.setdefault(sub, {}).update(sub_defaults)
     return defaults
 
 
@@ -66,7 +65,7 @@ def test_every_values_key_exists_in_the_pinned_chart():
 
 @pytest.mark.parametrize("chart", sorted(CHART_SCRAPE_VALUES))
 def test_scrape_toggles_for_other_controllers_exist_in_their_charts(chart: str):
-    assert key_paths(CHART_SCRAPE_VALUES[chart], chart_defaults(CHARTS / chart)) == []
+    assert key_paths(CHART_SCRAPE_VALUES[chart], chart_defaults(chart)) == []
 
 
 def test_prometheus_selects_monitors_and_rules_from_every_namespace():

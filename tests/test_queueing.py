@@ -19,11 +19,12 @@ from config.fair_share import CPU_FLAVOR, TenantPlan
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, normalise, run_program
+from offline.upstream import chart_dir
 
 from .conftest import FIXTURES, conformance_python, fixture_document, load, stand_in_namespaces
 
 CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
-CHART_VALUES = CONFORMANCE / "charts" / "kueue" / "values.yaml"
+CHART_VALUES = chart_dir("kueue", CHARTS["kueue"].version) / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KUEUE_PIN = CHARTS.get("kueue", ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"))
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
@@ -237,8 +238,6 @@ def test_priority_classes_are_the_configured_tiers(config):
 # --- the controller ----------------------------------------------------------------------------------
 
 def _chart_defaults() -> dict[str, Any]:
-    if not CHART_VALUES.exists():
-        pytest.skip(f"{CHART_VALUES} not present")
     return yaml.safe_load(CHART_VALUES.read_text())
 
 
