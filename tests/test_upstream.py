@@ -7,16 +7,20 @@ import hashlib
 import importlib.resources
 import json
 import re
+import subprocess
 
 import pytest
 import yaml
 
+import offline.upstream
 from config.versions import CHARTS, ChartPin
+from offline import vendor
 from offline.engine import Recording
 from offline.render import helm_releases, kubernetes_objects
 from offline.upstream import (
     CHART_SOURCES,
     UPSTREAM_DIR,
+    ChartSource,
     MissingUpstream,
     chart_dir,
     chart_values,
@@ -131,3 +135,66 @@ def test_every_subchart_a_render_sets_values_for_has_vendored_defaults(case):
         dependencies = {d["name"] for d in _chart_yaml(chart, release["version"]).get("dependencies") or []}
         configured = dependencies & set(release["values"])
         assert configured <= set(subchart_values(chart, release["version"])), chart
+
+
+# --- the vendor command --------------------------------------------------------------------------
+
+APACHE = "                                 Apache License\n                           Version 2.0, January 2004\n"
+
+
+def _git(repo, *args: str) -> str:
+    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@example.com", *args]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def demo(tmp_path, monkeypatch):
+    """A one-chart upstream repository tagged v1.2.3, and an empty upstream/ that vendors it."""
+    repo = tmp_path / "demo"
+    files = {
+        "LICENSE": APACHE,
+        "chart/Chart.yaml": "name: demo\nversion: 1.2.3\n",
+        "chart/values.yaml": "replicas: 1  # kept verbatim, comments too\n",
+        "crds/demo.example.com_widgets.yaml": "kind: CustomResourceDefinition\n",
+        "crds/README.md": "not a CRD\n",
+    }
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    _git(tmp_path, "init", "-q", str(repo))
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "demo")
+    _git(repo, "tag", "v1.2.3")
+    upstream = tmp_path / "upstream"
+    upstream.mkdir()
+    monkeypatch.setattr(vendor, "UPSTREAM_DIR", upstream)
+    monkeypatch.setattr(vendor, "SOURCES_FILE", upstream / "SOURCES")
+    monkeypatch.setattr(offline.upstream, "SOURCES_FILE", upstream / "SOURCES")
+    monkeypatch.setattr(vendor, "CHARTS", {"demo": ChartPin("demo", "1.2.3")})
+    monkeypatch.setattr(vendor, "CHART_SOURCES", {"demo": ChartSource("example/demo", "v{version}", "chart", crds=("crds/*.yaml",))})
+    return repo, upstream, files
+
+
+def test_vendor_copies_the_tagged_files_verbatim_and_records_them(demo):
+    repo, upstream, files = demo
+    assert vendor.main(["demo"], [f"example/demo={repo}"]) == 0
+    copied = {
+        "demo/1.2.3/Chart.yaml": "chart/Chart.yaml",
+        "demo/1.2.3/values.yaml": "chart/values.yaml",
+        "demo/1.2.3/crds/demo.example.com_widgets.yaml": "crds/demo.example.com_widgets.yaml",
+    }
+    for file, path in copied.items():
+        assert (upstream / file).read_text() == files[path]
+    commit = _git(repo, "rev-parse", "HEAD")
+    assert {(r.file, r.repository, r.tag, r.commit, r.path, r.license) for r in offline.upstream.sources()} == {
+        (file, "example/demo", "v1.2.3", commit, path, "Apache-2.0") for file, path in copied.items()
+    }
+
+
+def test_vendor_refuses_a_changed_license_and_leaves_upstream_as_it_was(demo, monkeypatch):
+    repo, upstream, _ = demo
+    assert vendor.main(["demo"], [f"example/demo={repo}"]) == 0
+    before = {p: p.read_bytes() for p in upstream.rglob("*") if p.is_file()}
+    monkeypatch.setattr(vendor, "CHART_SOURCES", {"demo": ChartSource("example/demo", "v{version}", "chart", license="MIT")})
+    assert vendor.main(["demo"], [f"example/demo={repo}"]) == 1
+    assert {p: p.read_bytes() for p in upstream.rglob("*") if p.is_file()} == before
