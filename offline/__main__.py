@@ -2,6 +2,9 @@
 
 `python -m offline vendor [CHART ...]` refreshes upstream/ for the pinned chart versions.
 
+`python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
+version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
+
 Exit codes: 0 done, 2 invalid stack config (every problem on stderr, nothing written).
 """
 
@@ -28,12 +31,20 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--stack", default="dev")
     version = commands.add_parser("kubernetes-version", help="print a stack's Kubernetes version (for the conformance check)")
     version.add_argument("--stack", default="dev")
+    validate = commands.add_parser("validate", help="check a render against Kubernetes and the vendored upstream schemas")
+    validate.add_argument("render_dir", type=Path, metavar="RENDER_DIR")
+    validate.add_argument("--k8s-version", help="Kubernetes minor to check against (default: the one the render deploys)")
     vendor = commands.add_parser("vendor", help="fetch the pinned charts' upstream files into upstream/")
     vendor.add_argument("charts", nargs="*", metavar="CHART", help="charts of config/versions.py (default: all)")
     vendor.add_argument("--from-git", action="append", default=[], metavar="DIR",
                         help="a git dir to read a repository from instead of cloning it: owner/name=DIR, or a DIR "
                         "whose origin remote or `<owner>+<name>` folder names it (repeatable)")
     args = parser.parse_args(argv)
+
+    if args.command == "validate":
+        from .validate import main as validate_main
+
+        return validate_main(args.render_dir, args.k8s_version)
 
     if args.command == "vendor":
         from .vendor import main as vendor_main

@@ -1,0 +1,124 @@
+"""CRD validation rules (`x-kubernetes-validations`) evaluated with cel-python.
+
+The API server evaluates each rule with `self` bound to the value at the rule's schema node, for
+every such value present. cel-python implements standard CEL, not the Kubernetes CEL libraries
+(quantity(), isQuantity(), the strings extension's split/lowerAscii, lists, url, ip, ...): a rule
+that calls one of those is not evaluated and is counted as such, never passed or failed.
+Transition rules (those that read `oldSelf`) only run on update and are skipped.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any, NamedTuple
+
+import celpy
+from celpy.evaluation import CELEvalError
+
+from .openapi import FieldPath, Finding, Schema, field_schema
+
+_TRANSITION = re.compile(r"\boldSelf\b")
+# A CEL runtime error the API server also raises: the rule read a field the object does not set.
+_MISSING_FIELD = re.compile(r"no such (member|key)")
+_ENVIRONMENT = celpy.Environment()
+
+
+class Verdict(Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERRORED = "errored"  # the API server rejects the object with the evaluation error
+    NOT_EVALUATED = "not evaluated"
+
+
+class Outcome(NamedTuple):
+    verdict: Verdict
+    detail: str = ""
+
+
+class CelResult(NamedTuple):
+    findings: list[Finding]
+    not_evaluated: list[str]  # rule texts, once per value they apply to
+
+
+def cel_findings(value: Any, schema: Schema | None, path: FieldPath = ()) -> CelResult:
+    """Every rule of `schema` and its fields against `value` (defaults applied); transition rules skipped."""
+    result = CelResult([], [])
+    _walk(value, schema, path, result)
+    return result
+
+
+def _walk(value: Any, schema: Schema | None, path: FieldPath, result: CelResult) -> None:
+    if value is None or not schema:
+        return
+    rules = [r for r in schema.get("x-kubernetes-validations") or () if not _TRANSITION.search(r.get("rule", ""))]
+    if rules:
+        # Objects repeat values (the same requirements in every pool): evaluate each rule once per value.
+        value_key = json.dumps(value, sort_keys=True)
+        for rule in rules:
+            _record(rule, _evaluate_once(rule["rule"], value_key), path, result)
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(item, field_schema(schema, key), (*path, key), result)
+    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            _walk(item, schema["items"], (*path, index), result)
+
+
+def _record(rule: Mapping[str, Any], outcome: Outcome, path: FieldPath, result: CelResult) -> None:
+    text = rule["rule"]
+    where = (*path, *_field_path(rule.get("fieldPath", "")))
+    if outcome.verdict is Verdict.FAILED:
+        message = rule.get("message")
+        reason = f"{message} (rule: {text})" if message else f"failed rule: {text}"
+        result.findings.append(Finding(where, reason))
+    elif outcome.verdict is Verdict.ERRORED:
+        reason = f"rule fails to evaluate ({outcome.detail}), so the API server rejects the object (rule: {text})"
+        result.findings.append(Finding(where, reason))
+    elif outcome.verdict is Verdict.NOT_EVALUATED:
+        result.not_evaluated.append(text)
+
+
+def _field_path(field_path: str) -> tuple[str, ...]:
+    """`fieldPath: .spec.limits` -> ("spec", "limits"); bracketed forms are left to the rule's own path."""
+    if not field_path.startswith(".") or "[" in field_path:
+        return ()
+    return tuple(part for part in field_path.split(".") if part)
+
+
+def evaluate(rule: str, bound_self: Any) -> Outcome:
+    """One rule with `self` bound (a cel-python value, from `celpy.json_to_cel`)."""
+    program = _program(rule)
+    if program is None:
+        return Outcome(Verdict.NOT_EVALUATED, "cel-python cannot compile it")
+    try:
+        value = program.evaluate({"self": bound_self})
+    except Exception as err:  # cel-python raises its evaluation errors as often as it returns them
+        value = err
+    if isinstance(value, bool):  # celpy's BoolType subclasses int, not bool: compare through int
+        return Outcome(Verdict.PASSED if value else Verdict.FAILED)
+    if isinstance(value, celpy.celtypes.BoolType):
+        return Outcome(Verdict.PASSED if int(value) else Verdict.FAILED)
+    if isinstance(value, (CELEvalError, Exception)):
+        # celpy appends its whole activation to "undeclared reference"; the first clause names the function.
+        detail = str(value.args[0] if value.args else value).split(" (in activation")[0]
+        if _MISSING_FIELD.search(detail):
+            return Outcome(Verdict.ERRORED, detail)
+        return Outcome(Verdict.NOT_EVALUATED, detail)
+    return Outcome(Verdict.NOT_EVALUATED, f"evaluates to {type(value).__name__}, not a boolean")
+
+
+@functools.lru_cache(maxsize=4096)
+def _evaluate_once(rule: str, value_json: str) -> Outcome:
+    return evaluate(rule, celpy.json_to_cel(json.loads(value_json)))
+
+
+@functools.cache
+def _program(rule: str) -> Any:
+    try:
+        return _ENVIRONMENT.program(_ENVIRONMENT.compile(rule))
+    except Exception:  # a grammar cel-python lacks; the rule counts as not evaluated
+        return None
