@@ -14,7 +14,8 @@ from pulumi_aws import iam
 from config.labels import DEFAULT_STORAGE_CLASS
 from config.versions import AddonVersion
 
-from . import iam as policies
+from .lib import iam as policies
+from .lib.resources import Children, declare
 
 # Add-ons a node needs before it turns Ready (networking, service routing, credentials) go in before
 # the node group. The rest run Deployments that need a node: created first, they sit DEGRADED and
@@ -67,8 +68,7 @@ class ClusterAddons(pulumi.ComponentResource):
                     json.dumps(ADDON_CONFIGURATION[addon.name], sort_keys=True) if addon.name in ADDON_CONFIGURATION else None
                 ),
                 tags=dict(tags),
-                # A component's depends_on does not reach its children; each add-on waits itself.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+                opts=Children(self, depends_on=depends_on).opts(),
             )
         self.register_outputs({"addons": {n: a.addon_version for n, a in self.addons.items()}})
 
@@ -102,17 +102,8 @@ class DefaultStorageClass(pulumi.ComponentResource):
     ):
         super().__init__("gpu-platform:cluster:DefaultStorageClass", name, None, opts)
         manifest = default_storage_class()
-        k8s.storage.v1.StorageClass(
-            f"{name}-{manifest['metadata']['name']}",
-            metadata=manifest["metadata"],
-            provisioner=manifest["provisioner"],
-            parameters=manifest["parameters"],
-            reclaim_policy=manifest["reclaimPolicy"],
-            volume_binding_mode=manifest["volumeBindingMode"],
-            allow_volume_expansion=manifest["allowVolumeExpansion"],
-            # The EBS CSI driver must be running before a volume can be provisioned from this class.
-            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on)),
-        )
+        # The EBS CSI driver must be running before a volume can be provisioned from this class.
+        declare(f"{name}-{manifest['metadata']['name']}", manifest, Children(self, provider, depends_on).opts())
         self.register_outputs({"name": manifest["metadata"]["name"]})
 
 

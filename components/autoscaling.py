@@ -40,25 +40,21 @@ from config.fair_share import FlavorPlan, TenantPlan
 from config.labels import (
     APP_NAME_LABEL,
     GPU_RESOURCE,
-    GPU_TAINT,
     LOCAL_QUEUE,
     QUEUE_NAME_LABEL,
 )
 from config.versions import ChartPin
 
-from .helm import helm_release
-from .namespaces import controller_namespace
-from .system_nodes import on_system_nodes
+from .lib.helm import helm_release
+from .lib.namespaces import controller_namespace
+from .lib.placement import gpu_toleration, on_system_nodes
+from .lib.prometheus import PROMETHEUS_RELEASE, PROMETHEUS_URL
+from .lib.resources import Children, declare
 
 NAMESPACE = namespaces.KEDA
 RELEASE_NAME = "keda"
 CHART_KEY = "keda"
 API_VERSION = "keda.sh/v1alpha1"
-
-# kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring`: the release name
-# contains the chart name, so its fullname is the release name and the Service `<fullname>-prometheus`.
-PROMETHEUS_RELEASE = "kube-prometheus-stack"
-PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{namespaces.MONITORING}.svc:9090"
 
 # Metrics the triggers read: the dcgm-exporter's per-GPU utilisation (labelled with the pod using
 # the GPU) and vLLM's queue of requests waiting for a batch slot.
@@ -115,7 +111,7 @@ class Autoscaling(pulumi.ComponentResource):
     Deployment, Service and PodDisruptionBudget when the platform declares the model server."""
 
     release: k8s.helm.v3.Release
-    scaled_objects: dict[str, k8s.apiextensions.CustomResource]
+    scaled_objects: dict[str, pulumi.CustomResource]
 
     def __init__(
         self,
@@ -140,64 +136,29 @@ class Autoscaling(pulumi.ComponentResource):
             release, whose ServiceMonitor CRD the chart's ServiceMonitor needs.
         """
         super().__init__("gpu-platform:autoscaling:Autoscaling", name, None, opts)
-        # A component's depends_on does not reach its children: each child waits itself.
-        cluster = pulumi.ResourceOptions(parent=self, provider=provider)
+        installs = Children(self, provider, depends_on)
+        in_cluster = Children(self, provider)
 
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-keda-namespace",
-            metadata=controller_namespace(NAMESPACE)["metadata"],
-            opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=list(depends_on))),
-        )
+        namespace = declare(f"{name}-keda-namespace", controller_namespace(NAMESPACE), installs.opts())
         self.release = helm_release(
             f"{name}-keda",
             release_name=RELEASE_NAME,
             pin=chart,
             namespace=NAMESPACE,
             values=keda_values(),
-            opts=pulumi.ResourceOptions.merge(cluster, pulumi.ResourceOptions(depends_on=[namespace, *depends_on])),
+            opts=installs.opts(namespace),
         )
 
         self.scaled_objects = {}
         for tenant in tenants:
             for deployment in tenant.config.inference:
-                logical = f"{name}-{tenant.name}-{deployment.name}"
                 # ScaledObjects need KEDA's CRDs (and its webhook); everything needs the namespace.
-                after = pulumi.ResourceOptions(depends_on=[namespaces[tenant.name], self.release])
-                if deployment.serving is not None:
-                    flavor = tenant_flavor(tenant, deployment.flavor)
-                    k8s.apps.v1.Deployment(
-                        f"{logical}-server",
-                        **_fields(server_deployment(tenant, deployment, flavor)),
-                        opts=pulumi.ResourceOptions.merge(cluster, after),
-                    )
-                    k8s.core.v1.Service(
-                        f"{logical}-service",
-                        **_fields(server_service(tenant, deployment)),
-                        opts=pulumi.ResourceOptions.merge(cluster, after),
-                    )
-                    k8s.policy.v1.PodDisruptionBudget(
-                        f"{logical}-pdb",
-                        **_fields(server_disruption_budget(tenant, deployment)),
-                        opts=pulumi.ResourceOptions.merge(cluster, after),
-                    )
-                    monitor = server_pod_monitor(tenant, deployment)
-                    k8s.apiextensions.CustomResource(
-                        f"{logical}-metrics",
-                        api_version=monitor["apiVersion"],
-                        kind=monitor["kind"],
-                        metadata=monitor["metadata"],
-                        spec=monitor["spec"],
-                        opts=pulumi.ResourceOptions.merge(cluster, after),
-                    )
-                manifest = scaled_object(tenant, deployment, autoscaling)
-                self.scaled_objects[f"{tenant.name}/{deployment.name}"] = k8s.apiextensions.CustomResource(
-                    f"{logical}-scaler",
-                    api_version=manifest["apiVersion"],
-                    kind=manifest["kind"],
-                    metadata=manifest["metadata"],
-                    spec=manifest["spec"],
-                    opts=pulumi.ResourceOptions.merge(cluster, after),
-                )
+                after = in_cluster.opts(namespaces[tenant.name], self.release)
+                declared = {
+                    suffix: declare(f"{name}-{tenant.name}-{deployment.name}-{suffix}", manifest, after)
+                    for suffix, manifest in deployment_manifests(tenant, deployment, autoscaling).items()
+                }
+                self.scaled_objects[f"{tenant.name}/{deployment.name}"] = declared["scaler"]
 
         self.register_outputs(
             {"namespace": NAMESPACE, "chartVersion": self.release.version, "scaledObjects": sorted(self.scaled_objects)}
@@ -367,9 +328,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
                 "spec": {
                     "automountServiceAccountToken": False,
                     "nodeSelector": dict(flavor.node_labels),
-                    "tolerations": [
-                        {"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]}
-                    ],
+                    "tolerations": [gpu_toleration()],
                     # Spread over zones so topology-aware routing has a local replica in each.
                     "topologySpreadConstraints": [
                         {
@@ -464,27 +423,29 @@ def _labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
     return {APP_NAME_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
 
 
-def _fields(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    """A manifest's top-level fields as keyword arguments; nested camelCase dicts pass through unchanged."""
-    return {key: value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
-
-
 # --- everything one deployment adds, for tests and the render --------------------------------------------
+
+def deployment_manifests(
+    tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig
+) -> dict[str, dict[str, Any]]:
+    """Logical-name suffix -> manifest: every object one inference deployment adds, in apply order."""
+    objects = {}
+    if deployment.serving is not None:
+        flavor = tenant_flavor(tenant, deployment.flavor)
+        objects = {
+            "server": server_deployment(tenant, deployment, flavor),
+            "service": server_service(tenant, deployment),
+            "pdb": server_disruption_budget(tenant, deployment),
+            "metrics": server_pod_monitor(tenant, deployment),
+        }
+    return {**objects, "scaler": scaled_object(tenant, deployment, autoscaling)}
+
 
 def deployment_objects(
     tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig
 ) -> list[dict[str, Any]]:
     """The Kubernetes objects one inference deployment adds, in apply order."""
-    objects = []
-    if deployment.serving is not None:
-        flavor = tenant_flavor(tenant, deployment.flavor)
-        objects += [
-            server_deployment(tenant, deployment, flavor),
-            server_service(tenant, deployment),
-            server_disruption_budget(tenant, deployment),
-            server_pod_monitor(tenant, deployment),
-        ]
-    return [*objects, scaled_object(tenant, deployment, autoscaling)]
+    return list(deployment_manifests(tenant, deployment, autoscaling).values())
 
 
 def server_pod_monitor(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 import pulumi
@@ -13,6 +12,8 @@ from pulumi_aws import eks as aws_eks
 
 from config.cluster import ClusterConfig
 from config.labels import DISCOVERY_TAG
+
+from .lib.iam import principal_slug
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 
@@ -164,12 +165,3 @@ class Cluster(pulumi.ComponentResource):
                 )
             )
         return associations
-
-
-def principal_slug(principal_arn: str) -> str:
-    """`arn:aws:iam::111122223333:role/team/PlatformAdmin` -> `111122223333-role-team-platformadmin`.
-
-    A stable, readable part of a logical name: the account keeps two accounts' same-named roles apart.
-    """
-    account, resource = principal_arn.split(":")[4], principal_arn.split(":", 5)[5]
-    return re.sub(r"[^a-z0-9]+", "-", f"{account}-{resource}".lower()).strip("-")

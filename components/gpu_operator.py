@@ -30,9 +30,10 @@ from config.node_pools import ClaimTemplateConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
 
-from .helm import helm_release
-from .namespaces import controller_namespace
-from .system_nodes import on_system_nodes
+from .lib.helm import helm_release
+from .lib.namespaces import controller_namespace
+from .lib.placement import on_system_nodes
+from .lib.resources import Children, declare
 
 NAMESPACE = namespaces.GPU_OPERATOR
 RELEASE_NAME = "gpu-operator"
@@ -107,15 +108,12 @@ class GpuOperator(pulumi.ComponentResource):
         :param depends_on: what must exist before anything is applied (system nodes, add-ons).
         """
         super().__init__("gpu-platform:gpu:GpuOperator", name, None, opts)
-        self._provider = provider
-        # A component's depends_on does not reach its children: every child that talks to the
-        # cluster waits itself.
-        self._depends_on = list(depends_on)
+        children = Children(self, provider, depends_on)
 
-        namespace = self._object(f"{name}-namespace", privileged_namespace(NAMESPACE))
+        namespace = declare(f"{name}-namespace", privileged_namespace(NAMESPACE), children.opts())
         config_maps = [
-            self._object(f"{name}-device-plugin-config", time_slicing_config_map(pools), [namespace]),
-            self._object(f"{name}-mig-config", mig_config_map(pools), [namespace]),
+            declare(f"{name}-device-plugin-config", time_slicing_config_map(pools), children.opts(namespace)),
+            declare(f"{name}-mig-config", mig_config_map(pools), children.opts(namespace)),
         ]
         # The operator mounts both ConfigMaps into its operands: they must exist before it starts.
         self.release = helm_release(
@@ -124,13 +122,13 @@ class GpuOperator(pulumi.ComponentResource):
             pin=charts[CHART_KEY],
             namespace=NAMESPACE,
             values=operator_values(pools, gpu),
-            opts=self._opts([namespace, *config_maps]),
+            opts=children.opts(namespace, *config_maps),
         )
 
         self.dra_release = None
         api_version = dra_api_version(kubernetes_version)
         if gpu.dra.enabled and api_version is not None:
-            dra_namespace = self._object(f"{name}-dra-namespace", privileged_namespace(DRA_NAMESPACE))
+            dra_namespace = declare(f"{name}-dra-namespace", privileged_namespace(DRA_NAMESPACE), children.opts())
             # After the operator: the kubelet plugin is scheduled by the NFD labels the operator's NFD sets.
             self.dra_release = helm_release(
                 f"{name}-dra-driver",
@@ -138,13 +136,13 @@ class GpuOperator(pulumi.ComponentResource):
                 pin=charts[DRA_CHART_KEY],
                 namespace=DRA_NAMESPACE,
                 values=dra_driver_values(api_version),
-                opts=self._opts([dra_namespace, self.release]),
+                opts=children.opts(dra_namespace, self.release),
             )
             for template in resource_claim_templates(gpu.dra.claim_templates, kubernetes_version):
                 metadata = template["metadata"]
                 namespace = (namespaces or {}).get(metadata["namespace"])
                 waits_for = [self.dra_release, *([namespace] if namespace is not None else [])]
-                self._object(f"{name}-claim-{metadata['namespace']}-{metadata['name']}", template, waits_for)
+                declare(f"{name}-claim-{metadata['namespace']}-{metadata['name']}", template, children.opts(*waits_for))
 
         self.register_outputs(
             {
@@ -153,20 +151,6 @@ class GpuOperator(pulumi.ComponentResource):
                 "draChartVersion": self.dra_release.version if self.dra_release else None,
             }
         )
-
-    def _opts(self, extra: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[*self._depends_on, *extra])
-
-    def _object(self, logical: str, manifest: dict[str, Any], extra: Sequence[pulumi.Resource] = ()) -> pulumi.CustomResource:
-        kind = manifest["kind"]
-        opts = self._opts(extra)
-        if kind == "Namespace":
-            return k8s.core.v1.Namespace(logical, metadata=manifest["metadata"], opts=opts)
-        if kind == "ConfigMap":
-            return k8s.core.v1.ConfigMap(logical, metadata=manifest["metadata"], data=manifest["data"], opts=opts)
-        if kind == "ResourceClaimTemplate" and manifest["apiVersion"] == "resource.k8s.io/v1":
-            return k8s.resource.v1.ResourceClaimTemplate(logical, metadata=manifest["metadata"], spec=manifest["spec"], opts=opts)
-        raise ValueError(f"no declaration for {manifest['apiVersion']} {kind}")
 
 
 

@@ -21,10 +21,12 @@ from pulumi_aws import eks as aws_eks
 from config import namespaces
 from config.versions import ChartPin
 
-from . import iam as policies
-from .helm import helm_release
-from .monitoring import CHART_SCRAPE_VALUES
-from .system_nodes import NODE_ROLE_POLICIES, on_system_nodes
+from .lib import iam as policies
+from .lib.helm import helm_release
+from .lib.iam import NODE_ROLE_POLICIES
+from .lib.placement import on_system_nodes
+from .lib.prometheus import CHART_SCRAPE_VALUES
+from .lib.resources import Children
 
 NAMESPACE = namespaces.KARPENTER
 SERVICE_ACCOUNT = "karpenter"
@@ -122,6 +124,9 @@ class Karpenter(pulumi.ComponentResource):
         """
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # Only what talks to the cluster waits for it: IAM, SQS and EventBridge need nothing from it.
+        after_cluster = Children(self, depends_on=depends_on)
+        in_cluster = Children(self, k8s_provider, depends_on)
         tags = dict(tags)
 
         # --- node role ------------------------------------------------------------------------
@@ -149,7 +154,7 @@ class Karpenter(pulumi.ComponentResource):
             type="EC2_LINUX",
             tags=tags,
             # The cluster must exist first: `depends_on` (the system nodes) comes after it.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*node_attachments, *depends_on]),
+            opts=after_cluster.opts(*node_attachments),
         )
         self.node_role_name = self.node_role.name
 
@@ -227,18 +232,17 @@ class Karpenter(pulumi.ComponentResource):
             service_account=SERVICE_ACCOUNT,
             role_arn=self.controller_role.arn,
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+            opts=after_cluster.opts(),
         )
 
         # --- Helm releases --------------------------------------------------------------------
-        # A component's depends_on does not reach its children: each release waits itself.
         self.crd_release = helm_release(
             f"{name}-crd",
             release_name="karpenter-crd",
             pin=chart_versions["karpenter-crd"],
             namespace=NAMESPACE,
             values={},
-            opts=pulumi.ResourceOptions(parent=self, provider=k8s_provider, depends_on=list(depends_on)),
+            opts=in_cluster.opts(),
         )
         self.controller_release = helm_release(
             f"{name}-controller",
@@ -249,17 +253,7 @@ class Karpenter(pulumi.ComponentResource):
             # The CRDs come from the karpenter-crd release, which Helm upgrades (see config/versions.py).
             skip_crds=True,
             # The controller calls AWS at start-up and launches nodes that must be able to join.
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                provider=k8s_provider,
-                depends_on=[
-                    self.crd_release,
-                    pod_identity,
-                    *controller_attachments,
-                    self.node_access_entry,
-                    *depends_on,
-                ],
-            ),
+            opts=in_cluster.opts(self.crd_release, pod_identity, *controller_attachments, self.node_access_entry),
         )
 
         # All of it, so that a dependent (the NodePools) is destroyed while Karpenter can still drain

@@ -25,12 +25,14 @@ from config.monitoring import MonitoringConfig, ReceiverConfig
 from config.versions import ChartPin
 
 from . import alerts, dashboards
-from .helm import helm_release
-from .namespaces import controller_namespace
-from .system_nodes import on_system_nodes
+from .lib.helm import helm_release
+from .lib.namespaces import controller_namespace
+from .lib.placement import on_system_nodes
+from .lib.prometheus import PROMETHEUS_RELEASE
+from .lib.resources import Children, declare
 
 NAMESPACE = namespaces.MONITORING
-RELEASE_NAME = "kube-prometheus-stack"
+RELEASE_NAME = PROMETHEUS_RELEASE
 CHART_KEY = "kube-prometheus-stack"
 RECEIVER_SECRET = "alertmanager-receivers"
 RULES_NAME = "gpu-platform"
@@ -42,23 +44,6 @@ NODE_LABELS_ALLOWLIST = f"nodes=[{POOL_LABEL},{GPU_MODEL_LABEL}]"
 
 # Scrape every namespace: with these false, an empty selector means "all", not "this release's".
 _SELECTED_KINDS = ("rule", "serviceMonitor", "podMonitor", "probe", "scrapeConfig")
-
-# What the other controllers' charts need to be scraped (their own ServiceMonitors). Karpenter's and
-# Kueue's values merge these; KEDA's add labels and its webhooks (a test checks they contain these).
-CHART_SCRAPE_VALUES: dict[str, dict[str, Any]] = {
-    # aws/karpenter-provider-aws v1.14.1 charts/karpenter: ServiceMonitor on the `http-metrics` port (8080).
-    "karpenter": {"serviceMonitor": {"enabled": True}},
-    # kedacore/charts v2.20.2 keda: operator (scalers' metrics) and metrics server, port `metrics` (8080).
-    "keda": {
-        "prometheus": {
-            "operator": {"enabled": True, "serviceMonitor": {"enabled": True}},
-            "metricServer": {"enabled": True, "serviceMonitor": {"enabled": True}},
-        }
-    },
-    # kubernetes-sigs/kueue v0.19.2 charts/kueue: ServiceMonitor on the https metrics port (bearer token),
-    # RoleBinding for Prometheus; ClusterQueue quota/usage gauges are opt-in in the manager config.
-    "kueue": {"enablePrometheus": True},
-}
 
 
 class Monitoring(pulumi.ComponentResource):
@@ -83,27 +68,17 @@ class Monitoring(pulumi.ComponentResource):
         :param depends_on: what must exist first (system nodes, the gp3 StorageClass, add-ons).
         """
         super().__init__("gpu-platform:monitoring:Monitoring", name, None, opts)
-        # A component's depends_on does not reach its children: each waits itself.
-        base = list(depends_on)
+        children = Children(self, provider, depends_on)
 
-        def opts_after(*extra: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[*base, *extra])
-
-        namespace_manifest = controller_namespace(NAMESPACE)
-        namespace = k8s.core.v1.Namespace(f"{name}-namespace", metadata=namespace_manifest["metadata"], opts=opts_after())
+        namespace = declare(f"{name}-namespace", controller_namespace(NAMESPACE), children.opts())
 
         before_release: list[pulumi.Resource] = [namespace]
         secret_manifest = receiver_secret(config.receivers)
         if secret_manifest is not None:
+            # Credentials from the stack's secure config: each value secret in the state and in every preview.
+            string_data = {key: pulumi.Output.secret(value) for key, value in secret_manifest["stringData"].items()}
             before_release.append(
-                k8s.core.v1.Secret(
-                    f"{name}-{RECEIVER_SECRET}",
-                    metadata=secret_manifest["metadata"],
-                    type=secret_manifest["type"],
-                    # Credentials from the stack's secure config: each value secret in the state and in every preview.
-                    string_data={key: pulumi.Output.secret(value) for key, value in secret_manifest["stringData"].items()},
-                    opts=opts_after(namespace),
-                )
+                declare(f"{name}-{RECEIVER_SECRET}", {**secret_manifest, "stringData": string_data}, children.opts(namespace))
             )
 
         self.release = helm_release(
@@ -112,27 +87,15 @@ class Monitoring(pulumi.ComponentResource):
             pin=chart,
             namespace=NAMESPACE,
             values=stack_values(config),
-            opts=opts_after(*before_release),
+            opts=children.opts(*before_release),
         )
 
         # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
         rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, alerts.all_groups(config.idle_gpu_hours))
-        k8s.apiextensions.CustomResource(
-            f"{name}-rules-{RULES_NAME}",
-            api_version=rule["apiVersion"],
-            kind=rule["kind"],
-            metadata=rule["metadata"],
-            spec=rule["spec"],
-            opts=opts_after(self.release),
-        )
+        declare(f"{name}-rules-{RULES_NAME}", rule, children.opts(self.release))
         for dashboard in dashboards.dashboards():
             manifest = dashboards.dashboard_config_map(dashboard, NAMESPACE)
-            k8s.core.v1.ConfigMap(
-                f"{name}-dashboard-{dashboard.uid}",
-                metadata=manifest["metadata"],
-                data=manifest["data"],
-                opts=opts_after(self.release),
-            )
+            declare(f"{name}-dashboard-{dashboard.uid}", manifest, children.opts(self.release))
 
         self.register_outputs({"namespace": NAMESPACE, "chartVersion": self.release.version})
 

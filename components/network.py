@@ -10,7 +10,7 @@ from pulumi_aws import cloudwatch, ec2, iam
 from config.labels import DISCOVERY_TAG
 from config.platform import NetworkPlan
 
-from . import iam as policies
+from .lib import iam as policies
 
 
 class Network(pulumi.ComponentResource):

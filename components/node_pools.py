@@ -19,6 +19,8 @@ from config.labels import (
 )
 from config.node_pools import CpuPoolConfig, RootVolumeConfig
 
+from .lib.resources import Children, declare
+
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
 
@@ -44,36 +46,25 @@ class NodePools(pulumi.ComponentResource):
         # NodePools and node classes depend on the whole Karpenter install (controller, IAM, queue):
         # `pulumi destroy` removes them first, so Karpenter is still there to drain and terminate the
         # instances it launched instead of leaving them running and unowned.
-        self._depends_on = list(depends_on)
-        self._provider = provider
+        children = Children(self, provider, depends_on)
 
         for pool in gpu_pools:
-            node_class = self._declare(
+            node_class = declare(
                 f"{name}-{pool.name}-nodeclass",
                 ec2_node_class(pool.name, pool.config.ami_family, pool.ami_release, pool.config.root_volume, pool.has_instance_store,
                                cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: pool.name}),
+                children.opts(),
             )
-            self._declare(f"{name}-{pool.name}", gpu_node_pool(pool), extra_dependencies=[node_class])
+            declare(f"{name}-{pool.name}", gpu_node_pool(pool), children.opts(node_class))
 
-        cpu_class = self._declare(
+        cpu_class = declare(
             f"{name}-{CPU_POOL_NAME}-nodeclass",
             ec2_node_class(CPU_POOL_NAME, "al2023", cpu_ami_release, cpu_pool.root_volume, False,
                            cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: CPU_POOL_NAME}),
+            children.opts(),
         )
-        self._declare(f"{name}-{CPU_POOL_NAME}", cpu_node_pool(cpu_pool), extra_dependencies=[cpu_class])
+        declare(f"{name}-{CPU_POOL_NAME}", cpu_node_pool(cpu_pool), children.opts(cpu_class))
         self.register_outputs({})
-
-    def _declare(self, logical: str, manifest: dict[str, Any], extra_dependencies: Sequence[pulumi.Resource] = ()):
-        return k8s.apiextensions.CustomResource(
-            logical,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=self._provider, depends_on=[*self._depends_on, *extra_dependencies]
-            ),
-        )
 
 
 def ec2_node_class(

@@ -26,13 +26,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
-from pulumi_kubernetes import _utilities as k8s_utilities
 
 from config import namespaces
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
 from config.labels import (
     APP_NAME_LABEL,
-    GPU_TAINT,
     LOCAL_QUEUE,
     NAMESPACE_NAME_LABEL,
     TENANT_LABEL,
@@ -40,10 +38,11 @@ from config.labels import (
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
-from .helm import helm_release
-from .monitoring import CHART_SCRAPE_VALUES
-from .namespaces import controller_namespace
-from .system_nodes import on_system_nodes
+from .lib.helm import helm_release
+from .lib.namespaces import controller_namespace
+from .lib.placement import gpu_toleration, on_system_nodes
+from .lib.prometheus import CHART_SCRAPE_VALUES
+from .lib.resources import Children, declare
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART_KEY = "kueue"
@@ -105,18 +104,6 @@ CHART_DEFAULT_MANAGER_CONFIG: dict[str, Any] = {
 }
 
 
-class _TopLevelFieldsResource(pulumi.CustomResource):
-    """A custom resource whose fields sit beside `metadata` rather than under `spec` (WorkloadPriorityClass).
-
-    `k8s.apiextensions.CustomResource` carries only `spec`; this registers the same resource type
-    (`kubernetes:<apiVersion>:<kind>`) with every field of the manifest, as crd2pulumi's classes do.
-    """
-
-    def __init__(self, logical: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions):
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(version=k8s_utilities.get_version()))
-        super().__init__(f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", logical, dict(manifest), opts)
-
-
 class Queueing(pulumi.ComponentResource):
     """Kueue in `kueue-system` on the system nodes, and one ClusterQueue and LocalQueue per tenant.
 
@@ -127,7 +114,7 @@ class Queueing(pulumi.ComponentResource):
     LocalQueues for their tenant's namespace and ClusterQueue.
     """
 
-    namespace: k8s.core.v1.Namespace
+    namespace: pulumi.CustomResource
     release: k8s.helm.v3.Release
     flavors: dict[str, pulumi.CustomResource]
     cohorts: dict[str, pulumi.CustomResource]
@@ -158,43 +145,40 @@ class Queueing(pulumi.ComponentResource):
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
         """
         super().__init__("gpu-platform:queueing:Queueing", name, None, opts)
-        self._provider = provider
-        self._depends_on = list(depends_on)
+        children = Children(self, provider, depends_on)
         missing = [tenant.name for tenant in tenants if tenant.name not in namespaces]
         if missing:
             raise ValueError(f"Queueing needs the namespace resource of every tenant; missing: {', '.join(missing)}")
 
         # --- controller -------------------------------------------------------------------------
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata=controller_namespace(NAMESPACE)["metadata"], opts=self._opts()
-        )
+        self.namespace = declare(f"{name}-namespace", controller_namespace(NAMESPACE), children.opts())
         self.release = helm_release(
             f"{name}-release",
             release_name=RELEASE_NAME,
             pin=chart,
             namespace=NAMESPACE,
             values=kueue_values(),
-            opts=self._opts([self.namespace]),
+            opts=children.opts(self.namespace),
         )
         installed = [self.release]
 
         # --- flavors, cohorts, priority tiers ---------------------------------------------------
         self.flavors = {
-            CPU_FLAVOR: self._custom(f"{name}-flavor-{CPU_FLAVOR}", cpu_resource_flavor(), installed)
+            CPU_FLAVOR: declare(f"{name}-flavor-{CPU_FLAVOR}", cpu_resource_flavor(), children.opts(*installed))
         }
         for flavor in flavors:
-            self.flavors[flavor.name] = self._custom(f"{name}-flavor-{flavor.name}", resource_flavor(flavor), installed)
+            self.flavors[flavor.name] = declare(f"{name}-flavor-{flavor.name}", resource_flavor(flavor), children.opts(*installed))
 
         self.cohorts = {}
         for cohort in cohorts(queueing):
             parent = cohort["spec"].get("parentName")
             after = [*installed, self.cohorts[parent]] if parent else installed
             cohort_name = cohort["metadata"]["name"]
-            self.cohorts[cohort_name] = self._custom(f"{name}-cohort-{cohort_name}", cohort, after)
+            self.cohorts[cohort_name] = declare(f"{name}-cohort-{cohort_name}", cohort, children.opts(*after))
 
         self.priority_classes = {
-            manifest["metadata"]["name"]: _TopLevelFieldsResource(
-                f"{name}-priority-{manifest['metadata']['name']}", manifest, self._opts(installed)
+            manifest["metadata"]["name"]: declare(
+                f"{name}-priority-{manifest['metadata']['name']}", manifest, children.opts(*installed)
             )
             for manifest in workload_priority_classes(queueing)
         }
@@ -204,15 +188,15 @@ class Queueing(pulumi.ComponentResource):
         for tenant in tenants:
             queue = cluster_queue(tenant)
             flavor_names = [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]]
-            self.cluster_queues[tenant.name] = self._custom(
+            self.cluster_queues[tenant.name] = declare(
                 f"{name}-cq-{tenant.name}",
                 queue,
-                [*installed, *(self.flavors[f] for f in flavor_names), self.cohorts[tenant.cohort]],
+                children.opts(*installed, *(self.flavors[f] for f in flavor_names), self.cohorts[tenant.cohort]),
             )
-            self.local_queues[tenant.name] = self._custom(
+            self.local_queues[tenant.name] = declare(
                 f"{name}-lq-{tenant.name}",
                 local_queue(tenant),
-                [*installed, self.cluster_queues[tenant.name], namespaces[tenant.name]],
+                children.opts(*installed, self.cluster_queues[tenant.name], namespaces[tenant.name]),
             )
 
         self.register_outputs(
@@ -221,19 +205,6 @@ class Queueing(pulumi.ComponentResource):
                 "chartVersion": self.release.version,
                 "clusterQueues": sorted(self.cluster_queues),
             }
-        )
-
-    def _opts(self, extra: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
-        return pulumi.ResourceOptions(parent=self, provider=self._provider, depends_on=[*self._depends_on, *extra])
-
-    def _custom(self, logical: str, manifest: Mapping[str, Any], after: Sequence[pulumi.Resource]) -> pulumi.CustomResource:
-        return k8s.apiextensions.CustomResource(
-            logical,
-            api_version=manifest["apiVersion"],
-            kind=manifest["kind"],
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=self._opts(after),
         )
 
 
@@ -320,10 +291,6 @@ def resource_flavor(flavor: FlavorPlan) -> dict[str, Any]:
 def cpu_resource_flavor() -> dict[str, Any]:
     """The CPU pool's nodes; no GPU toleration, so nothing admitted here can land on a GPU node."""
     return _manifest("ResourceFlavor", CPU_FLAVOR, {"nodeLabels": cpu_flavor_labels()})
-
-
-def gpu_toleration() -> dict[str, str]:
-    return {"key": GPU_TAINT["key"], "operator": "Equal", "value": GPU_TAINT["value"], "effect": GPU_TAINT["effect"]}
 
 
 def cohorts(queueing: QueueingConfig) -> list[dict[str, Any]]:

@@ -12,40 +12,9 @@ from pulumi_aws import eks as aws_eks
 from config.cluster import SystemNodesConfig
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 
-from . import iam as policies
-
-# The EKS API spells taint effects differently from Kubernetes.
-_KUBERNETES_TAINT_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
-
-
-def system_node_selector() -> dict[str, str]:
-    key = SYSTEM_NODE_TAINT["key"]
-    return {key: SYSTEM_NODE_LABELS[key]}
-
-
-def system_node_toleration() -> dict[str, str]:
-    """SYSTEM_NODE_TAINT as a Kubernetes toleration."""
-    return {
-        "key": SYSTEM_NODE_TAINT["key"],
-        "operator": "Equal",
-        "value": SYSTEM_NODE_TAINT["value"],
-        "effect": _KUBERNETES_TAINT_EFFECTS[SYSTEM_NODE_TAINT["effect"]],
-    }
-
-
-def on_system_nodes() -> dict[str, Any]:
-    """A controller's placement in Helm values: selects the system nodes and tolerates their taint."""
-    return {"nodeSelector": system_node_selector(), "tolerations": [system_node_toleration()]}
-
-
-NODE_ROLE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryPullOnly",
-    # The VPC CNI reads its credentials from the node, before any pod (Pod Identity's agent included) runs.
-    "AmazonEKS_CNI_Policy",
-    # Shell access through Session Manager instead of SSH keys and open ports.
-    "AmazonSSMManagedInstanceCore",
-)
+from .lib import iam as policies
+from .lib.iam import NODE_ROLE_POLICIES
+from .lib.resources import Children
 
 
 class SystemNodeGroup(pulumi.ComponentResource):
@@ -112,7 +81,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             tags=dict(tags),
             # The role's policies must be attached before nodes boot, or they never join; `depends_on`
             # brings what a node needs from the cluster (its networking add-ons).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*attachments, *depends_on]),
+            opts=Children(self, depends_on=depends_on).opts(*attachments),
         )
 
         self.node_group_name = self.node_group.node_group_name

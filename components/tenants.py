@@ -33,7 +33,8 @@ from config import namespaces
 from config.fair_share import TenantPlan
 from config.labels import NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_LABEL
 
-from .cluster import principal_slug
+from .lib.iam import principal_slug
+from .lib.resources import Children, declare
 
 # `warn` and `audit` stay restricted even where `enforce` is relaxed: users still see what would fail.
 POD_SECURITY_AUDIT_LEVEL = "restricted"
@@ -62,7 +63,7 @@ RBAC_API_GROUP = "rbac.authorization.k8s.io"
 class Tenants(pulumi.ComponentResource):
     """Every tenant of the stack, one `Tenant` child each, and the access entries of their principals."""
 
-    namespaces: dict[str, k8s.core.v1.Namespace]
+    namespaces: dict[str, pulumi.CustomResource]
     access_entries: dict[str, aws_eks.AccessEntry]
 
     def __init__(
@@ -103,8 +104,7 @@ class Tenants(pulumi.ComponentResource):
                 type="STANDARD",
                 kubernetes_groups=groups,
                 tags=dict(tags or {}),
-                # A component's depends_on does not reach its children; each entry waits itself.
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+                opts=Children(self, depends_on=depends_on).opts(),
             )
             for principal, groups in principal_groups(tenants).items()
         }
@@ -114,7 +114,7 @@ class Tenants(pulumi.ComponentResource):
 class Tenant(pulumi.ComponentResource):
     """One tenant's namespaced objects; the namespace first, everything else waits for it."""
 
-    namespace: k8s.core.v1.Namespace
+    namespace: pulumi.CustomResource
 
     def __init__(
         self,
@@ -127,17 +127,12 @@ class Tenant(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpu-platform:tenants:Tenant", name, None, opts)
+        children = Children(self, provider)
         objects = tenant_objects(plan, kubernetes_version)
         namespace_manifest = objects.pop("namespace")
-        self.namespace = _declare(
-            f"{plan.name}-namespace", namespace_manifest, pulumi.ResourceOptions(parent=self, provider=provider, protect=protect)
-        )
+        self.namespace = declare(f"{plan.name}-namespace", namespace_manifest, children.opts(protect=protect))
         for suffix, manifest in objects.items():
-            _declare(
-                f"{plan.name}-{suffix}",
-                manifest,
-                pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[self.namespace]),
-            )
+            declare(f"{plan.name}-{suffix}", manifest, children.opts(self.namespace))
         self.register_outputs({"namespace": plan.namespace})
 
 
@@ -320,21 +315,3 @@ def _policy(plan: TenantPlan, name: str, spec: dict[str, Any]) -> dict[str, Any]
 def _namespace_peer(name: str) -> dict[str, Any]:
     return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
 
-
-# --- declaring manifests through the typed classes ------------------------------------------------
-
-# The SDK passes camelCase dicts through unchanged (and would translate snake_case ones), so the
-# builders' manifests go in as they are; only the top-level fields become keyword arguments.
-_CLASSES: dict[str, type[pulumi.CustomResource]] = {
-    "Namespace": k8s.core.v1.Namespace,
-    "ResourceQuota": k8s.core.v1.ResourceQuota,
-    "LimitRange": k8s.core.v1.LimitRange,
-    "NetworkPolicy": k8s.networking.v1.NetworkPolicy,
-    "RoleBinding": k8s.rbac.v1.RoleBinding,
-}
-_ARGUMENTS = {"metadata": "metadata", "spec": "spec", "roleRef": "role_ref", "subjects": "subjects"}
-
-
-def _declare(logical: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> Any:
-    fields = {_ARGUMENTS[key]: value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
-    return _CLASSES[manifest["kind"]](logical, **fields, opts=opts)

@@ -474,8 +474,8 @@ def _contains(outer: Any, inner: Any) -> bool:
 
 
 def test_keda_exposes_what_the_monitoring_stack_scrapes():
-    monitoring = pytest.importorskip("components.monitoring")
-    assert _contains(autoscaling.keda_values(), monitoring.CHART_SCRAPE_VALUES["keda"])
+    prometheus = pytest.importorskip("components.lib.prometheus")
+    assert _contains(autoscaling.keda_values(), prometheus.CHART_SCRAPE_VALUES["keda"])
 
 
 # --- the component under mocks -------------------------------------------------------------------------------

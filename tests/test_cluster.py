@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.cluster import CLUSTER_ADMIN_POLICY, principal_slug
+from components.cluster import CLUSTER_ADMIN_POLICY
+from components.lib.iam import principal_slug
 
 from .conftest import fixture_document, render, render_fixture, short
 

@@ -19,7 +19,6 @@ import pytest
 import yaml
 from pulumi_aws import iam
 
-from components import iam as policies
 from components.karpenter import (
     CONTROLLER_POLICY_NAMES,
     INTERRUPTION_EVENTS,
@@ -29,7 +28,9 @@ from components.karpenter import (
     event_pattern,
     interruption_queue_policy,
 )
-from components.system_nodes import NODE_ROLE_POLICIES, SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+from components.lib import iam as policies
+from components.lib.iam import NODE_ROLE_POLICIES
+from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config.versions import CHARTS
 from offline.cloud import ACCOUNT_ID
 from offline.engine import Recording, run_program

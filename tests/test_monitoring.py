@@ -10,7 +10,8 @@ import pytest
 
 from components import dashboards
 from components.alerts import check_promql
-from components.monitoring import CHART_SCRAPE_VALUES, NAMESPACE, RECEIVER_SECRET, Monitoring, alertmanager_config, receiver_secret, stack_values
+from components.lib.prometheus import CHART_SCRAPE_VALUES
+from components.monitoring import NAMESPACE, RECEIVER_SECRET, Monitoring, alertmanager_config, receiver_secret, stack_values
 from config.labels import SYSTEM_NODE_TAINT
 from config.monitoring import MonitoringConfig
 from config.versions import CHARTS, ChartPin

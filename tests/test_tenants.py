@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.cluster import principal_slug
+from components.lib.iam import principal_slug
 from components.tenants import (
     DEFAULT_CONTAINER_LIMITS,
     DEFAULT_CONTAINER_REQUESTS,

@@ -1,4 +1,4 @@
-"""IAM policy documents as plain dicts: trust policies for the platform's roles.
+"""IAM as plain data: policy documents for the platform's roles, the node roles' managed policies, principals' names.
 
 Kept apart from the components so tests can read them without Pulumi, and so every role trusts
 exactly one service principal.
@@ -7,10 +7,21 @@ exactly one service principal.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 # AWS-managed policies by name, in the commercial partition.
 MANAGED_POLICY_ARN = "arn:aws:iam::aws:policy/{}"
+
+# What every node role carries: the system node group's and Karpenter's.
+NODE_ROLE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    # The VPC CNI reads its credentials from the node, before any pod (Pod Identity's agent included) runs.
+    "AmazonEKS_CNI_Policy",
+    # Shell access through Session Manager instead of SSH keys and open ports.
+    "AmazonSSMManagedInstanceCore",
+)
 
 
 def managed_policy(name: str) -> str:
@@ -51,3 +62,12 @@ def flow_logs_delivery_policy(log_group_arn: str) -> dict[str, Any]:
 def to_json(document: dict[str, Any]) -> str:
     """Policy JSON with stable key order, so a render is byte-identical run to run."""
     return json.dumps(document, sort_keys=True)
+
+
+def principal_slug(principal_arn: str) -> str:
+    """`arn:aws:iam::111122223333:role/team/PlatformAdmin` -> `111122223333-role-team-platformadmin`.
+
+    A stable, readable part of a logical name: the account keeps two accounts' same-named roles apart.
+    """
+    account, resource = principal_arn.split(":")[4], principal_arn.split(":", 5)[5]
+    return re.sub(r"[^a-z0-9]+", "-", f"{account}-{resource}".lower()).strip("-")
