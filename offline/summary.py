@@ -6,7 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
-from components.alerts import alerts as alert_rules
+from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT

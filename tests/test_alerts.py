@@ -1,7 +1,7 @@
 """Alerts and recording rules: real PromQL, complete annotations, and promtool unit tests for every alert.
 
 The rule file promtool checks and the unit-test file it runs are generated from the same data as
-the PrometheusRule (components/alerts.py). promtool comes from Debian's `prometheus` package;
+the PrometheusRule (components/monitoring/alerts.py). promtool comes from Debian's `prometheus` package;
 `.ci/run` installs it. The unit tests compare labels only: promtool also compares rendered
 annotations, whose templates `promtool check rules` already checks on the full file.
 """
@@ -18,8 +18,14 @@ import jsonschema
 import pytest
 import yaml
 
-from components import alerts
-from components.alerts import NAMESPACE_GPU_UTILISATION, NAMESPACE_GPUS_ALLOCATED, POD_GPU_UTILISATION, AlertRule, check_promql
+from components.monitoring import alerts
+from components.monitoring.alerts import (
+    NAMESPACE_GPU_UTILISATION,
+    NAMESPACE_GPUS_ALLOCATED,
+    POD_GPU_UTILISATION,
+    AlertRule,
+    check_promql,
+)
 from config.versions import CHARTS
 from offline.engine import PROJECT_DIR
 from offline.upstream import chart_dir

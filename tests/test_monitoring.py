@@ -8,10 +8,17 @@ from typing import Any
 import pulumi_kubernetes as k8s
 import pytest
 
-from components import dashboards
-from components.alerts import check_promql
 from components.lib.prometheus import CHART_SCRAPE_VALUES
-from components.monitoring import NAMESPACE, RECEIVER_SECRET, Monitoring, alertmanager_config, receiver_secret, stack_values
+from components.monitoring import (
+    NAMESPACE,
+    RECEIVER_SECRET,
+    Monitoring,
+    alertmanager_config,
+    dashboards,
+    receiver_secret,
+    stack_values,
+)
+from components.monitoring.alerts import check_promql
 from config.labels import SYSTEM_NODE_TAINT
 from config.monitoring import MonitoringConfig
 from config.versions import CHARTS, ChartPin

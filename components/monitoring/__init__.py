@@ -1,5 +1,8 @@
 """Prometheus, Alertmanager and Grafana (kube-prometheus-stack) in namespace `monitoring`, on the system nodes.
 
+The platform's rules (`alerts.py`) and Grafana dashboards (`dashboards.py`) are data beside the component
+that declares them, as kubernetes-mixin keeps `alerts/` beside `dashboards/`.
+
 Upstream, checked at these exact versions:
 - prometheus-community/helm-charts kube-prometheus-stack-88.5.3, charts/kube-prometheus-stack/values.yaml
   (every key below exists there; subcharts grafana 12.11.1, kube-state-metrics 8.4.0,
@@ -25,11 +28,11 @@ from config.monitoring import MonitoringConfig, ReceiverConfig
 from config.versions import ChartPin
 
 from . import alerts, dashboards
-from .lib.helm import helm_release
-from .lib.namespaces import controller_namespace
-from .lib.placement import on_system_nodes
-from .lib.prometheus import PROMETHEUS_RELEASE
-from .lib.resources import Children, declare
+from ..lib.helm import helm_release
+from ..lib.namespaces import controller_namespace
+from ..lib.placement import on_system_nodes
+from ..lib.prometheus import PROMETHEUS_RELEASE
+from ..lib.resources import Children, declare
 
 NAMESPACE = namespaces.MONITORING
 RELEASE_NAME = PROMETHEUS_RELEASE
