@@ -86,17 +86,6 @@ def project_path(*parts: str) -> Path:
     return PROJECT_DIR.joinpath(*parts)
 
 
-CONFORMANCE_DIR = PROJECT_DIR.parent / "shared" / "conformance"
-
-
-def conformance_python() -> Path:
-    """The interpreter of the conformance checker's own virtualenv (`make test` creates it)."""
-    python = PROJECT_DIR / ".venv-conformance" / "bin" / "python"
-    if not python.exists():
-        pytest.fail("the conformance checker's virtualenv is missing: run `make test` (it creates .venv-conformance)")
-    return python
-
-
 def with_dra(document: dict[str, Any]) -> dict[str, Any]:
     """single-pool plus a small L4 pool allocated through DRA and a claim template in a tenant namespace."""
     document["gpu-platform:nodePools"].append(

@@ -7,8 +7,6 @@ import random
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -24,11 +22,13 @@ from config.autoscaling import CLASS_PRESETS
 from config.labels import GPU_TAINT, LOCAL_QUEUE
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, run_program
+from offline.helm_values import release_problems
+from offline.openapi import Finding
 from offline.upstream import chart_dir
+from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import FIXTURES, conformance_python, fixture_document, load, stand_in_namespaces
+from .conftest import FIXTURES, fixture_document, load, stand_in_namespaces
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
 CHART_VALUES = chart_dir("keda", CHARTS["keda"].version) / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
@@ -401,29 +401,29 @@ def test_built_in_kinds_validate_strictly(embeddings, version):
 
 # --- conformance against the upstream schemas ----------------------------------------------------------------
 
-def _validate(paths: Sequence[Path], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(conformance_python()), str(CONFORMANCE / "validate.py"), *args, *map(str, paths)],
-        capture_output=True, text=True, timeout=300, check=False,
-    )
+@functools.cache
+def _keda_crds() -> CustomResourceDefinitions:
+    return CustomResourceDefinitions.installed_by([{"chart": KEDA_PIN.chart, "version": KEDA_PIN.version}])
 
 
-def test_scaled_objects_validate_against_the_keda_crd(tmp_path):
-    manifests = _every_scaled_object()
-    path = tmp_path / "scaledobjects.yaml"
-    path.write_text(yaml.safe_dump_all(manifests))
-    result = _validate([path], "--strict-unknown")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{len(manifests)} objects checked, 0 problems" in result.stdout
+def _crd_findings(scaled: dict[str, Any], fixture: str) -> list[Finding]:
+    return object_findings(scaled, _keda_crds(), _config(fixture).cluster.kubernetes_version).findings
 
 
-def test_the_crd_check_catches_a_broken_scaled_object(tmp_path):
+def test_scaled_objects_validate_against_the_keda_crd():
+    for fixture in FIXTURES:
+        config = _config(fixture)
+        for tenant in config.tenants:
+            for deployment in tenant.config.inference:
+                assert _crd_findings(autoscaling.scaled_object(tenant, deployment, config.autoscaling), fixture) == []
+
+
+def test_the_crd_check_catches_a_broken_scaled_object():
     broken = _scaled_object(_config("multi-pool"), "inference", "chat")
     broken["spec"]["minReplicaCount"] = 20  # above maxReplicaCount: a CEL rule of the CRD
-    path = tmp_path / "broken.yaml"
-    path.write_text(yaml.safe_dump(broken))
-    result = _validate([path])
-    assert result.returncode == 1, result.stdout
+    assert [(f.path, f.reason.split(" (rule: ")[0]) for f in _crd_findings(broken, "multi-pool")] == [
+        (("spec",), "minReplicaCount must be less than or equal to maxReplicaCount")
+    ]
 
 
 def _key_paths(values: Any, prefix: str = "") -> dict[str, Any]:
@@ -449,11 +449,9 @@ def test_every_helm_value_exists_in_the_pinned_chart():
     assert not [path for path in _key_paths(autoscaling.keda_values()) if not known(path)]
 
 
-def test_helm_values_pass_the_chart_conformance_check(tmp_path):
-    path = tmp_path / "keda.yaml"
-    path.write_text(yaml.safe_dump(autoscaling.keda_values()))
-    result = _validate([path], "--helm-values", "keda")
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_helm_values_pass_the_chart_conformance_check():
+    release = {"chart": KEDA_PIN.chart, "version": KEDA_PIN.version, "values": autoscaling.keda_values()}
+    assert release_problems("helm/keda.yaml", release) == []
 
 
 def test_keda_runs_on_the_system_nodes_and_is_scraped():
