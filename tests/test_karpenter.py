@@ -20,13 +20,15 @@ import yaml
 from pulumi_aws import iam
 
 from components.karpenter import (
-    CONTROLLER_POLICY_NAMES,
     INTERRUPTION_EVENTS,
     Karpenter,
-    controller_policy_documents,
     controller_values,
     event_pattern,
     interruption_queue_policy,
+)
+from components.karpenter.policy import (
+    CONTROLLER_POLICY_NAMES,
+    controller_policy_documents,
 )
 from components.lib import iam as policies
 from components.lib.iam import NODE_ROLE_POLICIES

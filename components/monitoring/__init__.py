@@ -27,12 +27,12 @@ from config.labels import DEFAULT_STORAGE_CLASS, GPU_MODEL_LABEL, POOL_LABEL
 from config.monitoring import MonitoringConfig, ReceiverConfig
 from config.versions import ChartPin
 
-from . import alerts, dashboards
 from ..lib.helm import helm_release
 from ..lib.namespaces import controller_namespace
 from ..lib.placement import on_system_nodes
 from ..lib.prometheus import PROMETHEUS_RELEASE
 from ..lib.resources import Children, declare
+from . import alerts, dashboards
 
 NAMESPACE = namespaces.MONITORING
 RELEASE_NAME = PROMETHEUS_RELEASE
