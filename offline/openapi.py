@@ -138,7 +138,7 @@ def schema_findings(value: Any, schema: Schema, path: FieldPath = (), *, structu
 
 
 def _type_finding(value: Any, schema: Schema, path: FieldPath) -> Finding | None:
-    if schema.get("x-kubernetes-int-or-string"):
+    if schema.get("x-kubernetes-int-or-string") or schema.get("format") == "int-or-string":
         if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
             return None
         return Finding(path, f"must be an integer or a string, not {type_name(value)}")

@@ -82,7 +82,7 @@ def validate_render(render_dir: Path, kubernetes_version: str | None = None) -> 
     crds = CustomResourceDefinitions.installed_by(releases.values())
     for index, document in documents:
         if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
-            crds.add(document, f"manifests.yaml#{index}")
+            crds.add(document, f"manifests.yaml#{index}")  # a malformed one adds nothing; its own check says why
 
     report = Report(objects=len(documents) + len(releases))
     not_evaluated: set[tuple[str, str, str]] = set()
@@ -168,8 +168,10 @@ class CustomResourceDefinitions:
         return crds
 
     def add(self, crd: Mapping[str, Any], source: str) -> None:
-        spec = crd["spec"]
-        self._by_kind.setdefault((spec["group"], spec["names"]["kind"]), (crd, source))
+        spec = crd.get("spec")
+        if not (isinstance(spec, dict) and isinstance(spec.get("names"), dict) and isinstance(spec.get("versions"), list)):
+            return
+        self._by_kind.setdefault((spec.get("group", ""), spec["names"].get("kind", "")), (crd, source))
 
     def get(self, group: str, kind: str) -> tuple[Mapping[str, Any], str] | None:
         return self._by_kind.get((group, kind))

@@ -101,7 +101,15 @@ def test_a_crd_the_manifests_declare_is_in_scope_and_its_library_rules_are_count
     ]
 
 
-def test_schema_defaults_apply_before_validation(tmp_path):
+def test_a_malformed_crd_in_the_manifests_is_reported_not_used(tmp_path):
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "budgets.example.com"}}
+    report = validate_render(_render(tmp_path / "render", yaml.safe_dump(crd), []), KUBERNETES)
+    assert report.problems == [
+        "manifests.yaml#1 apiextensions.k8s.io/v1 CustomResourceDefinition budgets.example.com: spec: required field is missing"
+    ]
+
+
+def test_schema_defaults_apply_before_validation():
     schema = {
         "type": "object",
         "properties": {"mode": {"type": "string", "default": "fast", "enum": ["fast", "safe"]}, "n": {"type": "integer"}},
@@ -114,6 +122,7 @@ def test_schema_defaults_apply_before_validation(tmp_path):
 
 OPENAPI_CASES = [
     ("int-or-string takes either", {"x-kubernetes-int-or-string": True}, 3, []),
+    ("the int-or-string format takes either", {"type": "string", "format": "int-or-string"}, 3, []),
     ("int-or-string refuses a list", {"x-kubernetes-int-or-string": True}, [3], ["must be an integer or a string, not a list"]),
     ("nullable admits null", {"type": "string", "nullable": True}, None, []),
     ("a quantity format must parse", {"type": "string", "format": "quantity"}, "2 GiB", ['"2 GiB" is not a valid quantity']),
