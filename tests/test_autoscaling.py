@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from components import autoscaling
+from components.autoscaling import vllm
 from config import PlatformConfig
 from config.autoscaling import CLASS_PRESETS
 from config.labels import GPU_TAINT, LOCAL_QUEUE
@@ -387,7 +388,7 @@ def test_tensor_parallel_replicas_use_all_their_gpus():
     tenant["inference"][0].update(gpusPerReplica=2, maxReplicas=4)
     config = load(document)
     plan, deployment = _deployment(config, "llm-training", "embeddings")
-    container = autoscaling.server_deployment(plan, deployment, autoscaling.tenant_flavor(plan, "a100-spot"))["spec"]["template"]["spec"]["containers"][0]
+    container = vllm.server_deployment(plan, deployment, vllm.tenant_flavor(plan, "a100-spot"))["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][-2:] == ["--tensor-parallel-size", "2"]
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "2"
 

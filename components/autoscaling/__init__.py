@@ -1,4 +1,4 @@
-"""KEDA, and per tenant inference deployment a ScaledObject (plus the model server when the platform serves it).
+"""KEDA, and per tenant inference deployment a ScaledObject (plus the vLLM server, `vllm.py`, when the platform serves it).
 
 Upstream, checked at these exact versions:
 - the chart: kedacore/charts v2.20.2, keda/values.yaml and keda/templates/{manager,metrics-server,webhooks}/
@@ -36,20 +36,15 @@ import pulumi_kubernetes as k8s
 
 from config import namespaces
 from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
-from config.fair_share import FlavorPlan, TenantPlan
-from config.labels import (
-    APP_NAME_LABEL,
-    GPU_RESOURCE,
-    LOCAL_QUEUE,
-    QUEUE_NAME_LABEL,
-)
+from config.fair_share import TenantPlan
 from config.versions import ChartPin
 
-from .lib.helm import helm_release
-from .lib.namespaces import controller_namespace
-from .lib.placement import gpu_toleration, on_system_nodes
-from .lib.prometheus import PROMETHEUS_RELEASE, PROMETHEUS_URL
-from .lib.resources import Children, declare
+from ..lib.helm import helm_release
+from ..lib.namespaces import controller_namespace
+from ..lib.placement import on_system_nodes
+from ..lib.prometheus import PROMETHEUS_RELEASE, PROMETHEUS_URL
+from ..lib.resources import Children, declare
+from .vllm import deployment_labels, server_manifests
 
 NAMESPACE = namespaces.KEDA
 RELEASE_NAME = "keda"
@@ -89,21 +84,6 @@ HPA_BEHAVIOR: dict[str, Any] = {
     },
 }
 
-# --- the model server ----------------------------------------------------------------------------
-SERVER_CONTAINER = "vllm"
-HTTP_PORT_NAME = "http"
-HEALTH_PATH = "/health"  # vLLM's OpenAI server answers 200 once the engine is up
-# A spot instance gets a two-minute warning, on which Karpenter cordons and drains the node. The pod
-# keeps serving in-flight requests for PRESTOP_DRAIN_SECONDS after it is taken out of the Service's
-# endpoints, then vLLM gets SIGTERM; drain plus shutdown fit inside the warning.
-PRESTOP_DRAIN_SECONDS = 90
-# Longer than the whole warning (120 s + 30 s margin) so the kubelet never SIGKILLs a draining server
-# first; on on-demand nodes (consolidation, rollouts) it bounds drain + shutdown the same way.
-TERMINATION_GRACE_SECONDS = 150
-# Model download and load can take minutes: liveness waits for the startup probe, up to 15 minutes.
-STARTUP_PROBE_FAILURES = 90
-PROBE_PERIOD_SECONDS = 10
-CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is not writable as non-root
 
 
 class Autoscaling(pulumi.ComponentResource):
@@ -248,7 +228,7 @@ def scaled_object(tenant: TenantPlan, deployment: InferenceDeploymentConfig, aut
     return copy.deepcopy({
         "apiVersion": API_VERSION,
         "kind": "ScaledObject",
-        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": deployment_labels(deployment)},
         "spec": {
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.name},
             "minReplicaCount": deployment.min_replicas,
@@ -283,162 +263,14 @@ def _prometheus_trigger(name: str, query: str, metric_type: str, *, threshold: i
     return {"type": "prometheus", "name": name, "metricType": metric_type, "metadata": metadata}
 
 
-# --- the model server ----------------------------------------------------------------------------------
-
-def tenant_flavor(tenant: TenantPlan, flavor_name: str) -> FlavorPlan:
-    """The flavor a deployment runs on; config checked it is one of the tenant's quotas."""
-    return next(quota.flavor for quota in tenant.quotas if quota.flavor.name == flavor_name)
-
-
-def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig, flavor: FlavorPlan) -> dict[str, Any]:
-    """The vLLM Deployment. No `replicas`: KEDA's HPA owns the scale subresource, and a declared count
-    would be re-applied by every `pulumi up`, fighting it (server-side apply leaves unowned fields alone)."""
-    serving = deployment.serving
-    assert serving is not None
-    gpus = deployment.gpus_per_replica
-    cpu, memory_gib = server_cpu_memory(flavor, gpus)
-    args = ["--model", serving.model, "--port", str(serving.port)]
-    if gpus > 1:
-        args += ["--tensor-parallel-size", str(gpus)]  # otherwise vLLM uses one of the GPUs it holds
-    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    pod_security.update(runAsNonRoot=True, runAsUser=serving.run_as_user, runAsGroup=serving.run_as_user, fsGroup=serving.run_as_user)
-    volumes: list[tuple[str, dict[str, Any]]] = [(CACHE_DIR, {"name": "cache", "emptyDir": {}})]
-    if gpus > 1:
-        # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.
-        volumes.append(("/dev/shm", {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{2 * gpus}Gi"}}))
-    probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": PROBE_PERIOD_SECONDS}
-    labels = _labels(deployment)
-    # Deep-copied: the manifest shares no dict between its fields (or with HPA_BEHAVIOR-like constants).
-    return copy.deepcopy({
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {
-            "name": deployment.name,
-            "namespace": tenant.namespace,
-            # Kueue's deployment integration admits the pods against the tenant's quota.
-            "labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE},
-        },
-        "spec": {
-            "selector": {"matchLabels": labels},
-            # Add the new replica before removing an old one: a rollout never lowers serving capacity
-            # (at maxReplicas the surge pod waits for quota, which stalls the rollout instead).
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-            "template": {
-                "metadata": {"labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE}},
-                "spec": {
-                    "automountServiceAccountToken": False,
-                    "nodeSelector": dict(flavor.node_labels),
-                    "tolerations": [gpu_toleration()],
-                    # Spread over zones so topology-aware routing has a local replica in each.
-                    "topologySpreadConstraints": [
-                        {
-                            "maxSkew": 1,
-                            "topologyKey": "topology.kubernetes.io/zone",
-                            "whenUnsatisfiable": "ScheduleAnyway",
-                            "labelSelector": {"matchLabels": labels},
-                        }
-                    ],
-                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
-                    "securityContext": pod_security,
-                    "containers": [
-                        {
-                            "name": SERVER_CONTAINER,
-                            "image": serving.image,
-                            "args": args,
-                            "ports": [{"name": HTTP_PORT_NAME, "containerPort": serving.port, "protocol": "TCP"}],
-                            "env": [
-                                {"name": "HOME", "value": CACHE_DIR},
-                                {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
-                            ],
-                            "resources": {
-                                "requests": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
-                                "limits": {"memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
-                            },
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "capabilities": {"drop": ["ALL"]},
-                            },
-                            "startupProbe": {**probe, "failureThreshold": STARTUP_PROBE_FAILURES},
-                            "readinessProbe": {**probe, "failureThreshold": 3},
-                            "livenessProbe": {**probe, "failureThreshold": 6, "timeoutSeconds": 5},
-                            # Keep serving in-flight requests while the endpoint removal propagates.
-                            "lifecycle": {"preStop": {"sleep": {"seconds": PRESTOP_DRAIN_SECONDS}}},
-                            "volumeMounts": [{"name": volume["name"], "mountPath": path} for path, volume in volumes],
-                        }
-                    ],
-                    "volumes": [volume for _, volume in volumes],
-                },
-            },
-        },
-    })
-
-
-def server_cpu_memory(flavor: FlavorPlan, gpus: int) -> tuple[int, int]:
-    """vCPUs and GiB for a replica: half the per-GPU share of the pool's smallest instance type, per GPU,
-    so a replica fits any node of the pool beside the daemonsets. (A derived number: move it to
-    FlavorPlan in config/ when a second reader appears.)"""
-    vcpu_per_gpu = min(t.vcpu // t.gpus for t in flavor.pool.instance_types)
-    memory_per_gpu = min(t.memory_gib // t.gpus for t in flavor.pool.instance_types)
-    return max(1, vcpu_per_gpu // 2) * gpus, max(4, memory_per_gpu // 2) * gpus
-
-
-def server_service(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
-    """ClusterIP Service; `PreferClose` keeps requests in the caller's zone when it has a ready replica."""
-    serving = deployment.serving
-    assert serving is not None
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
-        "spec": {
-            "type": "ClusterIP",
-            "selector": _labels(deployment),
-            "ports": [{"name": HTTP_PORT_NAME, "port": serving.port, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}],
-            "trafficDistribution": "PreferClose",
-        },
-    }
-
-
-def server_disruption_budget(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
-    """One replica at a time may be evicted.
-
-    Not `minAvailable: minReplicas`: at minReplicas (most of the day for most services) that budget
-    allows no eviction, so Karpenter could never consolidate or expire the node. `maxUnavailable: 1`
-    lets drains progress at any scale, one replica at a time.
-    Unhealthy pods may always be evicted, so a crash-looping replica never blocks a drain.
-    """
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
-        "spec": {
-            "maxUnavailable": 1,
-            "selector": {"matchLabels": _labels(deployment)},
-            "unhealthyPodEvictionPolicy": "AlwaysAllow",
-        },
-    }
-
-
-def _labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
-    return {APP_NAME_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
-
-
 # --- everything one deployment adds, for tests and the render --------------------------------------------
 
 def deployment_manifests(
     tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig
 ) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: every object one inference deployment adds, in apply order."""
-    objects = {}
-    if deployment.serving is not None:
-        flavor = tenant_flavor(tenant, deployment.flavor)
-        objects = {
-            "server": server_deployment(tenant, deployment, flavor),
-            "service": server_service(tenant, deployment),
-            "pdb": server_disruption_budget(tenant, deployment),
-            "metrics": server_pod_monitor(tenant, deployment),
-        }
-    return {**objects, "scaler": scaled_object(tenant, deployment, autoscaling)}
+    servers = server_manifests(tenant, deployment) if deployment.serving is not None else {}
+    return {**servers, "scaler": scaled_object(tenant, deployment, autoscaling)}
 
 
 def deployment_objects(
@@ -446,21 +278,3 @@ def deployment_objects(
 ) -> list[dict[str, Any]]:
     """The Kubernetes objects one inference deployment adds, in apply order."""
     return list(deployment_manifests(tenant, deployment, autoscaling).values())
-
-
-def server_pod_monitor(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
-    """Prometheus scrapes the server's own metrics: the queue-depth trigger reads vllm:num_requests_waiting.
-
-    (A tenant that deploys its own server declares this itself; the tenant's NetworkPolicy admits scrapes
-    from the monitoring namespace.)
-    """
-    assert deployment.serving is not None
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PodMonitor",
-        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": _labels(deployment)},
-        "spec": {
-            "selector": {"matchLabels": _labels(deployment)},
-            "podMetricsEndpoints": [{"port": HTTP_PORT_NAME, "path": "/metrics", "interval": "15s"}],
-        },
-    }

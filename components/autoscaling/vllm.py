@@ -1,0 +1,201 @@
+"""The vLLM model server the platform runs for an inference deployment that sets `serving`.
+
+Deployment, Service, PodDisruptionBudget and PodMonitor in the tenant's namespace; KEDA (the package's
+`__init__.py`) scales the Deployment. Against vLLM's OpenAI-compatible server: `/health` answers once the
+engine is up, `/metrics` exports `vllm:num_requests_waiting` (the queue-depth trigger's metric).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from config.autoscaling import InferenceDeploymentConfig
+from config.fair_share import FlavorPlan, TenantPlan
+from config.labels import APP_NAME_LABEL, GPU_RESOURCE, LOCAL_QUEUE, QUEUE_NAME_LABEL
+
+from ..lib.placement import gpu_toleration
+
+SERVER_CONTAINER = "vllm"
+HTTP_PORT_NAME = "http"
+HEALTH_PATH = "/health"  # vLLM's OpenAI server answers 200 once the engine is up
+# A spot instance gets a two-minute warning, on which Karpenter cordons and drains the node. The pod
+# keeps serving in-flight requests for PRESTOP_DRAIN_SECONDS after it is taken out of the Service's
+# endpoints, then vLLM gets SIGTERM; drain plus shutdown fit inside the warning.
+PRESTOP_DRAIN_SECONDS = 90
+# Longer than the whole warning (120 s + 30 s margin) so the kubelet never SIGKILLs a draining server
+# first; on on-demand nodes (consolidation, rollouts) it bounds drain + shutdown the same way.
+TERMINATION_GRACE_SECONDS = 150
+# Model download and load can take minutes: liveness waits for the startup probe, up to 15 minutes.
+STARTUP_PROBE_FAILURES = 90
+PROBE_PERIOD_SECONDS = 10
+CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is not writable as non-root
+
+
+def server_manifests(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, dict[str, Any]]:
+    """Logical-name suffix -> manifest: the server's objects, in apply order."""
+    flavor = tenant_flavor(tenant, deployment.flavor)
+    return {
+        "server": server_deployment(tenant, deployment, flavor),
+        "service": server_service(tenant, deployment),
+        "pdb": server_disruption_budget(tenant, deployment),
+        "metrics": server_pod_monitor(tenant, deployment),
+    }
+
+
+def tenant_flavor(tenant: TenantPlan, flavor_name: str) -> FlavorPlan:
+    """The flavor a deployment runs on; config checked it is one of the tenant's quotas."""
+    return next(quota.flavor for quota in tenant.quotas if quota.flavor.name == flavor_name)
+
+
+def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig, flavor: FlavorPlan) -> dict[str, Any]:
+    """The vLLM Deployment. No `replicas`: KEDA's HPA owns the scale subresource, and a declared count
+    would be re-applied by every `pulumi up`, fighting it (server-side apply leaves unowned fields alone)."""
+    serving = deployment.serving
+    assert serving is not None
+    gpus = deployment.gpus_per_replica
+    cpu, memory_gib = server_cpu_memory(flavor, gpus)
+    args = ["--model", serving.model, "--port", str(serving.port)]
+    if gpus > 1:
+        args += ["--tensor-parallel-size", str(gpus)]  # otherwise vLLM uses one of the GPUs it holds
+    pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
+    pod_security.update(runAsNonRoot=True, runAsUser=serving.run_as_user, runAsGroup=serving.run_as_user, fsGroup=serving.run_as_user)
+    volumes: list[tuple[str, dict[str, Any]]] = [(CACHE_DIR, {"name": "cache", "emptyDir": {}})]
+    if gpus > 1:
+        # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.
+        volumes.append(("/dev/shm", {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{2 * gpus}Gi"}}))
+    probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": PROBE_PERIOD_SECONDS}
+    labels = deployment_labels(deployment)
+    # Deep-copied: the manifest shares no dict between its fields (or with HPA_BEHAVIOR-like constants).
+    return copy.deepcopy({
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": deployment.name,
+            "namespace": tenant.namespace,
+            # Kueue's deployment integration admits the pods against the tenant's quota.
+            "labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE},
+        },
+        "spec": {
+            "selector": {"matchLabels": labels},
+            # Add the new replica before removing an old one: a rollout never lowers serving capacity
+            # (at maxReplicas the surge pod waits for quota, which stalls the rollout instead).
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE}},
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "nodeSelector": dict(flavor.node_labels),
+                    "tolerations": [gpu_toleration()],
+                    # Spread over zones so topology-aware routing has a local replica in each.
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": "topology.kubernetes.io/zone",
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": labels},
+                        }
+                    ],
+                    "terminationGracePeriodSeconds": TERMINATION_GRACE_SECONDS,
+                    "securityContext": pod_security,
+                    "containers": [
+                        {
+                            "name": SERVER_CONTAINER,
+                            "image": serving.image,
+                            "args": args,
+                            "ports": [{"name": HTTP_PORT_NAME, "containerPort": serving.port, "protocol": "TCP"}],
+                            "env": [
+                                {"name": "HOME", "value": CACHE_DIR},
+                                {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
+                            ],
+                            "resources": {
+                                "requests": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
+                                "limits": {"memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
+                            },
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "capabilities": {"drop": ["ALL"]},
+                            },
+                            "startupProbe": {**probe, "failureThreshold": STARTUP_PROBE_FAILURES},
+                            "readinessProbe": {**probe, "failureThreshold": 3},
+                            "livenessProbe": {**probe, "failureThreshold": 6, "timeoutSeconds": 5},
+                            # Keep serving in-flight requests while the endpoint removal propagates.
+                            "lifecycle": {"preStop": {"sleep": {"seconds": PRESTOP_DRAIN_SECONDS}}},
+                            "volumeMounts": [{"name": volume["name"], "mountPath": path} for path, volume in volumes],
+                        }
+                    ],
+                    "volumes": [volume for _, volume in volumes],
+                },
+            },
+        },
+    })
+
+
+def server_cpu_memory(flavor: FlavorPlan, gpus: int) -> tuple[int, int]:
+    """vCPUs and GiB for a replica: half the per-GPU share of the pool's smallest instance type, per GPU,
+    so a replica fits any node of the pool beside the daemonsets. (A derived number: move it to
+    FlavorPlan in config/ when a second reader appears.)"""
+    vcpu_per_gpu = min(t.vcpu // t.gpus for t in flavor.pool.instance_types)
+    memory_per_gpu = min(t.memory_gib // t.gpus for t in flavor.pool.instance_types)
+    return max(1, vcpu_per_gpu // 2) * gpus, max(4, memory_per_gpu // 2) * gpus
+
+
+def server_service(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
+    """ClusterIP Service; `PreferClose` keeps requests in the caller's zone when it has a ready replica."""
+    serving = deployment.serving
+    assert serving is not None
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": deployment_labels(deployment)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": deployment_labels(deployment),
+            "ports": [{"name": HTTP_PORT_NAME, "port": serving.port, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}],
+            "trafficDistribution": "PreferClose",
+        },
+    }
+
+
+def server_disruption_budget(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
+    """One replica at a time may be evicted.
+
+    Not `minAvailable: minReplicas`: at minReplicas (most of the day for most services) that budget
+    allows no eviction, so Karpenter could never consolidate or expire the node. `maxUnavailable: 1`
+    lets drains progress at any scale, one replica at a time.
+    Unhealthy pods may always be evicted, so a crash-looping replica never blocks a drain.
+    """
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": deployment_labels(deployment)},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": deployment_labels(deployment)},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }
+
+
+def deployment_labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
+    """Labels of everything declared for one inference deployment; the Service, PodDisruptionBudget and
+    PodMonitor select the server's pods by them."""
+    return {APP_NAME_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
+
+
+def server_pod_monitor(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
+    """Prometheus scrapes the server's own metrics: the queue-depth trigger reads vllm:num_requests_waiting.
+
+    (A tenant that deploys its own server declares this itself; the tenant's NetworkPolicy admits scrapes
+    from the monitoring namespace.)
+    """
+    assert deployment.serving is not None
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": deployment_labels(deployment)},
+        "spec": {
+            "selector": {"matchLabels": deployment_labels(deployment)},
+            "podMetricsEndpoints": [{"port": HTTP_PORT_NAME, "path": "/metrics", "interval": "15s"}],
+        },
+    }
