@@ -1,0 +1,149 @@
+"""The README's steps, followed in a copy of the project, leave the stack checks green.
+
+A user onboards a tenant into `Pulumi.dev.yaml` (README: "Tenants and fair-share queues") and adds an
+environment (README: "Add an environment"), then runs the tests. Both edits land in a copy, so the
+user's own stack files are read but never changed; the copy's `tests/test_stacks.py` must pass and
+must have checked the new stack.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from ipaddress import ip_network
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from config.regions import AVAILABILITY_ZONES
+
+from .conftest import WALKTHROUGH, load, project_path
+
+NEW_STACK = "staging"
+# Everything in the project but what a checkout does not carry: virtualenvs, renders, git, caches.
+NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", "__pycache__", ".*_cache", "*.pyc")
+T = "gpu-platform:tenants"
+
+
+def readme_section(heading: str) -> str:
+    readme = project_path("README.md").read_text()
+    start = readme.index(f"\n## {heading}\n")
+    end = readme.find("\n## ", start + 1)
+    return readme[start:end]
+
+
+def readme_tenant() -> dict[str, Any]:
+    """The example entry the onboarding section shows, as the user pastes it."""
+    section = readme_section("Tenants and fair-share queues")
+    [block] = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
+    [tenant] = yaml.safe_load(block)
+    return tenant
+
+
+def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:
+    """Add the README's example tenant to a stack, adapted as the README and the config errors say.
+
+    The README's example is written for a stack with business units and an H100 pool. On another
+    stack the user takes a flavor from the summary's table (the first), leaves out a business unit
+    the stack does not declare, and follows the config errors: a pool too small for the nominal
+    quota gets more `gpus`, and a borrowing limit is lowered to what the rest of the cohort can lend.
+    """
+    tenant = dict(example)
+    config = load(document)
+    taken = {t.name for t in config.tenants}
+    tenant["name"] = next(n for n in (example["name"], *(f"{example['name']}-{i}" for i in range(2, 99))) if n not in taken)
+    if tenant.get("businessUnit") not in config.queueing.business_units:
+        tenant.pop("businessUnit", None)
+    if tenant.get("priority") not in config.queueing.priorities:
+        tenant.pop("priority", None)
+
+    [(wanted, quota)] = example["gpu"].items()
+    flavors = {f.name: f for f in config.flavors}
+    flavor = flavors.get(wanted) or config.flavors[0]
+    quotas = [q for t in config.tenants for q in t.quotas]
+    promised = sum(q.quota.nominal for q in quotas if q.flavor.pool.name == flavor.pool.name)
+    missing = promised + quota["nominal"] - flavor.capacity_units
+    if missing > 0:
+        pool = next(p for p in document["gpu-platform:nodePools"] if p["name"] == flavor.pool.name)
+        pool["gpus"] += math.ceil(missing * flavor.pool.gpu_limit / flavor.capacity_units)
+    lendable = sum(
+        q.quota.nominal if q.quota.lending_limit is None else q.quota.lending_limit for q in quotas if q.flavor.name == flavor.name
+    )
+    tenant["gpu"] = {flavor.name: {**quota, "borrowingLimit": min(quota.get("borrowingLimit", 0), lendable)}}
+    document[T].append(tenant)
+    return tenant
+
+
+def add_environment(project: Path, name: str) -> None:
+    """README "Add an environment": copy dev, then change name, region, VPC range, admins and endpoint."""
+    stacks = {path: yaml.safe_load(path.read_text()) for path in sorted(project.glob("Pulumi.*.yaml"))}
+    dev = stacks[project / "Pulumi.dev.yaml"]
+    document = dev["config"]
+    cluster = document["gpu-platform:cluster"]
+    cluster["name"] = f"gpu-{name}"
+    zones_needed = cluster["network"].get("azCount", 2)
+    document["aws:region"] = next(
+        region for region, zones in AVAILABILITY_ZONES.items() if region != document["aws:region"] and len(zones) >= zones_needed
+    )
+    in_use = [ip_network(s["config"]["gpu-platform:cluster"]["network"]["vpcCidr"]) for s in stacks.values()]
+    cluster["network"]["vpcCidr"] = str(
+        next(n for n in ip_network("10.0.0.0/8").subnets(new_prefix=16) if not any(n.overlaps(used) for used in in_use))
+    )
+    cluster["admins"] = [f"arn:aws:iam::111122223333:role/{name.capitalize()}PlatformAdmin"]
+    cluster["endpoint"]["publicAccessCidrs"] = ["198.51.100.0/24"]
+    (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(dev, sort_keys=False))
+
+
+@dataclass
+class Walkthrough:
+    """The copy's stack checks, running in a process of their own; output goes to a file, not a pipe."""
+
+    workdir: Path
+    process: subprocess.Popen[bytes]
+
+    def result(self) -> tuple[int, str]:
+        code = self.process.wait(timeout=600)
+        return code, (self.workdir / "pytest.log").read_text()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def start_walkthrough() -> Walkthrough:
+    """Copy the project, follow both README sections in the copy, and start its stack checks."""
+    workdir = Path(tempfile.mkdtemp(prefix="readme-steps-"))
+    project = workdir / "project"
+    shutil.copytree(project_path(), project, ignore=NOT_COPIED)
+
+    add_environment(project, NEW_STACK)
+    dev_file = project / "Pulumi.dev.yaml"
+    dev = yaml.safe_load(dev_file.read_text())
+    onboard(dev["config"], readme_tenant())
+    dev_file.write_text(yaml.safe_dump(dev, sort_keys=False))
+
+    with (workdir / "pytest.log").open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "tests/test_stacks.py"],
+            cwd=project,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    return Walkthrough(workdir, process)
+
+
+def test_onboarding_a_tenant_and_adding_an_environment_as_the_readme_says_keeps_the_stack_checks_green(request):
+    # conftest.py starts the walk-through once collection selects this test; see pytest_collection_finish.
+    code, output = request.config.stash[WALKTHROUGH].result()
+    assert code == 0, output[-8000:]
+    passed = re.findall(r"^PASSED tests/test_stacks\.py::(\w+)\[([\w-]+)\]", output, re.MULTILINE)
+    checks_of = {stack: {test for test, s in passed if s == stack} for _, stack in passed}
+    assert checks_of.get(NEW_STACK) and checks_of[NEW_STACK] == checks_of["dev"], output[-8000:]
