@@ -15,6 +15,7 @@ import yaml
 
 from config.versions import CHARTS
 from offline.__main__ import main
+from offline.cel import CelResult, cel_findings
 from offline.helm_values import release_problems, values_findings
 from offline.openapi import Finding, schema_findings, with_defaults
 from offline.validate import Report, validate_render
@@ -107,6 +108,29 @@ def test_a_malformed_crd_in_the_manifests_is_reported_not_used(tmp_path):
     assert report.problems == [
         "manifests.yaml#1 apiextensions.k8s.io/v1 CustomResourceDefinition budgets.example.com: spec: required field is missing"
     ]
+
+
+RANGE = {
+    "type": "object",
+    "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}},
+    "x-kubernetes-validations": [
+        {"rule": "self.min <= self.max", "message": "min above max"},
+        {"rule": "self.min == oldSelf.min", "message": "min is immutable"},
+    ],
+}
+
+
+def test_a_rule_reading_an_unset_field_is_a_problem_as_at_admission():
+    assert cel_findings({"min": 1}, RANGE) == CelResult(
+        [Finding((), "rule fails to evaluate (no such member in mapping: 'max'), so the API server rejects the object "
+                     "(rule: self.min <= self.max)")],
+        [],
+    )
+
+
+def test_transition_rules_are_skipped_not_counted():
+    assert cel_findings({"min": 1, "max": 2}, RANGE) == CelResult([], [])
+    assert cel_findings({"min": 3, "max": 2}, RANGE) == CelResult([Finding((), "min above max (rule: self.min <= self.max)")], [])
 
 
 def test_schema_defaults_apply_before_validation():
