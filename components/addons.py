@@ -22,10 +22,13 @@ from .lib.resources import Children, declare
 # the create fails after twenty minutes.
 BEFORE_NODES = frozenset({"vpc-cni", "kube-proxy", "eks-pod-identity-agent"})
 
+# The add-on that provisions EBS volumes: the default StorageClass waits for it.
+EBS_CSI_DRIVER = "aws-ebs-csi-driver"
+
 # Add-ons that call AWS APIs, the service account they run as, and the managed policy they need.
 # Their credentials come from EKS Pod Identity, never from the node role.
 ADDON_IDENTITIES: dict[str, tuple[str, str]] = {
-    "aws-ebs-csi-driver": ("ebs-csi-controller-sa", "service-role/AmazonEBSCSIDriverPolicy"),
+    EBS_CSI_DRIVER: ("ebs-csi-controller-sa", "service-role/AmazonEBSCSIDriverPolicy"),
 }
 
 # Add-on configuration beyond the defaults. vpc-cni: enforce NetworkPolicies (tenants' isolation);

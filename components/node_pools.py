@@ -21,6 +21,8 @@ from config.node_pools import CpuPoolConfig, RootVolumeConfig
 
 from .lib.resources import Children, declare
 
+# The general CPU pool runs the AMI family whose release `cpu_ami_release` names.
+CPU_AMI_FAMILY = "al2023"
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
 
@@ -59,7 +61,7 @@ class NodePools(pulumi.ComponentResource):
 
         cpu_class = declare(
             f"{name}-{CPU_POOL_NAME}-nodeclass",
-            ec2_node_class(CPU_POOL_NAME, "al2023", cpu_ami_release, cpu_pool.root_volume, False,
+            ec2_node_class(CPU_POOL_NAME, CPU_AMI_FAMILY, cpu_ami_release, cpu_pool.root_volume, False,
                            cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: CPU_POOL_NAME}),
             children.opts(),
         )

@@ -8,14 +8,15 @@ import pulumi_aws as aws
 from config import PlatformConfig
 from config.versions import AMI_RELEASES
 
-from .addons import BEFORE_NODES, ClusterAddons, DefaultStorageClass
+from . import autoscaling, monitoring, queueing
+from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .autoscaling import Autoscaling
 from .cluster import Cluster
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
 from .monitoring import Monitoring
 from .network import Network
-from .node_pools import NodePools
+from .node_pools import CPU_AMI_FAMILY, NodePools
 from .queueing import Queueing
 from .system_nodes import SystemNodeGroup
 from .tenants import Tenants
@@ -83,7 +84,7 @@ class GpuPlatform(pulumi.ComponentResource):
         storage_class = DefaultStorageClass(
             f"{name}-storage",
             provider=self.cluster.provider,
-            depends_on=[workload_addons.addons["aws-ebs-csi-driver"]],
+            depends_on=[workload_addons.addons[EBS_CSI_DRIVER]],
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -121,7 +122,7 @@ class GpuPlatform(pulumi.ComponentResource):
             config.queueing,
             config.flavors,
             config.tenants,
-            chart=config.charts["kueue"],
+            chart=config.charts[queueing.CHART_KEY],
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
             depends_on=controllers_ready,
@@ -144,7 +145,7 @@ class GpuPlatform(pulumi.ComponentResource):
             config.cpu_pool,
             cluster_name=name,
             node_role_name=self.karpenter.node_role_name,
-            cpu_ami_release=AMI_RELEASES["al2023"],
+            cpu_ami_release=AMI_RELEASES[CPU_AMI_FAMILY],
             tags=tags,
             provider=self.cluster.provider,
             depends_on=self.karpenter.destroy_after,
@@ -155,7 +156,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self.monitoring = Monitoring(
             f"{name}-monitoring",
             config.monitoring,
-            chart=config.charts["kube-prometheus-stack"],
+            chart=config.charts[monitoring.CHART_KEY],
             provider=self.cluster.provider,
             depends_on=[*controllers_ready, storage_class],
             opts=pulumi.ResourceOptions(parent=self),
@@ -165,7 +166,7 @@ class GpuPlatform(pulumi.ComponentResource):
             name,
             config.tenants,
             config.autoscaling,
-            chart=config.charts["keda"],
+            chart=config.charts[autoscaling.CHART_KEY],
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
             depends_on=[*controllers_ready, self.monitoring.release],

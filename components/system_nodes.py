@@ -40,7 +40,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
         role = iam.Role(
             f"{name}-node",
             name=f"{cluster_name}-system-node",
-            assume_role_policy=policies.to_json(policies.service_trust_policy("ec2.amazonaws.com")),
+            assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
             tags=dict(tags),
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -123,7 +123,7 @@ class Karpenter(pulumi.ComponentResource):
         self.node_role = iam.Role(
             f"{name}-node-role",
             name=f"{cluster_name}-karpenter-node",
-            assume_role_policy=policies.to_json(policies.service_trust_policy("ec2.amazonaws.com")),
+            assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
             tags=tags,
             opts=child,
         )
@@ -279,7 +279,7 @@ class Karpenter(pulumi.ComponentResource):
 def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
     """EventBridge (and SQS itself) may send to the queue; nobody may use it without TLS."""
     return {
-        "Version": "2012-10-17",
+        "Version": policies.POLICY_VERSION,
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..lib.iam import EC2_SERVICE, POLICY_VERSION
+
 # Upstream's managed policies, in its order (names without its `KarpenterController...Policy` wrapping).
 # IAM caps a managed policy at 6,144 characters, hence several.
 CONTROLLER_POLICY_NAMES: tuple[str, ...] = (
@@ -137,7 +139,7 @@ def controller_policy_documents(
             "Effect": "Allow",
             "Resource": node_role_arn,
             "Action": "iam:PassRole",
-            "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}},
+            "Condition": {"StringEquals": {"iam:PassedToService": [EC2_SERVICE, f"{EC2_SERVICE}.cn"]}},
         },
         {
             "Sid": "AllowScopedInstanceProfileCreationActions",
@@ -253,4 +255,4 @@ def controller_policy_documents(
         "resource-discovery": resource_discovery,
         "zonal-shift": zonal_shift,
     }
-    return {name: {"Version": "2012-10-17", "Statement": statements[name]} for name in CONTROLLER_POLICY_NAMES}
+    return {name: {"Version": POLICY_VERSION, "Statement": statements[name]} for name in CONTROLLER_POLICY_NAMES}

@@ -12,6 +12,10 @@ from typing import Any
 
 # AWS-managed policies by name, in the commercial partition.
 MANAGED_POLICY_ARN = "arn:aws:iam::aws:policy/{}"
+# The policy language version every document declares.
+POLICY_VERSION = "2012-10-17"
+# The service principal a node role trusts: EC2 assumes it for the instances.
+EC2_SERVICE = "ec2.amazonaws.com"
 
 # What every node role carries: the system node group's and Karpenter's.
 NODE_ROLE_POLICIES = (
@@ -36,7 +40,7 @@ def service_trust_policy(service: str, *, tag_session: bool = False) -> dict[str
     """
     actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else "sts:AssumeRole"
     return {
-        "Version": "2012-10-17",
+        "Version": POLICY_VERSION,
         "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}],
     }
 
@@ -48,7 +52,7 @@ def pod_identity_trust_policy() -> dict[str, Any]:
 def flow_logs_delivery_policy(log_group_arn: str) -> dict[str, Any]:
     """What VPC flow logs need to write into one log group, and nothing else."""
     return {
-        "Version": "2012-10-17",
+        "Version": POLICY_VERSION,
         "Statement": [
             {
                 "Effect": "Allow",
