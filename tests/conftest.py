@@ -66,6 +66,8 @@ WALKTHROUGH = pytest.StashKey[Any]()
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
     for item in session.items:
         if isinstance(item, pytest.Function) and item.path.name == "test_readme_steps.py":
             session.config.stash[WALKTHROUGH] = item.module.start_walkthrough()
