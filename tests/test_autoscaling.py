@@ -46,7 +46,7 @@ def _config(fixture: str) -> PlatformConfig:
 
 
 def _with_chat(**changes: Any) -> PlatformConfig:
-    """dev, with its `inference/chat` deployment changed."""
+    """single-pool, with its `inference/chat` deployment changed."""
     document = fixture_document("single-pool")
     tenant = next(t for t in document["gpu-platform:tenants"] if t["name"] == "inference")
     tenant["inference"][0].update(changes)
@@ -78,7 +78,7 @@ def _every_scaled_object() -> list[dict[str, Any]]:
 
 @pytest.fixture
 def embeddings() -> list[dict[str, Any]]:
-    """prod's llm-training/embeddings, served by the platform on a100-spot: Deployment, Service, PDB, ScaledObject."""
+    """multi-pool's llm-training/embeddings, served by the platform on a100-spot: Deployment, Service, PDB, ScaledObject."""
     config = _config("multi-pool")
     plan, deployment = _deployment(config, "llm-training", "embeddings")
     return autoscaling.deployment_objects(plan, deployment, config.autoscaling)
@@ -509,7 +509,7 @@ def declared(request) -> dict[str, RecordedResource]:
     return {r.name: r for r in _declared(request.param)}
 
 
-def test_prod_declares_keda_and_one_scaler_per_deployment_plus_the_served_model():
+def test_multi_pool_declares_keda_and_one_scaler_per_deployment_plus_the_served_model():
     names = {r.name for r in _declared("multi-pool")}
     assert {
         "gpu-keda-namespace", "gpu-keda",

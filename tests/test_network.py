@@ -73,16 +73,16 @@ def test_the_public_route_table_sends_default_traffic_to_the_internet_gateway():
 
 def test_flow_logs_follow_config():
     assert recording_types(render_fixture("single-pool")).isdisjoint({"aws:ec2/flowLog:FlowLog"})
-    prod = render_fixture("multi-pool")
-    [flow_log] = prod.by_type("aws:ec2/flowLog:FlowLog")
+    multi_pool = render_fixture("multi-pool")
+    [flow_log] = multi_pool.by_type("aws:ec2/flowLog:FlowLog")
     assert flow_log.inputs["trafficType"] == "ALL"
-    [group] = [g for g in prod.by_type("aws:cloudwatch/logGroup:LogGroup") if "flow-logs" in g.inputs["name"]]
+    [group] = [g for g in multi_pool.by_type("aws:cloudwatch/logGroup:LogGroup") if "flow-logs" in g.inputs["name"]]
     assert group.inputs["retentionInDays"] == 90
 
 
 def test_flow_log_role_writes_only_to_its_log_group():
-    prod = render_fixture("multi-pool")
-    [policy] = prod.by_type("aws:iam/rolePolicy:RolePolicy")
+    multi_pool = render_fixture("multi-pool")
+    [policy] = multi_pool.by_type("aws:iam/rolePolicy:RolePolicy")
     [statement] = json.loads(policy.inputs["policy"])["Statement"]
     assert all(resource.startswith("arn:aws:logs:us-east-1:111122223333:log-group:/aws/vpc/gpu-prod/flow-logs")
                for resource in statement["Resource"])

@@ -205,17 +205,17 @@ def test_weights_render_as_plain_decimal_quantities(weight, rendered):
 # --- cohorts, LocalQueues, priorities --------------------------------------------------------------
 
 def test_business_units_are_cohorts_nested_under_the_root():
-    prod = _config("multi-pool")
-    tree = {c["metadata"]["name"]: c["spec"].get("parentName") for c in queueing.cohorts(prod.queueing)}
+    multi_pool = _config("multi-pool")
+    tree = {c["metadata"]["name"]: c["spec"].get("parentName") for c in queueing.cohorts(multi_pool.queueing)}
     assert tree == {"acme-ai": None, "research": "acme-ai", "product": "acme-ai"}
-    cohort_of = {name: q["spec"]["cohortName"] for name, q in queues(prod).items()}
+    cohort_of = {name: q["spec"]["cohortName"] for name, q in queues(multi_pool).items()}
     assert cohort_of == {"llm-training": "research", "inference": "product", "data-science": "research", "experiments": "product"}
 
 
 def test_without_business_units_every_queue_joins_the_root_cohort():
-    dev = _config("single-pool")
-    assert [c["metadata"]["name"] for c in queueing.cohorts(dev.queueing)] == ["gpu-dev"]
-    assert {q["spec"]["cohortName"] for q in queues(dev).values()} == {"gpu-dev"}
+    single_pool = _config("single-pool")
+    assert [c["metadata"]["name"] for c in queueing.cohorts(single_pool.queueing)] == ["gpu-dev"]
+    assert {q["spec"]["cohortName"] for q in queues(single_pool).values()} == {"gpu-dev"}
 
 
 def test_each_tenant_namespace_has_a_default_local_queue_feeding_its_cluster_queue(config):
@@ -368,7 +368,7 @@ def test_logical_names_derive_from_config_names(declared):
     assert all(name.split("-")[1] in ("flavor", "cohort", "cq", "lq", "priority") for name in kueue)
 
 
-def test_prod_declares_one_object_per_flavor_cohort_tenant_and_tier():
+def test_multi_pool_declares_one_object_per_flavor_cohort_tenant_and_tier():
     names = {r.name for r in _declared("multi-pool")}
     expected = {
         "q-namespace", "q-release",
@@ -431,9 +431,9 @@ def test_priority_classes_carry_value_and_description_at_the_top_level():
 
 
 def test_declared_inputs_are_the_builders_manifests():
-    prod = _config("multi-pool")
+    multi_pool = _config("multi-pool")
     declared = {r.name: r for r in _declared("multi-pool")}
-    assert declared["q-cq-inference"].inputs["spec"] == normalise(queueing.cluster_queue(tenant(prod, "inference"))["spec"])
+    assert declared["q-cq-inference"].inputs["spec"] == normalise(queueing.cluster_queue(tenant(multi_pool, "inference"))["spec"])
 
 
 def test_adding_a_tenant_only_adds_its_resources():

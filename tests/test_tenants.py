@@ -48,12 +48,12 @@ RFC1918 = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"}
 
 
 @functools.cache
-def prod():
+def multi_pool():
     return load(fixture_document("multi-pool"))
 
 
 def tenant(name: str) -> TenantPlan:
-    return next(plan for plan in prod().tenants if plan.name == name)
+    return next(plan for plan in multi_pool().tenants if plan.name == name)
 
 
 def declare(tenants: Sequence[TenantPlan], kubernetes_version: str = "1.35", protect: bool = False) -> list[RecordedResource]:
@@ -77,8 +77,8 @@ def declare(tenants: Sequence[TenantPlan], kubernetes_version: str = "1.35", pro
 
 
 @functools.cache
-def declared_prod() -> tuple[RecordedResource, ...]:
-    return tuple(declare(prod().tenants, prod().cluster.kubernetes_version))
+def declared_multi_pool() -> tuple[RecordedResource, ...]:
+    return tuple(declare(multi_pool().tenants, multi_pool().cluster.kubernetes_version))
 
 
 def k8s_objects(records) -> list[RecordedResource]:
@@ -135,12 +135,12 @@ def test_pod_security_versions_are_pinned_to_the_clusters_minor(version):
 
 
 def test_declared_namespaces_follow_the_kubernetes_version_passed_in():
-    [manifest] = recorded(declare(prod().tenants[:1], "1.34"), "Namespace", "llm-training")
+    [manifest] = recorded(declare(multi_pool().tenants[:1], "1.34"), "Namespace", "llm-training")
     assert manifest["metadata"]["labels"][f"{PSS}/enforce-version"] == "v1.34"
 
 
 def test_queueing_selector_matches_its_tenants_namespace_and_no_other():
-    labels = {plan.name: namespace(plan, "1.35")["metadata"]["labels"] for plan in prod().tenants}
+    labels = {plan.name: namespace(plan, "1.35")["metadata"]["labels"] for plan in multi_pool().tenants}
     selector = tenant_namespace_selector("inference")["matchLabels"]
     assert selector == {TENANT_LABEL: "inference"}
     matching = [name for name, ns_labels in labels.items() if selector.items() <= ns_labels.items()]
@@ -162,7 +162,7 @@ def test_resource_quota_is_the_planned_one_and_covers_every_gpu_kueue_admits(nam
 
 
 def test_declared_quota_is_the_planned_one():
-    [manifest] = recorded(declared_prod(), "ResourceQuota", "llm-training")
+    [manifest] = recorded(declared_multi_pool(), "ResourceQuota", "llm-training")
     assert manifest["spec"]["hard"] == tenant("llm-training").resource_quota
 
 
@@ -216,7 +216,7 @@ def test_pods_of_a_tenant_reach_each_other_both_ways():
 
 
 def test_monitoring_may_scrape_every_tenant():
-    for plan in prod().tenants:
+    for plan in multi_pool().tenants:
         spec = policy(plan, "allow-monitoring-scrapes")
         assert spec["ingress"] == [{"from": [namespace_peer("monitoring")]}]
 
@@ -246,7 +246,7 @@ def test_without_internet_egress_pods_reach_only_dns_and_their_own_namespace():
 
 
 def test_the_private_ranges_excepted_cover_the_vpc():
-    vpc = ipaddress.ip_network(prod().network.vpc_cidr)
+    vpc = ipaddress.ip_network(multi_pool().network.vpc_cidr)
     assert any(vpc.subnet_of(ipaddress.ip_network(r)) for r in RFC1918)
 
 
@@ -254,7 +254,7 @@ def test_the_private_ranges_excepted_cover_the_vpc():
 
 
 def test_a_principal_of_two_tenants_gets_one_access_entry_with_both_groups():
-    entries = [r for r in declared_prod() if r.type == ACCESS_ENTRY and r.inputs["principalArn"] == ON_CALL]
+    entries = [r for r in declared_multi_pool() if r.type == ACCESS_ENTRY and r.inputs["principalArn"] == ON_CALL]
     assert len(entries) == 1
     assert entries[0].inputs["kubernetesGroups"] == ["gpu-platform:inference:admins", "gpu-platform:llm-training:admins"]
     assert entries[0].inputs["type"] == "STANDARD"
@@ -262,15 +262,15 @@ def test_a_principal_of_two_tenants_gets_one_access_entry_with_both_groups():
 
 
 def test_every_tenant_principal_has_exactly_one_access_entry_that_waits_for_the_cluster():
-    principals = {arn for plan in prod().tenants for arn in (*plan.config.admins, *plan.config.viewers)}
-    entries = [r for r in declared_prod() if r.type == ACCESS_ENTRY]
+    principals = {arn for plan in multi_pool().tenants for arn in (*plan.config.admins, *plan.config.viewers)}
+    entries = [r for r in declared_multi_pool() if r.type == ACCESS_ENTRY]
     assert sorted(r.inputs["principalArn"] for r in entries) == sorted(principals)
-    [cluster] = [r for r in declared_prod() if r.type == "test:index:Cluster"]
+    [cluster] = [r for r in declared_multi_pool() if r.type == "test:index:Cluster"]
     assert all(cluster.urn in r.dependencies for r in entries)
 
 
 def test_groups_never_use_the_system_prefix_eks_refuses():
-    assert all(not g.startswith("system:") for groups in principal_groups(prod().tenants).values() for g in groups)
+    assert all(not g.startswith("system:") for groups in principal_groups(multi_pool().tenants).values() for g in groups)
 
 
 def test_adding_a_tenant_renames_and_changes_no_other_resource():
@@ -278,7 +278,7 @@ def test_adding_a_tenant_renames_and_changes_no_other_resource():
     doc["gpu-platform:tenants"].append(
         {"name": "newcomers", "admins": ["arn:aws:iam::111122223333:role/NewcomersAdmin"], "viewers": [ON_CALL]}
     )
-    before = {r.urn: r.inputs for r in declared_prod()}
+    before = {r.urn: r.inputs for r in declared_multi_pool()}
     after = {r.urn: r.inputs for r in declare(load(doc).tenants)}
     changed = {urn for urn in before if after.get(urn) != before[urn]}
     # The one principal shared with the new tenant gains a group; nothing else moves.
@@ -298,16 +298,16 @@ def test_role_bindings_give_admins_admin_and_viewers_view_in_their_namespace_onl
 
 
 def test_bound_groups_are_the_groups_the_access_entries_carry():
-    bound = {s["name"] for plan in prod().tenants for b in role_bindings(plan).values() for s in b["subjects"]}
-    carried = {g for groups in principal_groups(prod().tenants).values() for g in groups}
+    bound = {s["name"] for plan in multi_pool().tenants for b in role_bindings(plan).values() for s in b["subjects"]}
+    carried = {g for groups in principal_groups(multi_pool().tenants).values() for g in groups}
     assert bound == carried
 
 
 def test_nothing_cluster_scoped_is_created_for_a_tenant_but_its_namespace():
-    objects = [r.inputs for r in k8s_objects(declared_prod())]
+    objects = [r.inputs for r in k8s_objects(declared_multi_pool())]
     kinds = {o["kind"] for o in objects}
     assert kinds == {"Namespace", "ResourceQuota", "LimitRange", "NetworkPolicy", "RoleBinding"}
-    tenants = {plan.name for plan in prod().tenants}
+    tenants = {plan.name for plan in multi_pool().tenants}
     for obj in objects:
         if obj["kind"] != "Namespace":
             assert obj["metadata"]["namespace"] in tenants, obj
@@ -317,15 +317,15 @@ def test_nothing_cluster_scoped_is_created_for_a_tenant_but_its_namespace():
 
 
 def test_every_kubernetes_object_goes_through_the_provider_passed_in():
-    [provider] = [r for r in declared_prod() if r.type == PROVIDER]
-    objects = k8s_objects(declared_prod())
+    [provider] = [r for r in declared_multi_pool() if r.type == PROVIDER]
+    objects = k8s_objects(declared_multi_pool())
     assert objects and all(r.provider == provider.urn for r in objects)
 
 
 def test_each_tenants_objects_belong_to_its_own_component_and_wait_for_its_namespace():
-    records = declared_prod()
+    records = declared_multi_pool()
     components = {r.urn: r for r in records if r.type == TENANT}
-    assert sorted(r.name for r in components.values()) == sorted(f"gpu-prod-tenant-{plan.name}" for plan in prod().tenants)
+    assert sorted(r.name for r in components.values()) == sorted(f"gpu-prod-tenant-{plan.name}" for plan in multi_pool().tenants)
     for record in k8s_objects(records):
         owner = components[record.parent].name.removeprefix("gpu-prod-tenant-")
         assert record.name.startswith(f"{owner}-")
@@ -339,21 +339,21 @@ def test_each_tenants_objects_belong_to_its_own_component_and_wait_for_its_names
 
 def test_declared_objects_are_exactly_the_builders_manifests():
     """What the render writes is what the builders return: camelCase survives the typed classes."""
-    declared = sorted((r.inputs for r in k8s_objects(declared_prod())), key=str)
-    built = sorted((m for plan in prod().tenants for m in tenant_objects(plan, "1.35").values()), key=str)
+    declared = sorted((r.inputs for r in k8s_objects(declared_multi_pool())), key=str)
+    built = sorted((m for plan in multi_pool().tenants for m in tenant_objects(plan, "1.35").values()), key=str)
     assert declared == built
 
 
 def test_protected_stacks_keep_a_removed_tenants_namespace_and_its_volumes():
-    records = k8s_objects(declare(prod().tenants[:1], protect=True))
+    records = k8s_objects(declare(multi_pool().tenants[:1], protect=True))
     assert {r.inputs["kind"] for r in records if r.protect} == {"Namespace"}
-    assert not any(r.protect for r in k8s_objects(declare(prod().tenants[:1], protect=False)))
+    assert not any(r.protect for r in k8s_objects(declare(multi_pool().tenants[:1], protect=False)))
 
 
 def test_every_object_has_an_explicit_name():
-    assert all(r.inputs["metadata"].get("name") for r in k8s_objects(declared_prod()))
+    assert all(r.inputs["metadata"].get("name") for r in k8s_objects(declared_multi_pool()))
 
 
 def test_tenant_manifests_validate_against_kubernetes_1_35():
-    for record in k8s_objects(declared_prod()):
+    for record in k8s_objects(declared_multi_pool()):
         kubernetes_validate.validate(record.inputs, "1.35.0", strict=True)
