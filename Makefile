@@ -2,18 +2,19 @@
 #   make render [STACK=dev]   create .venv, install pinned requirements, render STACK into build/STACK
 #   make test                 create .venv if needed, run the test suite
 #   make check [STACK=dev]    validate a stack's config only
-#   make conformance          render every stack and check it against ../shared/conformance
+#   make conformance          render every stack and check it against the vendored upstream schemas
+#   make lint                 ruff (lint + import order) and mypy
+#   make mutate               mutation testing (mutmut); long, not part of `make test`
+#   make vendor CHART=...     re-fetch a chart's upstream CRDs and defaults at its pinned version
 #   make docs                 regenerate the config reference in README.md
 #   make bench                render time against tenant count, next to the SDK floor
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-CONFORMANCE_DIR ?= ../shared/conformance
-CONFORMANCE_VENV := .venv-conformance
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
-.PHONY: render test check conformance docs bench clean
+.PHONY: render test check conformance lint mutate vendor docs bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -26,23 +27,30 @@ render: $(VENV)/.installed
 check: $(VENV)/.installed
 	$(PY) -m offline check --stack $(STACK)
 
-test: $(VENV)/.installed $(CONFORMANCE_VENV)/.installed
+test: $(VENV)/.installed
 	scripts/ensure-promtool
 	$(PY) -m pytest -q
 
-$(CONFORMANCE_VENV)/.installed: $(CONFORMANCE_DIR)/requirements.txt
-	$(PYTHON) -m venv $(CONFORMANCE_VENV)
-	$(CONFORMANCE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r $(CONFORMANCE_DIR)/requirements.txt
-	touch $@
-
 # Each stack is checked against the Kubernetes version it deploys; any problem fails the target.
-conformance: $(VENV)/.installed $(CONFORMANCE_VENV)/.installed
+conformance: $(VENV)/.installed
 	@set -e; for stack in $(STACKS); do \
 	  $(PY) -m offline render --stack $$stack --out build/$$stack; \
 	  version=$$($(PY) -m offline kubernetes-version --stack $$stack); \
 	  echo "conformance: stack $$stack, Kubernetes $$version"; \
-	  $(CONFORMANCE_VENV)/bin/python $(CONFORMANCE_DIR)/validate.py --k8s-version $$version build/$$stack; \
+	  $(PY) -m offline validate --k8s-version $$version build/$$stack; \
 	done
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m mypy
+
+# Scope and test selection live in pyproject.toml [tool.mutmut]; the score is in the README.
+mutate: $(VENV)/.installed
+	$(PY) -m mutmut run
+	$(PY) -m mutmut results
+
+vendor: $(VENV)/.installed
+	$(PY) -m offline vendor $(CHART)
 
 # Render time against tenant count (10, 100, 1000) next to the SDK's own floor; figures, not a test.
 bench: $(VENV)/.installed
@@ -53,4 +61,4 @@ docs: $(VENV)/.installed
 	$(PY) -m config.reference --write README.md
 
 clean:
-	rm -rf build $(VENV) $(CONFORMANCE_VENV)
+	rm -rf build mutants $(VENV)
