@@ -103,7 +103,7 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         # Tenants' namespaces, quotas, network rules and access. Kueue's LocalQueues go into
-        # `self.tenants.namespaces`; their ClusterQueues select them with `tenant_namespace_selector`.
+        # `self.tenants.namespaces`, each waiting for its namespace.
         self.tenants = Tenants(
             f"{name}-tenants",
             config.tenants,

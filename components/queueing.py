@@ -258,7 +258,7 @@ def manager_config() -> dict[str, Any]:
     frameworks = config["integrations"]["frameworks"]
     frameworks += [kind for kind in TRAINING_OPERATOR_FRAMEWORKS if kind not in frameworks]
     config["manageJobsWithoutQueueName"] = True
-    config["managedJobsNamespaceSelector"] = tenant_namespace_selector()
+    config["managedJobsNamespaceSelector"] = every_tenant_namespace()
     config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_PREEMPTION_STRATEGIES)}
     # Per-ClusterQueue usage and quota gauges, which the quota alert and the tenant dashboard read.
     config["metrics"] = {**config["metrics"], "enableClusterQueueResources": True}
@@ -269,8 +269,8 @@ def manager_config_yaml() -> str:
     return yaml.safe_dump(manager_config(), sort_keys=False, default_flow_style=False)
 
 
-def tenant_namespace_selector() -> dict[str, Any]:
-    """Every tenant namespace, by the label the tenants component sets (tenants cannot relabel their namespace).
+def every_tenant_namespace() -> dict[str, Any]:
+    """A selector of every tenant namespace, by the label the tenants component sets (tenants cannot relabel their namespace).
 
     A label rather than a list of names: onboarding a tenant must not change (and restart) Kueue.
     """

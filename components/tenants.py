@@ -167,7 +167,7 @@ def namespace(plan: TenantPlan, kubernetes_version: str) -> dict[str, Any]:
 
 
 def tenant_namespace_selector(tenant: str) -> dict[str, Any]:
-    """The label selector of one tenant's namespace (for Kueue's ClusterQueue `namespaceSelector`)."""
+    """The label selector of one tenant's namespace, by the tenant label the tenant cannot change."""
     return {"matchLabels": {TENANT_LABEL: tenant}}
 
 

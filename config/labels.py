@@ -47,8 +47,8 @@ SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO
 APP_NAME_LABEL = "app.kubernetes.io/name"
 
 # --- namespaces -----------------------------------------------------------------------------------
-# Every tenant namespace carries this label with the tenant's name as its value; Kueue selects tenant
-# namespaces by it, so a ClusterQueue serves only its tenant.
+# Every tenant namespace carries this label with the tenant's name as its value; Kueue manages the
+# jobs of the namespaces that carry it, and only those. Tenants cannot relabel their namespace.
 TENANT_LABEL = "gpu-platform/tenant"
 # Every namespace carries this label with its own name (the API server sets it since 1.22).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
