@@ -38,7 +38,7 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
 
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).
 KUBERNETES_NAMESPACES = frozenset({"default", KUBE_SYSTEM, "kube-public", "kube-node-lease"})
-# Where add-ons commonly installed beside the platform live, so a tenant never collides with one later.
+# Where add-ons commonly installed beside the platform live: installing one must not collide with a tenant.
 ADD_ON_NAMESPACES = frozenset({"karpenter", "cert-manager", "ingress-nginx", "amazon-cloudwatch"})
 
 RESERVED_NAMESPACES = KUBERNETES_NAMESPACES | CONTROLLER_NAMESPACES.keys() | ADD_ON_NAMESPACES

@@ -15,14 +15,14 @@ How a class preset maps onto KEDA and the HPA (an imperfect fit, on purpose stat
 - `scaleUpUtilization` is the HPA target of the GPU trigger (metricType Value): desired replicas =
   ceil(current x utilisation / target), so the deployment settles where its average GPU sits at the
   target. The HPA has no separate "scale down below X%" threshold: it scales down whenever the
-  proportional rule says fewer replicas would stay under the target, slowed only by the seed's
-  scale-down behaviour (300 s stabilisation, at most 25 % per minute).
+  proportional rule says fewer replicas would stay under the target, slowed only by
+  HPA_BEHAVIOR's scale-down (300 s stabilisation, at most 25 % per minute).
 - `scaleDownUtilization` becomes KEDA's `activationThreshold`: the trigger counts as active only
   above it. Activation decides 0 <-> 1 only, and deployments keep at least one replica (their own
   pods emit both metrics, so nothing could wake one at zero), so it shows only in the ScaledObject's
   Active condition and `keda_scaler_active`.
-- `cooldownSeconds` is KEDA's `cooldownPeriod`, which likewise applies only to scaling to zero; the
-  seed's 300 s scale-down stabilisation is what paces scaling down.
+- `cooldownSeconds` is KEDA's `cooldownPeriod`, which likewise applies only to scaling to zero;
+  HPA_BEHAVIOR's 300 s scale-down stabilisation is what paces scaling down.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ QUEUE_DEPTH_METRIC = "vllm:num_requests_waiting"
 # cut of generateName's base never truncates the hash.
 POD_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
-# KEDA polls every trigger this often; 15 s is also the HPA's sync period and the seed's scale-up period.
+# KEDA polls every trigger this often; 15 s is also the HPA's sync period and HPA_BEHAVIOR's scale-up period.
 POLLING_INTERVAL_SECONDS = 15
 # Failed polls in a row before KEDA serves the fallback: 45 s of a missing or broken query.
 FALLBACK_FAILURE_THRESHOLD = 3
 
-# The seed's HPA behaviour: double (or add 4 replicas, whichever is more) every 15 s under load; give
+# The HPA's behaviour: double (or add 4 replicas, whichever is more) every 15 s under load; give
 # back at most a quarter of the replicas per minute, and only after 5 minutes of lower demand.
 HPA_BEHAVIOR: dict[str, Any] = {
     "scaleUp": {
