@@ -1,9 +1,11 @@
 """CRD validation rules (`x-kubernetes-validations`) evaluated with cel-python.
 
 The API server evaluates each rule with `self` bound to the value at the rule's schema node, for
-every such value present. cel-python implements standard CEL, not the Kubernetes CEL libraries
-(quantity(), isQuantity(), the strings extension's split/lowerAscii, lists, url, ip, ...): a rule
-that calls one of those is not evaluated and is counted as such, never passed or failed.
+every such value present. cel-python implements standard CEL; of the Kubernetes CEL libraries
+(kubernetes/apiserver pkg/cel/library: regex.go, and cel-go ext/strings.go) this module adds the
+functions the vendored CRDs call: `find`, `findAll` and `split`. A rule that calls any other
+library function (quantity(), isQuantity(), url, ip, ...) is not evaluated and is counted as such,
+never passed or failed.
 Transition rules (those that read `oldSelf`) only run on update and are skipped.
 """
 
@@ -17,6 +19,7 @@ from enum import Enum
 from typing import Any, NamedTuple
 
 import celpy
+from celpy import celtypes
 from celpy.evaluation import CELEvalError
 
 from .openapi import FieldPath, Finding, Schema, field_schema
@@ -25,6 +28,34 @@ _TRANSITION = re.compile(r"\boldSelf\b")
 # A CEL runtime error the API server also raises: the rule read a field the object does not set.
 _MISSING_FIELD = re.compile(r"no such (member|key)")
 _ENVIRONMENT = celpy.Environment()
+
+
+def _find(text: Any, pattern: Any) -> celtypes.StringType:
+    """`<string>.find(<regex>)`: the first match, or "" (kubernetes/apiserver pkg/cel/library/regex.go)."""
+    match = re.search(str(pattern), str(text))
+    return celtypes.StringType(match.group(0) if match else "")
+
+
+def _find_all(text: Any, pattern: Any, limit: Any = None) -> celtypes.ListType:
+    """`<string>.findAll(<regex>[, <limit>])`: every match, at most `limit` when it is not negative."""
+    matches = [m.group(0) for m in re.finditer(str(pattern), str(text))]
+    if limit is not None and int(limit) >= 0:
+        matches = matches[: int(limit)]
+    return celtypes.ListType([celtypes.StringType(m) for m in matches])
+
+
+def _split(text: Any, separator: Any, limit: Any = None) -> celtypes.ListType:
+    """`<string>.split(<sep>[, <n>])` of cel-go's strings extension: n < 0 all parts, 0 none, n at most n."""
+    if limit is None or int(limit) < 0:
+        parts = str(text).split(str(separator))
+    elif int(limit) == 0:
+        parts = []
+    else:
+        parts = str(text).split(str(separator), int(limit) - 1)
+    return celtypes.ListType([celtypes.StringType(p) for p in parts])
+
+
+_LIBRARY = {"find": _find, "findAll": _find_all, "split": _split}
 
 
 class Verdict(Enum):
@@ -119,6 +150,6 @@ def _evaluate_once(rule: str, value_json: str) -> Outcome:
 @functools.cache
 def _program(rule: str) -> Any:
     try:
-        return _ENVIRONMENT.program(_ENVIRONMENT.compile(rule))
+        return _ENVIRONMENT.program(_ENVIRONMENT.compile(rule), functions=_LIBRARY)
     except Exception:  # a grammar cel-python lacks; the rule counts as not evaluated
         return None

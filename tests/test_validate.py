@@ -64,6 +64,14 @@ VIOLATIONS = [
     ("nodepool-restricted-requirement.yaml",
      'karpenter.sh/v1 NodePool gpu: spec.template.spec.requirements[0].key: label "karpenter.sh/nodepool" is '
      'restricted (rule: self != "karpenter.sh/nodepool")'),
+    ("nodepool-requirement-in-karpenter-domain.yaml",
+     'karpenter.sh/v1 NodePool gpu: spec.template.spec.requirements[0].key: label domain "karpenter.sh" is '
+     'restricted (rule: self in ["karpenter.sh/capacity-type", "karpenter.sh/nodepool"] || '
+     '!self.find("^([^/]+)").endsWith("karpenter.sh"))'),
+    ("ec2nodeclass-unknown-alias-family.yaml",
+     "karpenter.k8s.aws/v1 EC2NodeClass gpu: spec.amiSelectorTerms[0].alias: family is not supported, must be one "
+     "of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025' "
+     "(rule: self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025'])"),
     ("clusterqueue-flavor-without-a-covered-resource.yaml",
      "kueue.x-k8s.io/v1beta2 ClusterQueue research: spec.resourceGroups[0]: flavors must have the same number of "
      "resources as the coveredResources (rule: self.flavors.all(x, size(x.resources) == size(self.coveredResources)))"),
@@ -213,11 +221,11 @@ def test_the_command_exits_0_clean_1_on_problems_2_on_usage_errors(tmp_path, cap
     bad = _render(tmp_path / "bad", (SAMPLES / "nodepool-unknown-field.yaml").read_text())
 
     assert main(["validate", str(good), "--k8s-version", KUBERNETES]) == 0
-    assert capsys.readouterr().out.splitlines()[-1] == "5 objects checked, 0 problems, 4 CEL rules not evaluated"
+    assert capsys.readouterr().out.splitlines()[-1] == "5 objects checked, 0 problems, 0 CEL rules not evaluated"
 
     assert main(["validate", str(bad), "--k8s-version", KUBERNETES]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == "3 objects checked, 1 problems, 1 CEL rules not evaluated"
+    assert lines[-1] == "3 objects checked, 1 problems, 0 CEL rules not evaluated"
     assert lines[0].startswith("manifests.yaml#1 karpenter.sh/v1 NodePool gpu: spec.template.spec.taint: ")
 
     assert main(["validate", str(tmp_path / "missing")]) == 2
