@@ -6,6 +6,8 @@ What every stack file renders (its files, their determinism, no secrets) is chec
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 
 import kubernetes_validate
 import pytest
@@ -15,7 +17,7 @@ from offline.__main__ import main
 from offline.render import kubernetes_objects
 from offline.stack import SECURE_PLACEHOLDER, load_stack, stack_config_from_mapping
 
-from .conftest import fixture_document, load, render_fixture
+from .conftest import fixture_document, load, project_path, render_fixture
 
 
 @pytest.fixture
@@ -43,6 +45,20 @@ def test_an_unknown_stack_is_a_clear_error(project_of, capsys):
     project_of(dev=fixture_document("single-pool"), prod=fixture_document("multi-pool"))
     assert main(["check", "--stack", "staging"]) == 2
     assert "no stack 'staging': Pulumi.staging.yaml does not exist (stacks: dev, prod)" in capsys.readouterr().err
+
+
+def test_python_m_offline_exits_2_with_the_error_and_no_traceback():
+    # A stack name no project has, so the real project directory serves without being written to.
+    result = subprocess.run(
+        [sys.executable, "-m", "offline", "check", "--stack", "no-such-stack"],
+        cwd=project_path(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: no stack 'no-such-stack': Pulumi.no-such-stack.yaml does not exist")
+    assert "Traceback" not in result.stderr
 
 
 def test_secure_values_become_a_visible_placeholder_and_are_marked_secret():
