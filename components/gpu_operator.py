@@ -140,8 +140,8 @@ class GpuOperator(pulumi.ComponentResource):
             )
             for template in resource_claim_templates(gpu.dra.claim_templates, kubernetes_version):
                 metadata = template["metadata"]
-                namespace = (namespaces or {}).get(metadata["namespace"])
-                waits_for = [self.dra_release, *([namespace] if namespace is not None else [])]
+                tenant_namespace = (namespaces or {}).get(metadata["namespace"])
+                waits_for = [self.dra_release, *([tenant_namespace] if tenant_namespace is not None else [])]
                 declare(f"{name}-claim-{metadata['namespace']}-{metadata['name']}", template, children.opts(*waits_for))
 
         self.register_outputs(
