@@ -1,0 +1,296 @@
+"""Every IAM document the platform declares, compared with the upstream text it restates.
+
+The expected documents are written out here (upstream's, with its `${...}` placeholders filled in
+for the multi-pool fixture), never produced by the code under test, so a change to a builder cannot
+move both sides. The fixture's cluster is `gpu-prod` in us-east-1; the offline engine's account is
+111122223333 and its partition `aws`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import pytest
+
+from offline.engine import Recording
+
+from .conftest import render_fixture
+
+CLUSTER, REGION, ACCOUNT, PARTITION = "gpu-prod", "us-east-1", "111122223333", "aws"
+QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{CLUSTER}"
+NODE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-karpenter-node"
+
+# aws/karpenter-provider-aws v1.14.1,
+# website/content/en/v1.14/getting-started/getting-started-with-karpenter/cloudformation.yaml:
+# the PolicyDocument of each AWS::IAM::ManagedPolicy, verbatim but for whitespace, keyed by the
+# platform's name for it (upstream's `KarpenterController<Name>Policy`).
+UPSTREAM_CONTROLLER_POLICIES = {
+    "node-lifecycle": """{"Version": "2012-10-17", "Statement": [
+      {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
+       "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}::image/*", "arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:security-group/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:subnet/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:placement-group/*"],
+       "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
+      {"Sid": "AllowScopedEC2LaunchTemplateAccessActions", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:ec2:${AWS::Region}:*:launch-template/*",
+       "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
+       "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${ClusterName}": "owned"},
+                     "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
+      {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow",
+       "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:fleet/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:volume/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:network-interface/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:launch-template/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:spot-instances-request/*"],
+       "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
+       "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${ClusterName}": "owned",
+                                      "aws:RequestTag/eks:eks-cluster-name": "${ClusterName}"},
+                     "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+      {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow",
+       "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:fleet/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:volume/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:network-interface/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:launch-template/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:spot-instances-request/*"],
+       "Action": "ec2:CreateTags",
+       "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${ClusterName}": "owned",
+                                      "aws:RequestTag/eks:eks-cluster-name": "${ClusterName}",
+                                      "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"]},
+                     "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
+      {"Sid": "AllowScopedResourceTagging", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*",
+       "Action": "ec2:CreateTags",
+       "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${ClusterName}": "owned"},
+                     "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+                     "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": "${ClusterName}"},
+                     "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]}}},
+      {"Sid": "AllowScopedDeletion", "Effect": "Allow",
+       "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:launch-template/*"],
+       "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
+       "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${ClusterName}": "owned"},
+                     "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}}]}""",
+    "iam-integration": """{"Version": "2012-10-17", "Statement": [
+      {"Sid": "AllowPassingInstanceRole", "Effect": "Allow", "Resource": "${KarpenterNodeRole.Arn}", "Action": "iam:PassRole",
+       "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]}}},
+      {"Sid": "AllowScopedInstanceProfileCreationActions", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/*",
+       "Action": ["iam:CreateInstanceProfile"],
+       "Condition": {"StringEquals": {"aws:RequestTag/kubernetes.io/cluster/${ClusterName}": "owned",
+                                      "aws:RequestTag/eks:eks-cluster-name": "${ClusterName}",
+                                      "aws:RequestTag/topology.kubernetes.io/region": "${AWS::Region}"},
+                     "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
+      {"Sid": "AllowScopedInstanceProfileTagActions", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/*",
+       "Action": ["iam:TagInstanceProfile"],
+       "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${ClusterName}": "owned",
+                                      "aws:ResourceTag/topology.kubernetes.io/region": "${AWS::Region}",
+                                      "aws:RequestTag/kubernetes.io/cluster/${ClusterName}": "owned",
+                                      "aws:RequestTag/eks:eks-cluster-name": "${ClusterName}",
+                                      "aws:RequestTag/topology.kubernetes.io/region": "${AWS::Region}"},
+                     "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"}}},
+      {"Sid": "AllowScopedInstanceProfileActions", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/*",
+       "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
+       "Condition": {"StringEquals": {"aws:ResourceTag/kubernetes.io/cluster/${ClusterName}": "owned",
+                                      "aws:ResourceTag/topology.kubernetes.io/region": "${AWS::Region}"},
+                     "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"}}}]}""",
+    "eks-integration": """{"Version": "2012-10-17", "Statement": [
+      {"Sid": "AllowAPIServerEndpointDiscovery", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/${ClusterName}",
+       "Action": "eks:DescribeCluster"}]}""",
+    "interruption": """{"Version": "2012-10-17", "Statement": [
+      {"Sid": "AllowInterruptionQueueActions", "Effect": "Allow", "Resource": "${KarpenterInterruptionQueue.Arn}",
+       "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"]}]}""",
+    "resource-discovery": """{"Version": "2012-10-17", "Statement": [
+      {"Sid": "AllowRegionalReadActions", "Effect": "Allow", "Resource": "*",
+       "Action": ["ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
+                  "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+                  "ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
+                  "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets"],
+       "Condition": {"StringEquals": {"aws:RequestedRegion": "${AWS::Region}"}}},
+      {"Sid": "AllowSSMReadActions", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:ssm:${AWS::Region}::parameter/aws/service/*", "Action": "ssm:GetParameter"},
+      {"Sid": "AllowPricingReadActions", "Effect": "Allow", "Resource": "*", "Action": "pricing:GetProducts"},
+      {"Sid": "AllowUnscopedInstanceProfileListAction", "Effect": "Allow", "Resource": "*",
+       "Action": "iam:ListInstanceProfiles"},
+      {"Sid": "AllowInstanceProfileReadActions", "Effect": "Allow",
+       "Resource": "arn:${AWS::Partition}:iam::${AWS::AccountId}:instance-profile/*", "Action": "iam:GetInstanceProfile"}]}""",
+    "zonal-shift": """{"Version": "2012-10-17", "Statement": [
+      {"Sid": "AllowZonalShiftStatusReadOnly", "Effect": "Allow", "Resource": "*",
+       "Action": ["arc-zonal-shift:GetManagedResource"],
+       "Condition": {"StringEquals": {"arc-zonal-shift:ResourceIdentifier":
+                                      "arn:${AWS::Partition}:eks:${AWS::Region}:${AWS::AccountId}:cluster/${ClusterName}"}}}]}""",
+}
+
+# Upstream's node role policies (the same template's KarpenterNodeRole.ManagedPolicyArns), which the
+# system nodes need as well.
+NODE_POLICIES = [
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+    "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+]
+
+
+def trust(service: str, *actions: str) -> dict[str, Any]:
+    action: Any = list(actions) if len(actions) > 1 else actions[0]
+    return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": action}]}
+
+
+# Who may assume each role. EKS Pod Identity needs sts:TagSession besides sts:AssumeRole (EKS user
+# guide, "pod-id-role"); EC2 and VPC flow logs need sts:AssumeRole only.
+ROLE_TRUST = {
+    f"{CLUSTER}-karpenter-controller": trust("pods.eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
+    f"{CLUSTER}-aws-ebs-csi-driver": trust("pods.eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
+    # The node roles are for EC2 only (upstream's node role also trusts Pod Identity, which nothing here uses).
+    f"{CLUSTER}-karpenter-node": trust("ec2.amazonaws.com", "sts:AssumeRole"),
+    f"{CLUSTER}-system-node": trust("ec2.amazonaws.com", "sts:AssumeRole"),
+    f"{CLUSTER}-vpc-flow-logs": trust("vpc-flow-logs.amazonaws.com", "sts:AssumeRole"),
+}
+
+# Managed policies attached to each role.
+ROLE_POLICIES = {
+    f"{CLUSTER}-karpenter-node": NODE_POLICIES,
+    f"{CLUSTER}-system-node": NODE_POLICIES,
+    # aws-ebs-csi-driver's documented policy (EKS user guide, "ebs-csi").
+    f"{CLUSTER}-aws-ebs-csi-driver": ["arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"],
+    f"{CLUSTER}-karpenter-controller": sorted(
+        f"arn:aws:iam::{ACCOUNT}:policy/{CLUSTER}-karpenter-{name}" for name in UPSTREAM_CONTROLLER_POLICIES
+    ),
+}
+
+
+def upstream(document: str) -> dict[str, Any]:
+    for placeholder, value in {
+        "${AWS::Partition}": PARTITION,
+        "${AWS::Region}": REGION,
+        "${AWS::AccountId}": ACCOUNT,
+        "${ClusterName}": CLUSTER,
+        "${KarpenterNodeRole.Arn}": NODE_ROLE_ARN,
+        "${KarpenterInterruptionQueue.Arn}": QUEUE_ARN,
+    }.items():
+        document = document.replace(placeholder, value)
+    return json.loads(document)
+
+
+@functools.cache
+def recording() -> Recording:
+    return render_fixture("multi-pool")
+
+
+def declared(type_: str) -> list:
+    return recording().by_type(type_)
+
+
+@pytest.mark.parametrize("name", sorted(UPSTREAM_CONTROLLER_POLICIES))
+def test_each_controller_policy_is_upstreams_document_for_this_cluster(name):
+    [policy] = [p for p in declared("aws:iam/policy:Policy") if p.inputs["name"] == f"{CLUSTER}-karpenter-{name}"]
+    assert json.loads(policy.inputs["policy"]) == upstream(UPSTREAM_CONTROLLER_POLICIES[name])
+
+
+def test_no_other_managed_policy_is_declared():
+    assert sorted(p.inputs["name"] for p in declared("aws:iam/policy:Policy")) == sorted(
+        f"{CLUSTER}-karpenter-{name}" for name in UPSTREAM_CONTROLLER_POLICIES
+    )
+
+
+@pytest.mark.parametrize("role", sorted(ROLE_TRUST))
+def test_each_role_is_assumable_only_by_its_one_service(role):
+    [found] = [r for r in declared("aws:iam/role:Role") if r.inputs["name"] == role]
+    assert json.loads(found.inputs["assumeRolePolicy"]) == ROLE_TRUST[role]
+
+
+def test_every_role_is_one_of_the_known_ones():
+    assert sorted(r.inputs["name"] for r in declared("aws:iam/role:Role")) == sorted(ROLE_TRUST)
+
+
+def test_each_role_gets_exactly_its_managed_policies():
+    attached: dict[str, list[str]] = {}
+    for attachment in declared("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
+        attached.setdefault(attachment.inputs["role"], []).append(attachment.inputs["policyArn"])
+    assert {role: sorted(arns) for role, arns in attached.items()} == ROLE_POLICIES
+
+
+def test_flow_logs_may_write_only_to_their_own_log_group():
+    # The actions VPC flow logs need to publish to CloudWatch Logs (VPC user guide, "flow-logs-iam-role").
+    log_group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/vpc/{CLUSTER}/flow-logs"
+    [policy] = declared("aws:iam/rolePolicy:RolePolicy")
+    assert policy.inputs["role"] == f"{CLUSTER}-vpc-flow-logs"
+    assert json.loads(policy.inputs["policy"]) == {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                "Resource": [log_group, f"{log_group}:*"],
+            }
+        ],
+    }
+
+
+def test_the_interruption_queue_takes_eventbridge_and_sqs_messages_over_tls_only():
+    # Upstream's KarpenterInterruptionQueuePolicy, plus the policy language's Version and the Deny's
+    # Principal "*" that SQS requires of a statement.
+    [policy] = declared("aws:sqs/queuePolicy:QueuePolicy")
+    assert json.loads(policy.inputs["policy"]) == {
+        "Version": "2012-10-17",
+        "Id": "EC2InterruptionPolicy",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Action": "sqs:SendMessage",
+                "Resource": QUEUE_ARN,
+            },
+            {
+                "Sid": "DenyHTTP",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "sqs:*",
+                "Resource": QUEUE_ARN,
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+        ],
+    }
+    [queue] = declared("aws:sqs/queue:Queue")
+    # Upstream: QueueName ${ClusterName}, MessageRetentionPeriod 300, SqsManagedSseEnabled true.
+    assert {k: queue.inputs[k] for k in ("name", "messageRetentionSeconds", "sqsManagedSseEnabled")} == {
+        "name": CLUSTER,
+        "messageRetentionSeconds": 300,
+        "sqsManagedSseEnabled": True,
+    }
+
+
+def test_each_interruption_rule_matches_one_upstream_event_and_targets_the_queue():
+    # Upstream's ScheduledChangeRule, SpotInterruptionRule, RebalanceRule, InstanceStateChangeRule and
+    # CapacityReservationInterruptionRule event patterns.
+    patterns = {json.dumps(json.loads(r.inputs["eventPattern"]), sort_keys=True) for r in declared("aws:cloudwatch/eventRule:EventRule")}
+    assert patterns == {
+        json.dumps({"source": [source], "detail-type": [detail]}, sort_keys=True)
+        for source, detail in [
+            ("aws.health", "AWS Health Event"),
+            ("aws.ec2", "EC2 Spot Instance Interruption Warning"),
+            ("aws.ec2", "EC2 Instance Rebalance Recommendation"),
+            ("aws.ec2", "EC2 Instance State-change Notification"),
+            ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
+        ]
+    }
+    targets = declared("aws:cloudwatch/eventTarget:EventTarget")
+    assert len(targets) == 5
+    assert {t.inputs["arn"] for t in targets} == {QUEUE_ARN}
+
+
+def test_the_controller_and_the_ebs_driver_get_their_roles_through_pod_identity():
+    associations = {
+        (a.inputs["namespace"], a.inputs["serviceAccount"]): a.inputs["roleArn"]
+        for a in declared("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    }
+    assert associations == {("kube-system", "karpenter"): f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-karpenter-controller"}
+    # The EBS CSI driver's association is part of its add-on (service account ebs-csi-controller-sa).
+    [ebs] = [a for a in declared("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"]
+    assert ebs.inputs["podIdentityAssociations"] == [
+        {"roleArn": f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-aws-ebs-csi-driver", "serviceAccount": "ebs-csi-controller-sa"}
+    ]
