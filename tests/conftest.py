@@ -89,24 +89,6 @@ def project_path(*parts: str) -> Path:
     return PROJECT_DIR.joinpath(*parts)
 
 
-def with_dra(document: dict[str, Any]) -> dict[str, Any]:
-    """single-pool plus a small L4 pool allocated through DRA and a claim template in a tenant namespace."""
-    document["gpu-platform:nodePools"].append(
-        {
-            "name": "gpu-l4-dra",
-            "instanceTypes": ["g6.xlarge", "g6.2xlarge"],
-            "capacityTypes": ["on-demand"],
-            "gpus": 2,
-            "allocation": "dra",
-        }
-    )
-    document["gpu-platform:gpu"]["dra"] = {
-        "enabled": True,
-        "claimTemplates": [{"name": "l4-gpu", "namespace": "ml-research", "minMemoryGiB": 20}],
-    }
-    return document
-
-
 def stand_in_namespaces(provider, tenants) -> dict:
     """Tenant namespaces for running one component alone (the tenants component makes the real ones)."""
     import pulumi

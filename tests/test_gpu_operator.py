@@ -416,9 +416,9 @@ def test_dra_driver_and_claim_templates_exist_only_when_enabled():
 
 
 def test_a_claim_template_waits_for_its_tenant_namespace():
-    from .conftest import fixture_document, render, with_dra
+    from .conftest import render_fixture
 
-    recording = render(with_dra(fixture_document("single-pool")))
+    recording = render_fixture("single-pool-dra")
     [template] = recording.by_type(CLAIM_TEMPLATE)
     [namespace] = [n for n in recording.by_type(NAMESPACE_TYPE) if n.inputs["metadata"]["name"] == "ml-research"]
     assert namespace.urn in template.dependencies
@@ -427,9 +427,9 @@ def test_a_claim_template_waits_for_its_tenant_namespace():
 def test_a_claim_template_must_live_in_a_tenant_namespace():
     from config import ConfigError
 
-    from .conftest import fixture_document, load, with_dra
+    from .conftest import fixture_document, load
 
-    doc = with_dra(fixture_document("single-pool"))
+    doc = fixture_document("single-pool-dra")
     doc["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["namespace"] = "research"
     with pytest.raises(ConfigError) as caught:
         load(doc)
@@ -441,9 +441,9 @@ def test_a_claim_template_must_live_in_a_tenant_namespace():
 def test_a_dra_stack_renders_objects_that_pass_the_kubernetes_schemas():
     from offline.render import kubernetes_objects
 
-    from .conftest import fixture_document, render, with_dra
+    from .conftest import render_fixture
 
-    recording = render(with_dra(fixture_document("single-pool")))
+    recording = render_fixture("single-pool-dra")
     claims = [m for m in kubernetes_objects(recording) if m["kind"] == "ResourceClaimTemplate"]
     assert [c["metadata"]["name"] for c in claims] == ["l4-gpu"]
     for claim in claims:

@@ -7,7 +7,7 @@ import pytest
 from config import ConfigError
 from config.labels import GPU_TAINT, MIG_CONFIG_LABEL, POOL_LABEL
 
-from .conftest import fixture_document, load, render_fixture, short, with_dra
+from .conftest import fixture_document, load, render_fixture, short
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -125,7 +125,7 @@ def test_single_mig_strategy_needs_one_profile_per_pool():
 
 
 def test_dra_needs_kubernetes_1_34():
-    doc = with_dra(fixture_document("single-pool"))
+    doc = fixture_document("single-pool-dra")
     doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.33"
     assert problems_of(doc) == [
         "gpu-platform:gpu.dra.enabled: true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs "
@@ -152,7 +152,7 @@ def test_dra_needs_kubernetes_1_34():
     ids=["dra-pool-without-driver", "claim-for-a-profile-no-pool-has", "claims-without-a-dra-pool"],
 )
 def test_dra_config_must_be_satisfiable(change, expected):
-    doc = with_dra(fixture_document("single-pool"))
+    doc = fixture_document("single-pool-dra")
     change(doc)
     assert problems_of(doc) == [expected]
 

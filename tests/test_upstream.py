@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.resources
 import json
@@ -29,20 +28,10 @@ from offline.upstream import (
     subchart_values,
 )
 
-from .conftest import FIXTURES, fixture_document, load, render, render_fixture, with_dra
+from .conftest import FIXTURES, fixture_document, load, render_fixture
 
-# Every fixture stack, and one with DRA, which installs the DRA driver's chart.
-DRA_CASE = "single-pool+dra"
-RENDER_CASES = (*FIXTURES, DRA_CASE)
-
-
-def _document(case: str) -> dict:
-    return with_dra(fixture_document("single-pool")) if case == DRA_CASE else fixture_document(case)
-
-
-@functools.cache
-def _render(case: str) -> Recording:
-    return render(_document(case), "single-pool-dra") if case == DRA_CASE else render_fixture(case)
+# Every fixture stack; single-pool-dra installs the DRA driver's chart.
+DRA_CASE = "single-pool-dra"
 
 
 def _chart_yaml(chart: str, version: str) -> dict:
@@ -114,10 +103,10 @@ def served_kinds(crds: list[dict]) -> set[tuple[str, str]]:
     }
 
 
-@pytest.mark.parametrize("case", RENDER_CASES)
+@pytest.mark.parametrize("case", FIXTURES)
 def test_every_custom_kind_a_render_declares_is_served_by_a_crd_its_charts_install(case):
-    recording = _render(case)
-    built_in = built_in_kinds(load(_document(case)).cluster.kubernetes_version)
+    recording = render_fixture(case)
+    built_in = built_in_kinds(load(fixture_document(case)).cluster.kubernetes_version)
     declared = {(obj["apiVersion"], obj["kind"]) for obj in kubernetes_objects(recording)}
     custom = declared - built_in
     assert custom, "the render declares no custom resources: is the built-in list wrong?"
@@ -125,12 +114,12 @@ def test_every_custom_kind_a_render_declares_is_served_by_a_crd_its_charts_insta
 
 
 def test_the_dra_render_installs_the_dra_driver_chart():
-    assert "dra-driver-nvidia-gpu" in installed_charts(_render(DRA_CASE))
+    assert "dra-driver-nvidia-gpu" in installed_charts(render_fixture(DRA_CASE))
 
 
-@pytest.mark.parametrize("case", RENDER_CASES)
+@pytest.mark.parametrize("case", FIXTURES)
 def test_every_subchart_a_render_sets_values_for_has_vendored_defaults(case):
-    for release in helm_releases(_render(case)):
+    for release in helm_releases(render_fixture(case)):
         chart = next(name for name, pin in CHARTS.items() if pin.chart == release["chart"])
         dependencies = {d["name"] for d in _chart_yaml(chart, release["version"]).get("dependencies") or []}
         configured = dependencies & set(release["values"])
