@@ -16,7 +16,7 @@ import pytest
 
 from config import PlatformConfig
 
-from .conftest import fixture_document, load, render_fixture
+from .conftest import fixture_document, load
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
 MIG_2G = "nvidia.com/mig-2g.20gb"
@@ -189,16 +189,6 @@ def test_each_tenants_resource_quota_is_exactly_what_kueue_can_admit(fixture, na
     assert tenant(fixture, name).resource_quota == hard
 
 
-@pytest.mark.parametrize("fixture, name, hard", RESOURCE_QUOTAS, ids=[f"{c[0]}-{c[1]}" for c in RESOURCE_QUOTAS])
-def test_the_declared_resource_quota_is_the_derived_one(fixture, name, hard):
-    [quota] = [
-        r.inputs for r in render_fixture(fixture).resources
-        if r.inputs.get("kind") == "ResourceQuota" and r.inputs["metadata"]["namespace"] == name
-    ]
-    assert quota["metadata"]["name"] == "tenant-quota"
-    assert quota["spec"]["hard"] == hard
-
-
 def test_a_tenant_may_raise_its_pod_claim_and_load_balancer_limits():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0].update(maxPods=40, maxVolumeClaims=3, network={"loadBalancers": 5})
@@ -226,71 +216,31 @@ def test_a_tenants_cohort_is_its_business_unit_else_the_root_and_its_priority_th
     ]
 
 
-# --- the ClusterQueue: the same numbers, per flavor -------------------------------------------------
+# --- per flavor: what the tenant's ClusterQueue gets ------------------------------------------------
 
 
-def cluster_queue(fixture: str, name: str) -> dict:
-    [queue] = [
-        r.inputs for r in render_fixture(fixture).resources
-        if r.inputs.get("kind") == "ClusterQueue" and r.inputs["metadata"]["name"] == name
-    ]
-    return queue["spec"]
+def resources(fixture: str, tenant_name: str, flavor_name: str) -> dict:
+    return next(q for q in tenant(fixture, tenant_name).quotas if q.flavor.name == flavor_name).resources()
 
 
-def quotas(*rows):
-    return [
-        {"name": name, "nominalQuota": nominal, "borrowingLimit": borrowing, **({"lendingLimit": lending} if lending else {})}
-        for name, nominal, borrowing, lending in rows
-    ]
+def test_a_quota_is_nominal_borrowing_and_lending_units_times_each_resource_per_unit():
+    # inference on h100-on-demand: 8 GPUs, lending 4; 24 vCPU and 256 GiB per GPU, MIG 2 + 1 + 1.
+    assert resources("multi-pool", "inference", "h100-on-demand") == {
+        MIG_1G: (16, 0, 8), MIG_2G: (8, 0, 4), MIG_3G: (8, 0, 4), "cpu": (192, 0, 96), "memory": (2048, 0, 1024),
+    }
+    # inference on l40s-on-demand: 12 GPUs + 4 borrowed, no lending limit; 24 vCPU and 192 GiB per GPU.
+    assert resources("multi-pool", "inference", "l40s-on-demand") == {
+        GPU: (12, 4, None), "cpu": (288, 96, None), "memory": (2304, 768, None),
+    }
+    # ml-research on l40s-spot: 4 slices of 16 vCPU and 128 GiB.
+    assert resources("single-pool", "ml-research", "l40s-spot") == {
+        GPU: (4, 0, None), "cpu": (64, 0, None), "memory": (512, 0, None),
+    }
 
 
-def test_inference_cluster_queue_quotas_are_its_units_times_each_resource_per_unit():
-    spec = cluster_queue("multi-pool", "inference")
-    [group] = spec["resourceGroups"]
-    assert group["coveredResources"] == ["cpu", "memory", GPU, MIG_1G, MIG_2G, MIG_3G]
-    assert group["flavors"] == [
-        # The CPU flavor: the tenant's own cpu and memory, nothing to borrow.
-        {"name": "cpu", "resources": quotas(
-            ("cpu", "64", "0", None), ("memory", "256Gi", "0Gi", None), (GPU, "0", "0", None),
-            (MIG_1G, "0", "0", None), (MIG_2G, "0", "0", None), (MIG_3G, "0", "0", None),
-        )},
-        # 8 H100s, lending 4: cpu 8 x 24 = 192 (lends 96), memory 8 x 256 = 2048 GiB (lends 1024).
-        {"name": "h100-on-demand", "resources": quotas(
-            ("cpu", "192", "0", "96"), ("memory", "2048Gi", "0Gi", "1024Gi"), (GPU, "0", "0", None),
-            (MIG_1G, "16", "0", "8"), (MIG_2G, "8", "0", "4"), (MIG_3G, "8", "0", "4"),
-        )},
-        # 12 L40S + 4 borrowed: cpu 12 x 24 = 288 (+96), memory 12 x 192 = 2304 GiB (+768).
-        {"name": "l40s-on-demand", "resources": quotas(
-            ("cpu", "288", "96", None), ("memory", "2304Gi", "768Gi", None), (GPU, "12", "4", None),
-            (MIG_1G, "0", "0", None), (MIG_2G, "0", "0", None), (MIG_3G, "0", "0", None),
-        )},
-    ]
-    assert spec["cohortName"] == "product"
-    assert spec["fairSharing"] == {"weight": "1"}
-
-
-def test_split_flavors_get_a_cluster_queue_entry_each_in_slices():
-    [group] = cluster_queue("single-pool", "ml-research")["resourceGroups"]
-    assert group["flavors"] == [
-        {"name": "cpu", "resources": quotas(("cpu", "32", "0", None), ("memory", "128Gi", "0Gi", None), (GPU, "0", "0", None))},
-        # 12 slices + 4 borrowed, 16 vCPU and 128 GiB a slice.
-        {"name": "l40s-on-demand", "resources": quotas(
-            ("cpu", "192", "64", None), ("memory", "1536Gi", "512Gi", None), (GPU, "12", "4", None),
-        )},
-        {"name": "l40s-spot", "resources": quotas(("cpu", "64", "0", None), ("memory", "512Gi", "0Gi", None), (GPU, "4", "0", None))},
-    ]
-
-
-def test_every_container_gets_defaults_for_what_the_quota_limits_and_no_cpu_limit():
-    # The quota limits requests.cpu, requests.memory and limits.memory: a container that declares
-    # none of them would be refused, so the LimitRange supplies each. No CPU limit: it only throttles.
-    for fixture, tenants in (("single-pool", ["ml-research", "inference"]), ("multi-pool", ["llm-training", "experiments"])):
-        for name in tenants:
-            [limits] = [
-                r.inputs for r in render_fixture(fixture).resources
-                if r.inputs.get("kind") == "LimitRange" and r.inputs["metadata"]["namespace"] == name
-            ]
-            assert limits["metadata"]["name"] == "container-defaults"
-            assert limits["spec"]["limits"] == [
-                {"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "256Mi"}, "default": {"memory": "1Gi"}}
-            ]
+def test_what_kueue_can_admit_is_the_tenants_own_cpu_and_memory_plus_nominal_and_borrowing_everywhere():
+    # Worked out beside RESOURCE_QUOTAS; in cores, GiB and devices.
+    assert tenant("multi-pool", "data-science").admissible() == {
+        "cpu": 896, "memory": 8064, GPU: 20, MIG_1G: 32, MIG_2G: 16, MIG_3G: 16,
+    }
+    assert tenant("single-pool", "inference").admissible() == {"cpu": 272, "memory": 2112, GPU: 16}
