@@ -104,7 +104,8 @@ def test_alertmanager_reads_each_credential_from_a_key_of_the_secret_it_mounts()
         if key in config
     ]
     # prometheus-operator mounts alertmanagerSpec.secrets at /etc/alertmanager/secrets/<secret>/<key>.
-    assert sorted(files) == sorted(f"/etc/alertmanager/secrets/{secret['metadata']['name']}/{key}" for key in secret["stringData"])
+    mounted = f"/etc/alertmanager/secrets/{secret['metadata']['name']}"
+    assert sorted(files) == sorted(f"{mounted}/{key}" for key in secret["stringData"])
     assert not any(key in config for receiver in alertmanager["config"]["receivers"]
                    for configs in receiver.values() if isinstance(configs, list)
                    for config in configs for key in ("api_url", "routing_key", "service_key"))
@@ -148,7 +149,8 @@ def test_keda_service_monitors_carry_the_label_kube_prometheus_stack_selects_by_
     prometheus = values(render_fixture("multi-pool"), "keda")["prometheus"]
     for component in ("operator", "metricServer", "webhooks"):
         assert prometheus[component]["enabled"] is True
-        assert prometheus[component]["serviceMonitor"] == {"enabled": True, "additionalLabels": {"release": "kube-prometheus-stack"}}
+        monitor = prometheus[component]["serviceMonitor"]
+        assert monitor == {"enabled": True, "additionalLabels": {"release": "kube-prometheus-stack"}}
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,8 @@ UPSTREAM_CONTROLLER_POLICIES = {
     "node-lifecycle": """{"Version": "2012-10-17", "Statement": [
       {"Sid": "AllowScopedEC2InstanceAccessActions", "Effect": "Allow",
        "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}::image/*", "arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*",
-                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:security-group/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:subnet/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:security-group/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:subnet/*",
                     "arn:${AWS::Partition}:ec2:${AWS::Region}:*:capacity-reservation/*",
                     "arn:${AWS::Partition}:ec2:${AWS::Region}:*:placement-group/*"],
        "Action": ["ec2:RunInstances", "ec2:CreateFleet"]},
@@ -41,7 +42,8 @@ UPSTREAM_CONTROLLER_POLICIES = {
                      "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}}},
       {"Sid": "AllowScopedEC2InstanceActionsWithTags", "Effect": "Allow",
        "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:fleet/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*",
-                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:volume/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:network-interface/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:volume/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:network-interface/*",
                     "arn:${AWS::Partition}:ec2:${AWS::Region}:*:launch-template/*",
                     "arn:${AWS::Partition}:ec2:${AWS::Region}:*:spot-instances-request/*"],
        "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
@@ -50,7 +52,8 @@ UPSTREAM_CONTROLLER_POLICIES = {
                      "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}}},
       {"Sid": "AllowScopedResourceCreationTagging", "Effect": "Allow",
        "Resource": ["arn:${AWS::Partition}:ec2:${AWS::Region}:*:fleet/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:instance/*",
-                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:volume/*", "arn:${AWS::Partition}:ec2:${AWS::Region}:*:network-interface/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:volume/*",
+                    "arn:${AWS::Partition}:ec2:${AWS::Region}:*:network-interface/*",
                     "arn:${AWS::Partition}:ec2:${AWS::Region}:*:launch-template/*",
                     "arn:${AWS::Partition}:ec2:${AWS::Region}:*:spot-instances-request/*"],
        "Action": "ec2:CreateTags",
@@ -267,7 +270,8 @@ def test_the_interruption_queue_takes_eventbridge_and_sqs_messages_over_tls_only
 def test_each_interruption_rule_matches_one_upstream_event_and_targets_the_queue():
     # Upstream's ScheduledChangeRule, SpotInterruptionRule, RebalanceRule, InstanceStateChangeRule and
     # CapacityReservationInterruptionRule event patterns.
-    patterns = {json.dumps(json.loads(r.inputs["eventPattern"]), sort_keys=True) for r in declared("aws:cloudwatch/eventRule:EventRule")}
+    rules = declared("aws:cloudwatch/eventRule:EventRule")
+    patterns = {json.dumps(json.loads(r.inputs["eventPattern"]), sort_keys=True) for r in rules}
     assert patterns == {
         json.dumps({"source": [source], "detail-type": [detail]}, sort_keys=True)
         for source, detail in [

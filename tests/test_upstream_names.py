@@ -89,7 +89,8 @@ def test_tenant_network_rules_name_namespaces_by_the_label_the_api_server_sets()
     # kubernetes.io/metadata.name: set on every namespace by the API server since 1.22 (KEP-2161).
     for policy in objects(render_fixture("multi-pool"), "NetworkPolicy"):
         spec = policy["spec"]
-        peers = [p for rule in spec.get("ingress", []) for p in rule["from"]] + [p for rule in spec.get("egress", []) for p in rule["to"]]
+        peers = [p for rule in spec.get("ingress", []) for p in rule["from"]]
+        peers += [p for rule in spec.get("egress", []) for p in rule["to"]]
         for peer in peers:
             if "namespaceSelector" in peer:
                 assert list(peer["namespaceSelector"]["matchLabels"]) == ["kubernetes.io/metadata.name"]
