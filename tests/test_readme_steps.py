@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Collection
 from dataclasses import dataclass
 from ipaddress import ip_network
 from pathlib import Path
@@ -22,9 +23,12 @@ from typing import Any
 import yaml
 
 from config.regions import AVAILABILITY_ZONES
+from offline.stack import stack_names
 
 from .conftest import WALKTHROUGH, load, project_path
 
+# The stack the README's steps start from and edit; another one if the user has removed it.
+SOURCE_STACK = "dev"
 NEW_STACK = "staging"
 # Everything in the project but what a checkout does not carry: virtualenvs, renders, git, caches.
 NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", "__pycache__", ".*_cache", "*.pyc")
@@ -46,6 +50,11 @@ def readme_tenant() -> dict[str, Any]:
     return tenant
 
 
+def unused(name: str, taken: Collection[str]) -> str:
+    """`name`, or `name-2`, `name-3`... when the user's own stacks already use it."""
+    return next(n for n in (name, *(f"{name}-{i}" for i in range(2, 100))) if n not in taken)
+
+
 def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:
     """Add the README's example tenant to a stack, adapted as the README and the config errors say.
 
@@ -57,7 +66,7 @@ def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]
     tenant = dict(example)
     config = load(document)
     taken = {t.name for t in config.tenants}
-    tenant["name"] = next(n for n in (example["name"], *(f"{example['name']}-{i}" for i in range(2, 99))) if n not in taken)
+    tenant["name"] = unused(example["name"], taken)
     if tenant.get("businessUnit") not in config.queueing.business_units:
         tenant.pop("businessUnit", None)
     if tenant.get("priority") not in config.queueing.priorities:
@@ -72,19 +81,18 @@ def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]
     if missing > 0:
         pool = next(p for p in document["gpu-platform:nodePools"] if p["name"] == flavor.pool.name)
         pool["gpus"] += math.ceil(missing * flavor.pool.gpu_limit / flavor.capacity_units)
-    lendable = sum(
-        q.quota.nominal if q.quota.lending_limit is None else q.quota.lending_limit for q in quotas if q.flavor.name == flavor.name
-    )
+    lending = [q.quota for q in quotas if q.flavor.name == flavor.name]
+    lendable = sum(q.nominal if q.lending_limit is None else q.lending_limit for q in lending)
     tenant["gpu"] = {flavor.name: {**quota, "borrowingLimit": min(quota.get("borrowingLimit", 0), lendable)}}
     document[T].append(tenant)
     return tenant
 
 
-def add_environment(project: Path, name: str) -> None:
+def add_environment(project: Path, source: str, name: str) -> None:
     """README "Add an environment": copy dev, then change name, region, VPC range, admins and endpoint."""
     stacks = {path: yaml.safe_load(path.read_text()) for path in sorted(project.glob("Pulumi.*.yaml"))}
-    dev = stacks[project / "Pulumi.dev.yaml"]
-    document = dev["config"]
+    copied = stacks[project / f"Pulumi.{source}.yaml"]
+    document = copied["config"]
     cluster = document["gpu-platform:cluster"]
     cluster["name"] = f"gpu-{name}"
     zones_needed = cluster["network"].get("azCount", 2)
@@ -97,7 +105,7 @@ def add_environment(project: Path, name: str) -> None:
     )
     cluster["admins"] = [f"arn:aws:iam::111122223333:role/{name.capitalize()}PlatformAdmin"]
     cluster["endpoint"]["publicAccessCidrs"] = ["198.51.100.0/24"]
-    (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(dev, sort_keys=False))
+    (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(copied, sort_keys=False))
 
 
 @dataclass
@@ -106,6 +114,8 @@ class Walkthrough:
 
     workdir: Path
     process: subprocess.Popen[bytes]
+    source: str
+    new_stack: str
 
     def result(self) -> tuple[int, str]:
         code = self.process.wait(timeout=600)
@@ -124,11 +134,14 @@ def start_walkthrough() -> Walkthrough:
     project = workdir / "project"
     shutil.copytree(project_path(), project, ignore=NOT_COPIED)
 
-    add_environment(project, NEW_STACK)
-    dev_file = project / "Pulumi.dev.yaml"
-    dev = yaml.safe_load(dev_file.read_text())
-    onboard(dev["config"], readme_tenant())
-    dev_file.write_text(yaml.safe_dump(dev, sort_keys=False))
+    stacks = stack_names(project)
+    source = SOURCE_STACK if SOURCE_STACK in stacks else stacks[0]
+    new_stack = unused(NEW_STACK, stacks)
+    add_environment(project, source, new_stack)
+    source_file = project / f"Pulumi.{source}.yaml"
+    edited = yaml.safe_load(source_file.read_text())
+    onboard(edited["config"], readme_tenant())
+    source_file.write_text(yaml.safe_dump(edited, sort_keys=False))
 
     with (workdir / "pytest.log").open("wb") as log:
         process = subprocess.Popen(
@@ -137,13 +150,15 @@ def start_walkthrough() -> Walkthrough:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-    return Walkthrough(workdir, process)
+    return Walkthrough(workdir, process, source, new_stack)
 
 
 def test_onboarding_a_tenant_and_adding_an_environment_as_the_readme_says_keeps_the_stack_checks_green(request):
     # conftest.py starts the walk-through once collection selects this test; see pytest_collection_finish.
-    code, output = request.config.stash[WALKTHROUGH].result()
+    walkthrough = request.config.stash[WALKTHROUGH]
+    code, output = walkthrough.result()
     assert code == 0, output[-8000:]
     passed = re.findall(r"^PASSED tests/test_stacks\.py::(\w+)\[([\w-]+)\]", output, re.MULTILINE)
     checks_of = {stack: {test for test, s in passed if s == stack} for _, stack in passed}
-    assert checks_of.get(NEW_STACK) and checks_of[NEW_STACK] == checks_of["dev"], output[-8000:]
+    new, edited = checks_of.get(walkthrough.new_stack), checks_of.get(walkthrough.source)
+    assert new and new == edited, output[-8000:]
