@@ -30,8 +30,9 @@ from .conftest import WALKTHROUGH, load, project_path
 # The stack the README's steps start from and edit; another one if the user has removed it.
 SOURCE_STACK = "dev"
 NEW_STACK = "staging"
-# Everything in the project but what a checkout does not carry: virtualenvs, renders, git, caches.
-NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", "__pycache__", ".*_cache", "*.pyc")
+# Everything in the project but what a checkout does not carry: virtualenvs, renders, git, caches,
+# mutmut's working copy.
+NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", "__pycache__", ".*_cache", "*.pyc", "mutants")
 T = "gpu-platform:tenants"
 
 
