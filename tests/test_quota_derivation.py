@@ -10,8 +10,6 @@ instance-type reference as config/catalog.py lists it:
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from config import PlatformConfig
@@ -24,8 +22,9 @@ MIG_3G = "nvidia.com/mig-3g.40gb"
 GPU = "nvidia.com/gpu"
 
 
-@functools.cache
 def plan(fixture: str) -> PlatformConfig:
+    # Not cached: loading takes milliseconds, and a test that loads its own config is one mutation
+    # testing (`make mutate`) knows reaches every derivation it checks.
     return load(fixture_document(fixture))
 
 

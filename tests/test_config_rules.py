@@ -1,0 +1,218 @@
+"""What the loaded config carries beyond quotas: the network plan, chart pins, tags, and the rules
+across sections. Expected values are written out from the fixture stacks.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from config import ConfigError
+from config.versions import ChartPin
+
+from .conftest import fixture_document, load
+
+
+def problems_of(document) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load(document)
+    return caught.value.problems
+
+
+# --- network ---------------------------------------------------------------------------------------
+
+
+def test_the_network_plan_keeps_the_vpc_cidr_and_takes_the_regions_first_zones():
+    multi = load(fixture_document("multi-pool")).network
+    assert (multi.vpc_cidr, multi.availability_zones, multi.nat_per_az) == (
+        "10.30.0.0/16", ("us-east-1a", "us-east-1b", "us-east-1c"), True,
+    )
+    single = load(fixture_document("single-pool")).network
+    assert (single.vpc_cidr, single.availability_zones, single.nat_per_az) == (
+        "10.20.0.0/16", ("us-west-2a", "us-west-2b"), False,
+    )
+
+
+# --- chart pins ------------------------------------------------------------------------------------
+
+# Where each chart is published (each project's install docs) and the version config/versions.py pins.
+PINNED = {
+    "karpenter-crd": ChartPin("oci://public.ecr.aws/karpenter/karpenter-crd", "1.14.1"),
+    "karpenter": ChartPin("oci://public.ecr.aws/karpenter/karpenter", "1.14.1"),
+    "gpu-operator": ChartPin("gpu-operator", "v26.7.0", "https://helm.ngc.nvidia.com/nvidia"),
+    "kueue": ChartPin("oci://registry.k8s.io/kueue/charts/kueue", "0.19.2"),
+    "kube-prometheus-stack": ChartPin("kube-prometheus-stack", "88.5.3", "https://prometheus-community.github.io/helm-charts"),
+    "keda": ChartPin("keda", "2.20.2", "https://kedacore.github.io/charts"),
+}
+
+
+def test_a_stack_overrides_one_charts_version_and_keeps_its_source():
+    document = fixture_document("single-pool")
+    document["gpu-platform:versions"] = {"charts": {"karpenter": "1.14.2", "keda": "2.20.3"}}
+    charts = load(document).charts
+    for name, pin in PINNED.items():
+        expected = {"karpenter": "1.14.2", "keda": "2.20.3"}.get(name, pin.version)
+        assert charts[name] == ChartPin(pin.chart, expected, pin.repository), name
+
+
+@pytest.mark.parametrize(
+    "charts, problem",
+    [
+        ({"karpenter": "latest"}, "gives karpenter version 'latest'; pin an exact release such as '1.14.1'"),
+        ({"cert-manager": "1.16.0"}, "names chart 'cert-manager', which the platform does not install; known: "),
+    ],
+)
+def test_a_chart_override_must_be_a_known_chart_at_an_exact_version(charts, problem):
+    document = fixture_document("single-pool")
+    document["gpu-platform:versions"] = {"charts": charts}
+    [line] = problems_of(document)
+    assert line.startswith("gpu-platform:versions.charts: ") and problem in line
+
+
+# --- tags ------------------------------------------------------------------------------------------
+
+
+def test_every_aws_resource_is_tagged_with_the_stacks_tags_the_cluster_and_the_manager():
+    assert load(fixture_document("multi-pool")).tags == {
+        "environment": "prod",
+        "cost-center": "ml-platform",
+        "gpu-platform/cluster": "gpu-prod",
+        "managed-by": "pulumi",
+    }
+
+
+# --- tenants across sections -------------------------------------------------------------------------
+
+
+def test_a_business_unit_needs_declared_business_units():
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][0]["businessUnit"] = "research"
+    assert problems_of(document) == [
+        "gpu-platform:tenants[0].businessUnit: 'research' is not in gpu-platform:queueing.businessUnits (none declared)"
+    ]
+
+
+def test_every_unknown_flavor_of_a_tenant_is_reported():
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][0]["gpu"].update({"h200": {"nominal": 1}, "a10g": {"nominal": 1}})
+    assert problems_of(document) == [
+        "gpu-platform:tenants[0].gpu.h200: no such flavor; flavors: l40s-on-demand, l40s-spot",
+        "gpu-platform:tenants[0].gpu.a10g: no such flavor; flavors: l40s-on-demand, l40s-spot",
+    ]
+
+
+def test_without_pools_a_gpu_quota_says_to_declare_one():
+    document = fixture_document("single-pool")
+    document["gpu-platform:nodePools"] = []
+    document["gpu-platform:queueing"]["flavorPerCapacityType"] = []
+    for entry in document["gpu-platform:tenants"]:
+        entry["gpu"], entry["inference"] = {}, []
+    document["gpu-platform:tenants"][1]["gpu"] = {"l40s": {"nominal": 1}}
+    assert problems_of(document) == [
+        "gpu-platform:tenants[1].gpu.l40s: no such flavor; flavors: none (declare gpu-platform:nodePools)"
+    ]
+
+
+@pytest.mark.parametrize("name", ["kube-flannel", "kube-anything"])
+def test_no_tenant_may_take_a_kube_prefixed_namespace(name):
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][0]["name"] = name
+    assert problems_of(document) == [
+        f"gpu-platform:tenants[0].name: '{name}' is a namespace the platform or Kubernetes owns; pick another name"
+    ]
+
+
+# inference: tenants[1] of single-pool serves `chat` on l40s-on-demand (nominal 12 + borrowing 4 slices).
+INFERENCE_PROBLEMS = [
+    pytest.param(
+        {"maxReplicas": 17},
+        "gpu-platform:tenants[1].inference[0].maxReplicas: 17 replicas x 1 GPU slices = 17 exceeds the 16 tenant "
+        "inference can get on l40s-on-demand (nominal 12 + borrowing 4); lower maxReplicas to 16",
+        id="beyond-nominal-plus-borrowing",
+    ),
+    pytest.param(
+        {"gpusPerReplica": 3, "maxReplicas": 6},
+        "gpu-platform:tenants[1].inference[0].maxReplicas: 6 replicas x 3 GPU slices = 18 exceeds the 16 tenant "
+        "inference can get on l40s-on-demand (nominal 12 + borrowing 4); lower maxReplicas to 5",
+        id="replicas-of-several-gpus",
+    ),
+    pytest.param(
+        {"flavor": "l40s-spot"},
+        "gpu-platform:tenants[1].inference[0].flavor: 'l40s-spot' is not a flavor tenant inference has quota on "
+        "(l40s-on-demand); its pods would never be admitted",
+        id="flavor-without-quota",
+    ),
+]
+
+
+@pytest.mark.parametrize("change, problem", INFERENCE_PROBLEMS)
+def test_an_inference_deployment_at_its_most_must_fit_what_kueue_admits_for_its_tenant(change, problem):
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][1]["inference"][0].update(change)
+    assert problems_of(document) == [problem]
+
+
+def test_an_inference_deployment_exactly_at_nominal_plus_borrowing_is_accepted():
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][1]["inference"][0].update(gpusPerReplica=2, maxReplicas=8)
+    assert [d.max_replicas for d in load(document).tenants[1].config.inference] == [8]
+
+
+def test_inference_cannot_run_on_mig_devices():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:tenants"][0]["inference"][0]["flavor"] = "h100-on-demand"
+    assert problems_of(document) == [
+        "gpu-platform:tenants[0].inference[0].flavor: 'h100-on-demand' does not hand out nvidia.com/gpu (MIG devices or "
+        "DRA claims); run inference deployments on a whole-GPU or time-sliced flavor"
+    ]
+
+
+def test_no_tenant_may_take_the_cpu_flavors_name():
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][0]["name"] = "cpu"
+    assert problems_of(document) == ["gpu-platform:tenants[0].name: 'cpu' is the name of the CPU flavor; pick another name"]
+
+
+ADMIN = "arn:aws:iam::111122223333:role/MLResearchAdmin"
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (
+            {"admins": [ADMIN, ADMIN]},
+            f"gpu-platform:tenants[0].admins[1]: '{ADMIN}' is listed twice",
+        ),
+        (
+            {"viewers": [ADMIN]},
+            f"gpu-platform:tenants[0].viewers[0]: '{ADMIN}' is an admin of this tenant already",
+        ),
+    ],
+    ids=["admin-twice", "viewer-and-admin"],
+)
+def test_a_principal_has_one_role_in_a_tenant(change, problem):
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][0].update(change)
+    assert problems_of(document) == [problem]
+
+
+def test_borrowing_where_no_other_tenant_has_quota_says_so():
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"][0]["gpu"]["l40s-spot"]["borrowingLimit"] = 2
+    assert problems_of(document) == [
+        "gpu-platform:tenants[0].gpu.l40s-spot.borrowingLimit: 2 GPU slices exceeds the 0 the rest of the cohort can "
+        "lend on l40s-spot (no other tenant has quota there); lower it to 0"
+    ]
+
+
+def test_a_workload_class_takes_its_preset_unless_the_stack_overrides_it():
+    document = fixture_document("single-pool")
+    batch = {"scaleUpUtilization": 90, "scaleDownUtilization": 50, "cooldownSeconds": 120}
+    document["gpu-platform:autoscaling"] = {"classes": {"batch": batch}}
+    autoscaling = load(document).autoscaling
+    presets = {name: autoscaling.preset(name) for name in ("realtime", "batch", "interactive")}
+    # The documented presets: realtime 70/30/60 s, interactive 60/25/30 s; batch as overridden.
+    assert {name: (p.scale_up_utilization, p.scale_down_utilization, p.cooldown_seconds) for name, p in presets.items()} == {
+        "realtime": (70, 30, 60),
+        "batch": (90, 50, 120),
+        "interactive": (60, 25, 30),
+    }
