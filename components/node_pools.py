@@ -53,8 +53,16 @@ class NodePools(pulumi.ComponentResource):
         for pool in gpu_pools:
             node_class = declare(
                 f"{name}-{pool.name}-nodeclass",
-                ec2_node_class(pool.name, pool.config.ami_family, pool.ami_release, pool.config.root_volume, pool.has_instance_store,
-                               cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: pool.name}),
+                ec2_node_class(
+                    pool.name,
+                    pool.config.ami_family,
+                    pool.ami_release,
+                    pool.config.root_volume,
+                    pool.has_instance_store,
+                    cluster_name=cluster_name,
+                    role=node_role_name,
+                    tags={**tags, POOL_LABEL: pool.name},
+                ),
                 children.opts(),
             )
             declare(f"{name}-{pool.name}", gpu_node_pool(pool), children.opts(node_class))

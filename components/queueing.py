@@ -167,7 +167,9 @@ class Queueing(pulumi.ComponentResource):
             CPU_FLAVOR: declare(f"{name}-flavor-{CPU_FLAVOR}", cpu_resource_flavor(), children.opts(*installed))
         }
         for flavor in flavors:
-            self.flavors[flavor.name] = declare(f"{name}-flavor-{flavor.name}", resource_flavor(flavor), children.opts(*installed))
+            self.flavors[flavor.name] = declare(
+                f"{name}-flavor-{flavor.name}", resource_flavor(flavor), children.opts(*installed)
+            )
 
         self.cohorts = {}
         for cohort in cohorts(queueing):

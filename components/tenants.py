@@ -202,7 +202,7 @@ def limit_range(plan: TenantPlan) -> dict[str, Any]:
 def network_policies(plan: TenantPlan) -> dict[str, dict[str, Any]]:
     """Deny everything, then allow what a tenant's pods need; suffix -> NetworkPolicy."""
     every_pod: dict[str, Any] = {}
-    same_namespace = [{"podSelector": {}}]
+    same_namespace: list[dict[str, Any]] = [{"podSelector": {}}]
     policies = {
         "deny-all": _policy(plan, "default-deny-all", {"podSelector": every_pod, "policyTypes": ["Ingress", "Egress"]}),
         "allow-dns": _policy(

@@ -34,7 +34,7 @@ class ClassPreset(ConfigModel):
 
 
 # The seed's presets: realtime scales early and settles fast; batch runs hot; interactive reacts quickest.
-CLASS_PRESETS: dict[str, ClassPreset] = {
+CLASS_PRESETS: dict[WorkloadClass, ClassPreset] = {
     "realtime": ClassPreset(scaleUpUtilization=70, scaleDownUtilization=30, cooldownSeconds=60),
     "batch": ClassPreset(scaleUpUtilization=85, scaleDownUtilization=40, cooldownSeconds=300),
     "interactive": ClassPreset(scaleUpUtilization=60, scaleDownUtilization=25, cooldownSeconds=30),
@@ -52,8 +52,8 @@ class AutoscalingConfig(ConfigModel):
         1, ge=1, le=100, description="Replicas KEDA holds when its Prometheus queries keep failing."
     )
 
-    def preset(self, workload_class: str) -> ClassPreset:
-        return self.classes.get(workload_class, CLASS_PRESETS[workload_class])  # type: ignore[call-overload]
+    def preset(self, workload_class: WorkloadClass) -> ClassPreset:
+        return self.classes.get(workload_class, CLASS_PRESETS[workload_class])
 
 
 class ServingConfig(ConfigModel):

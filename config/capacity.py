@@ -91,10 +91,10 @@ class GpuPoolPlan:
     @property
     def hourly_cost_at_limit(self) -> float | None:
         """On-demand USD/hour with the pool full of its cheapest-per-GPU type; None when a type has no price."""
-        priced = [t for t in self.instance_types if t.on_demand_usd_per_hour is not None]
-        if not priced:
+        per_gpu_prices = [t.on_demand_usd_per_hour / t.gpus for t in self.instance_types if t.on_demand_usd_per_hour is not None]
+        if not per_gpu_prices:
             return None
-        per_gpu = min(t.on_demand_usd_per_hour / t.gpus for t in priced)  # type: ignore[operator]
+        per_gpu = min(per_gpu_prices)
         return round(per_gpu * self.gpu_limit, 2)
 
 
@@ -112,7 +112,9 @@ def plan_gpu_pools(
     for index, pool in enumerate(pools):
         key = f"{root}[{index}]"
         if pool.name in seen:
-            problems.add(f"{key}.name", f"{show(pool.name)} is already the name of {root}[{seen[pool.name]}]; pool names must be unique")
+            problems.add(
+                f"{key}.name", f"{show(pool.name)} is already the name of {root}[{seen[pool.name]}]; pool names must be unique"
+            )
         seen.setdefault(pool.name, index)
         plan = _plan_pool(pool, key, protected, mig_strategy, problems)
         if plan is not None:

@@ -75,7 +75,9 @@ H200_141GB = GpuModel(
 GPU_MODELS: dict[str, GpuModel] = {m.name: m for m in (A10G, L4, L40S, A100_40GB, A100_80GB, H100_80GB, H200_141GB)}
 
 
-def _row(name: str, gpu: GpuModel, gpus: int, vcpu: int, memory_gib: int, *, efa: bool, store_gb: int, usd: float | None) -> InstanceType:
+def _row(
+    name: str, gpu: GpuModel, gpus: int, vcpu: int, memory_gib: int, *, efa: bool, store_gb: int, usd: float | None
+) -> InstanceType:
     return InstanceType(name, gpu, gpus, vcpu, memory_gib, efa, store_gb, usd)
 
 

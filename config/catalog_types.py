@@ -39,7 +39,8 @@ class InstanceType:
     memory_gib: int
     efa: bool
     instance_store_gb: int
-    on_demand_usd_per_hour: float
+    # None when the type has no on-demand price (p5e: Capacity Blocks and reservations only).
+    on_demand_usd_per_hour: float | None
 
     @property
     def family(self) -> str:

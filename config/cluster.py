@@ -120,20 +120,36 @@ class SystemNodesConfig(ConfigModel):
         "(Karpenter, the GPU Operator, Prometheus, KEDA, Kueue). On-demand only.",
     )
     ami_type: Literal["AL2023_x86_64_STANDARD", "AL2023_ARM_64_STANDARD", "BOTTLEROCKET_x86_64", "BOTTLEROCKET_ARM_64"] = Field(
-        "AL2023_x86_64_STANDARD", description="EKS-optimised AMI type of the system nodes; must match the instance types' architecture."
+        "AL2023_x86_64_STANDARD",
+        description="EKS-optimised AMI type of the system nodes; must match the instance types' architecture.",
     )
-    min_size: int = Field(2, ge=1, le=100, description="Minimum system nodes; 2 or more keeps controllers up through a node loss.")
+    min_size: int = Field(
+        2, ge=1, le=100, description="Minimum system nodes; 2 or more keeps controllers up through a node loss."
+    )
     desired_size: int = Field(2, ge=1, le=100, description="System nodes at creation; between minSize and maxSize.")
     max_size: int = Field(4, ge=1, le=100, description="Maximum system nodes.")
-    disk_size_gib: int = Field(50, alias="diskSizeGiB", ge=20, le=1000, description="Size in GiB of each system node's encrypted gp3 volume (the root volume on AL2023, the data volume on Bottlerocket).")
+    disk_size_gib: int = Field(
+        50,
+        alias="diskSizeGiB",
+        ge=20,
+        le=1000,
+        description="Size in GiB of each system node's encrypted gp3 volume "
+        "(the root volume on AL2023, the data volume on Bottlerocket).",
+    )
 
+
+LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def _api_audit_authenticator() -> list[LogType]:
+    return ["api", "audit", "authenticator"]
 
 
 class LoggingConfig(ConfigModel):
     """EKS control-plane logging."""
 
-    types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] = Field(
-        default_factory=lambda: ["api", "audit", "authenticator"],
+    types: list[LogType] = Field(
+        default_factory=_api_audit_authenticator,
         description="EKS control-plane log types sent to CloudWatch.",
     )
     retention_days: int = Field(90, description="Days CloudWatch keeps control-plane logs.")
@@ -172,7 +188,9 @@ class ClusterConfig(ConfigModel):
     @classmethod
     def _valid_name(cls, name: str) -> str:
         if not _CLUSTER_NAME.match(name):
-            raise ValueError("is not a valid cluster name: 2-32 characters, lowercase letters, digits and '-', starting with a letter")
+            raise ValueError(
+                "is not a valid cluster name: 2-32 characters, lowercase letters, digits and '-', starting with a letter"
+            )
         return name
 
     @field_validator("kubernetes_version", mode="before")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError
+from pydantic_core import ErrorDetails
 
 Loc = Sequence[str | int]
 
@@ -75,7 +76,7 @@ class Problems:
         return bool(self.lines)
 
 
-def describe(model: type[BaseModel], detail: dict[str, Any]) -> str:
+def describe(model: type[BaseModel], detail: ErrorDetails) -> str:
     """Turn one pydantic error into `value: what is wrong; what is allowed`."""
     kind = detail["type"]
     loc = tuple(detail["loc"])

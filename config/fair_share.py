@@ -180,7 +180,10 @@ def plan_tenants(
                 f"({', '.join(queueing.business_units) or 'none declared'})",
             )
         if tenant.priority not in queueing.priorities:
-            problems.add(f"{key}.priority", f"{show(tenant.priority)} is not a tier of gpu-platform:queueing.priorities ({', '.join(queueing.priorities)})")
+            problems.add(
+                f"{key}.priority",
+                f"{show(tenant.priority)} is not a tier of gpu-platform:queueing.priorities ({', '.join(queueing.priorities)})",
+            )
         quotas = []
         for flavor_name, quota in tenant.gpu.items():
             flavor = by_flavor.get(flavor_name)
@@ -209,11 +212,16 @@ def _check_names(tenants: Sequence[TenantConfig], root: str, problems: Problems)
     seen: dict[str, int] = {}
     for index, tenant in enumerate(tenants):
         if tenant.name in RESERVED_NAMESPACES or tenant.name.startswith("kube-"):
-            problems.add(f"{root}[{index}].name", f"{show(tenant.name)} is a namespace the platform or Kubernetes owns; pick another name")
+            problems.add(
+                f"{root}[{index}].name", f"{show(tenant.name)} is a namespace the platform or Kubernetes owns; pick another name"
+            )
         if tenant.name == CPU_FLAVOR:
             problems.add(f"{root}[{index}].name", "'cpu' is the name of the CPU flavor; pick another name")
         if tenant.name in seen:
-            problems.add(f"{root}[{index}].name", f"{show(tenant.name)} is already the name of {root}[{seen[tenant.name]}]; tenant names must be unique")
+            problems.add(
+                f"{root}[{index}].name",
+                f"{show(tenant.name)} is already the name of {root}[{seen[tenant.name]}]; tenant names must be unique",
+            )
         seen.setdefault(tenant.name, index)
 
 
@@ -225,7 +233,11 @@ def _check_principals(tenants: Sequence[TenantConfig], cluster_admins: Sequence[
             for position, arn in enumerate(principals):
                 path = f"{root}[{index}].{role}[{position}]"
                 if arn in admins:
-                    problems.add(path, f"{show(arn)} is a cluster admin already (gpu-platform:cluster.admins); EKS allows it one access entry: remove it here")
+                    problems.add(
+                        path,
+                        f"{show(arn)} is a cluster admin already (gpu-platform:cluster.admins); "
+                        "EKS allows it one access entry: remove it here",
+                    )
                 elif arn in principals[:position]:
                     problems.add(path, f"{show(arn)} is listed twice")
                 elif role == "viewers" and arn in tenant.admins:

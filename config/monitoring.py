@@ -12,14 +12,19 @@ from .errors import duplicates
 
 _RETENTION = re.compile(r"^[0-9]+(h|d|w|y)$")
 _RECEIVER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+Severity = Literal["critical", "warning", "info"]
+
+
+def _paging_severities() -> list[Severity]:
+    return ["critical", "warning"]
 
 
 class ReceiverConfig(ConfigModel):
     """Where Alertmanager sends alerts: Slack, PagerDuty, or both."""
 
     name: str = Field(description="Receiver name, e.g. `gpu-oncall`.")
-    severities: list[Literal["critical", "warning", "info"]] = Field(
-        default_factory=lambda: ["critical", "warning"], min_length=1, description="Alert severities routed here."
+    severities: list[Severity] = Field(
+        default_factory=_paging_severities, min_length=1, description="Alert severities routed here."
     )
     slack_webhook_url: str | None = Field(
         None, description="Slack incoming-webhook URL; store it with `pulumi config set --secret --path ...`."

@@ -40,6 +40,11 @@ def _duration(allow_never: bool):
 
 Duration = Annotated[str, _duration(allow_never=False)]
 DurationOrNever = Annotated[str, _duration(allow_never=True)]
+CapacityType = Literal["on-demand", "spot"]
+
+
+def _on_demand_only() -> list[CapacityType]:
+    return ["on-demand"]
 
 
 class BudgetConfig(ConfigModel):
@@ -152,8 +157,8 @@ class NodePoolConfig(ConfigModel):
     instance_families: list[str] = Field(
         default_factory=list, description="Instance families, e.g. `[g6e]`: every catalog size of each family."
     )
-    capacity_types: list[Literal["on-demand", "spot"]] = Field(
-        default_factory=lambda: ["on-demand"], min_length=1, description="`on-demand`, `spot`, or both."
+    capacity_types: list[CapacityType] = Field(
+        default_factory=_on_demand_only, min_length=1, description="`on-demand`, `spot`, or both."
     )
     ami_family: Literal["al2023", "bottlerocket"] = Field(
         "al2023", description="Node OS; Karpenter picks the NVIDIA variant of the family's AMI for GPU instances."
@@ -165,7 +170,9 @@ class NodePoolConfig(ConfigModel):
     )
     gpus: int = Field(ge=1, le=100000, description="Declared GPU capacity: the NodePool's `nvidia.com/gpu` limit.")
     cpu_limit: int | None = Field(None, ge=1, description="Optional NodePool limit on vCPUs.")
-    memory_limit_gib: int | None = Field(None, alias="memoryLimitGiB", ge=1, description="Optional NodePool limit on memory, GiB.")
+    memory_limit_gib: int | None = Field(
+        None, alias="memoryLimitGiB", ge=1, description="Optional NodePool limit on memory, GiB."
+    )
     disruption: DisruptionConfig = Field(default_factory=DisruptionConfig, description="Consolidation and budgets.")
     expire_after: DurationOrNever = Field("720h", description="Replace nodes after this age (picks up new AMIs), or `Never`.")
     termination_grace_period: Duration = Field(
@@ -216,8 +223,8 @@ class CpuPoolConfig(ConfigModel):
             if _ACCELERATOR_FAMILY.match(family):
                 raise ValueError(f"contains {family!r}, an accelerator family; GPU capacity belongs in nodePools")
         return families
-    capacity_types: list[Literal["on-demand", "spot"]] = Field(
-        default_factory=lambda: ["on-demand"], min_length=1, description="`on-demand`, `spot`, or both."
+    capacity_types: list[CapacityType] = Field(
+        default_factory=_on_demand_only, min_length=1, description="`on-demand`, `spot`, or both."
     )
     cpu_limit: int = Field(1000, ge=1, description="NodePool limit on vCPUs.")
     memory_limit_gib: int = Field(4000, alias="memoryLimitGiB", ge=1, description="NodePool limit on memory, GiB.")

@@ -169,10 +169,12 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
                 )
     problems.raise_if_any()
 
+    assert isinstance(region, str)
     assert isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig)
     assert isinstance(gpu, GpuConfig) and isinstance(queueing, QueueingConfig)
-    cpu_pool = sections["cpuPool"]
+    cpu_pool, monitoring, autoscaling = sections["cpuPool"], sections["monitoring"], sections["autoscaling"]
     assert isinstance(cpu_pool, CpuPoolConfig)
+    assert isinstance(monitoring, MonitoringConfig) and isinstance(autoscaling, AutoscalingConfig)
     return PlatformConfig(
         region=region,
         cluster=cluster,
@@ -186,8 +188,8 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         queueing=queueing,
         flavors=flavors,
         tenants=tenant_plans,
-        monitoring=sections["monitoring"],  # type: ignore[arg-type]
-        autoscaling=sections["autoscaling"],  # type: ignore[arg-type]
+        monitoring=monitoring,
+        autoscaling=autoscaling,
     )
 
 
@@ -270,7 +272,8 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
         if template.mig_profile is not None and template.mig_profile not in profiles:
             problems.add(
                 f"{key}.migProfile",
-                f"{show(template.mig_profile)} is in no DRA pool's migLayout ({', '.join(sorted(profiles)) or 'no DRA pool has MIG'})",
+                f"{show(template.mig_profile)} is in no DRA pool's migLayout "
+                f"({', '.join(sorted(profiles)) or 'no DRA pool has MIG'})",
             )
     if gpu.dra.claim_templates and not dra_pools:
         problems.add(f"{NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied")

@@ -51,7 +51,8 @@ class NetworkAllowances(ConfigModel):
     """What may reach the tenant's pods and what they may reach, beyond DNS, their own namespace and metrics scrapes."""
 
     ingress_from_namespaces: list[DnsLabel] = Field(
-        default_factory=list, description="Namespaces whose pods may connect to this tenant's pods (e.g. an ingress controller's)."
+        default_factory=list,
+        description="Namespaces whose pods may connect to this tenant's pods (e.g. an ingress controller's).",
     )
     internet_egress: bool = Field(False, description="Allow connections to addresses outside the VPC's private ranges.")
     load_balancers: int = Field(0, ge=0, le=20, description="Services of type LoadBalancer the tenant may create.")

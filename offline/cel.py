@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 
 import celpy
 from celpy import celtypes
-from celpy.evaluation import CELEvalError
+from celpy.evaluation import CELEvalError, CELFunction
 
 from .openapi import FieldPath, Finding, Schema, field_schema
 
@@ -55,7 +55,7 @@ def _split(text: Any, separator: Any, limit: Any = None) -> celtypes.ListType:
     return celtypes.ListType([celtypes.StringType(p) for p in parts])
 
 
-_LIBRARY = {"find": _find, "findAll": _find_all, "split": _split}
+_LIBRARY: dict[str, CELFunction] = {"find": _find, "findAll": _find_all, "split": _split}
 
 
 class Verdict(Enum):

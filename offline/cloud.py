@@ -44,7 +44,10 @@ _AWS_RESOURCES: dict[str, tuple[str, str | None]] = {
     "aws:sqs/queuePolicy:QueuePolicy": ("qp", None),
     "aws:cloudwatch/eventRule:EventRule": ("rule", "arn:aws:events:{region}:{account}:rule/{name}"),
     "aws:cloudwatch/eventTarget:EventTarget": ("target", None),
-    "aws:eks/podIdentityAssociation:PodIdentityAssociation": ("pia", "arn:aws:eks:{region}:{account}:podidentityassociation/{id}"),
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": (
+        "pia",
+        "arn:aws:eks:{region}:{account}:podidentityassociation/{id}",
+    ),
 }
 
 
@@ -137,11 +140,12 @@ class CloudMocks(pulumi.runtime.Mocks):
 
     # --- invokes ----------------------------------------------------------------------------
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        """The invoke's result and its check failures (property, reason): none, the mock cloud accepts every call."""
         handler = self._invokes.get(args.token)
         if handler is None:
             raise NotImplementedError(f"offline/cloud.py has no answer for invoke {args.token}; add a realistic one")
-        return handler(args.args)
+        return handler(args.args), []
 
     def _get_cluster(self, args: dict[str, Any]) -> dict[str, Any]:
         name = args["name"]

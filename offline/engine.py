@@ -88,7 +88,7 @@ class RecordingMonitor(sdk_mocks.MockMonitor):
         self.records: list[RecordedResource] = []
         self._lock = threading.Lock()
 
-    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+    def RegisterResource(self, request):  # gRPC's method name, hence not snake_case
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             record = RecordedResource(
@@ -114,17 +114,17 @@ def run_program(
     stack: str,
     config: Mapping[str, str],
     secret_keys: list[str] | None = None,
-    program: Callable[[], object] | None = None,
+    program: Callable[[], None] | None = None,
 ) -> Recording:
     """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks."""
     return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []), program or _main_program)
 
 
-def _main_program() -> object:
-    return runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
+def _main_program() -> None:
+    runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
 
 
-def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], object]) -> Recording:
+def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Recording:
     mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"))
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
@@ -152,14 +152,15 @@ async def _resolve(value: Any) -> tuple[Any, bool]:
 def normalise(value: Any) -> Any:
     """Make recorded values stable and readable: redact secrets, whole floats back to ints, sorted keys."""
     if isinstance(value, dict):
-        if rpc._special_sig_key in value:  # noqa: SLF001 - a wrapped secret or resource reference
-            if value[rpc._special_sig_key] == rpc._special_secret_sig:  # noqa: SLF001
+        # The SDK's private signature key marks a wrapped secret or resource reference.
+        if rpc._special_sig_key in value:
+            if value[rpc._special_sig_key] == rpc._special_secret_sig:
                 # A secret map (a Secret's stringData) keeps its keys, so the render still has its shape.
                 inner = value.get("value")
                 if isinstance(inner, dict):
                     return {key: SECRET for key in sorted(inner)}
                 return SECRET
-            return {k: normalise(v) for k, v in sorted(value.items()) if k != rpc._special_sig_key}  # noqa: SLF001
+            return {k: normalise(v) for k, v in sorted(value.items()) if k != rpc._special_sig_key}
         return {key: normalise(item) for key, item in sorted(value.items())}
     if isinstance(value, list | tuple):
         return [normalise(item) for item in value]

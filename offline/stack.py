@@ -62,6 +62,6 @@ def _replace_secure(value: Any) -> tuple[Any, bool]:
         items = {k: _replace_secure(v) for k, v in value.items()}
         return {k: v for k, (v, _) in items.items()}, any(secret for _, secret in items.values())
     if isinstance(value, list):
-        items = [_replace_secure(v) for v in value]
-        return [v for v, _ in items], any(secret for _, secret in items)
+        replaced = [_replace_secure(v) for v in value]
+        return [v for v, _ in replaced], any(secret for _, secret in replaced)
     return value, False

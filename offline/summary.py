@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
@@ -34,7 +35,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
     return "\n".join(sections)
 
 
-def table(headers: list[str], rows: list[list[object]]) -> str:
+def table(headers: list[str], rows: Sequence[Sequence[object]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -105,7 +106,8 @@ def _gpu_pools(config: PlatformConfig) -> str:
         cost = pool.hourly_cost_at_limit
         cost_text = "n/a (no on-demand price)" if cost is None else f"${cost:,.2f}"
         if cost is not None and "spot" in pool.config.capacity_types:
-            cost_text += " (on-demand rate; spot is usually cheaper)" if len(pool.config.capacity_types) > 1 else " (on-demand rate; runs on spot)"
+            mixed = len(pool.config.capacity_types) > 1
+            cost_text += " (on-demand rate; spot is usually cheaper)" if mixed else " (on-demand rate; runs on spot)"
         rows.append(
             [
                 f"`{pool.name}`",
@@ -123,12 +125,24 @@ def _gpu_pools(config: PlatformConfig) -> str:
     cpu = config.cpu_pool
     note = (
         f"\nGeneral CPU pool `cpu`: {', '.join(cpu.instance_families)} ({', '.join(cpu.capacity_types)}), "
-        f"up to {cpu.cpu_limit} vCPU and {cpu.memory_limit_gib} GiB. Every GPU node is tainted `nvidia.com/gpu=true:NoSchedule`.\n"
+        f"up to {cpu.cpu_limit} vCPU and {cpu.memory_limit_gib} GiB. "
+        "Every GPU node is tainted `nvidia.com/gpu=true:NoSchedule`.\n"
         "Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU "
         "(us-east-1 prices, 2026-07-20; config/catalog.py).\n"
     )
     return "## GPU pools (Karpenter)\n\n" + table(
-        ["pool", "instance types", "GPUs/node", "GPU", "capacity", "AMI", "GPU limit", "sharing", "schedulable at limit", "cost/hour at limit"],
+        [
+            "pool",
+            "instance types",
+            "GPUs/node",
+            "GPU",
+            "capacity",
+            "AMI",
+            "GPU limit",
+            "sharing",
+            "schedulable at limit",
+            "cost/hour at limit",
+        ],
         rows,
     ) + note
 
@@ -162,7 +176,17 @@ def _tenants(config: PlatformConfig) -> str:
         "Monthly cost: the guaranteed GPUs at on-demand prices, 730 hours.\n"
     )
     return "## Tenants\n\n" + table(
-        ["tenant", "cohort", "guaranteed", "may borrow", "ResourceQuota (GPU)", "CPU-only quota", "priority", "Pod Security", "monthly cost (guaranteed)"],
+        [
+            "tenant",
+            "cohort",
+            "guaranteed",
+            "may borrow",
+            "ResourceQuota (GPU)",
+            "CPU-only quota",
+            "priority",
+            "Pod Security",
+            "monthly cost (guaranteed)",
+        ],
         rows,
     ) + note
 
@@ -185,7 +209,12 @@ def _capacity(config: PlatformConfig) -> str:
         promised = sum(q.quota.nominal for t in config.tenants for q in t.quotas if q.flavor.pool is pool)
         capacity = flavors[0].capacity_units
         rows.append(
-            [f"`{pool.name}`", ", ".join(f.name for f in flavors), f"{promised} / {capacity} {flavors[0].unit}", f"{capacity - promised}"]
+            [
+                f"`{pool.name}`",
+                ", ".join(f.name for f in flavors),
+                f"{promised} / {capacity} {flavors[0].unit}",
+                f"{capacity - promised}",
+            ]
         )
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
 
@@ -195,10 +224,13 @@ def _alerts(config: PlatformConfig) -> str:
         [f"`{a.name}`", a.severity, f"`{a.expr.replace('|', chr(92) + '|')}`" + (f" for {a.for_}" if a.for_ != "0m" else "")]
         for a in alert_rules(config.monitoring.idle_gpu_hours)
     ]
-    receivers = ", ".join(f"`{r.name}` ({', '.join(r.severities)})" for r in config.monitoring.receivers) or "none (alerts are dropped)"
+    receivers = (
+        ", ".join(f"`{r.name}` ({', '.join(r.severities)})" for r in config.monitoring.receivers) or "none (alerts are dropped)"
+    )
     return (
         "## Alerts\n\n"
-        f"Prometheus keeps {config.monitoring.retention} on a {config.monitoring.storage_gib} GiB gp3 volume; receivers: {receivers}.\n\n"
+        f"Prometheus keeps {config.monitoring.retention} on a {config.monitoring.storage_gib} GiB gp3 volume; "
+        f"receivers: {receivers}.\n\n"
         + table(["alert", "severity", "condition"], rows)
     )
 

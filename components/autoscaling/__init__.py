@@ -248,7 +248,9 @@ def scaled_object(tenant: TenantPlan, deployment: InferenceDeploymentConfig, aut
     })
 
 
-def _prometheus_trigger(name: str, query: str, metric_type: str, *, threshold: int, activation: int | None = None) -> dict[str, Any]:
+def _prometheus_trigger(
+    name: str, query: str, metric_type: str, *, threshold: int, activation: int | None = None
+) -> dict[str, Any]:
     metadata = {
         "serverAddress": PROMETHEUS_URL,
         "query": query,

@@ -59,7 +59,9 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     if gpus > 1:
         args += ["--tensor-parallel-size", str(gpus)]  # otherwise vLLM uses one of the GPUs it holds
     pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
-    pod_security.update(runAsNonRoot=True, runAsUser=serving.run_as_user, runAsGroup=serving.run_as_user, fsGroup=serving.run_as_user)
+    pod_security.update(
+        runAsNonRoot=True, runAsUser=serving.run_as_user, runAsGroup=serving.run_as_user, fsGroup=serving.run_as_user
+    )
     volumes: list[tuple[str, dict[str, Any]]] = [(CACHE_DIR, {"name": "cache", "emptyDir": {}})]
     if gpus > 1:
         # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.

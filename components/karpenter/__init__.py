@@ -202,7 +202,7 @@ class Karpenter(pulumi.ComponentResource):
                 f"{name}-controller-{policy_name}",
                 name=f"{cluster_name}-karpenter-{policy_name}",
                 description=f"Karpenter controller of cluster {cluster_name}: {policy_name}",
-                policy=documents.apply(lambda docs, key=policy_name: policies.to_json(docs[key])),
+                policy=_policy_json(documents, policy_name),
                 tags=tags,
                 opts=child,
             )
@@ -275,6 +275,11 @@ class Karpenter(pulumi.ComponentResource):
 
 
 # --- builders ----------------------------------------------------------------------------------
+
+def _policy_json(documents: pulumi.Output[dict[str, dict[str, Any]]], policy_name: str) -> pulumi.Output[str]:
+    """The JSON of one of the controller's policy documents, once they resolve."""
+    return documents.apply(lambda docs: policies.to_json(docs[policy_name]))
+
 
 def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
     """EventBridge (and SQS itself) may send to the queue; nobody may use it without TLS."""

@@ -176,7 +176,11 @@ def alertmanager_config(receivers: Sequence[ReceiverConfig]) -> dict[str, Any]:
                 "target_matchers": ["severity =~ warning|info"],
                 "equal": ["namespace", "alertname"],
             },
-            {"source_matchers": ["severity = warning"], "target_matchers": ["severity = info"], "equal": ["namespace", "alertname"]},
+            {
+                "source_matchers": ["severity = warning"],
+                "target_matchers": ["severity = info"],
+                "equal": ["namespace", "alertname"],
+            },
         ],
         "route": {
             "receiver": NULL_RECEIVER,

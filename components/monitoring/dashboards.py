@@ -81,7 +81,9 @@ def gpu_fleet() -> Dashboard:
                 "percentunit",
             ),
             Panel("Power by pool", ((_by_pool("DCGM_FI_DEV_POWER_USAGE", "sum"), f"{{{{{POOL}}}}}"),), "watt"),
-            Panel("Temperature by node (hottest GPU)", (("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)", "{{Hostname}}"),), "celsius"),
+            Panel(
+                "Temperature by node (hottest GPU)", (("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)", "{{Hostname}}"),), "celsius"
+            ),
             Panel("GPUs by model", (("count by (modelName) (DCGM_FI_DEV_GPU_UTIL)", "{{modelName}}"),), "short", "stat"),
             Panel("XID errors", (("DCGM_FI_DEV_XID_ERRORS > 0", "{{Hostname}} GPU {{gpu}}"),), "short", "table"),
         ),
@@ -120,7 +122,10 @@ def tenant_accounting() -> Dashboard:
                     ),
                 ),
             ),
-            Panel("Pending workloads by ClusterQueue", (("sum by (cluster_queue, status) (kueue_pending_workloads)", "{{cluster_queue}} {{status}}"),)),
+            Panel(
+                "Pending workloads by ClusterQueue",
+                (("sum by (cluster_queue, status) (kueue_pending_workloads)", "{{cluster_queue}} {{status}}"),),
+            ),
         ),
     )
 
@@ -134,22 +139,46 @@ def autoscaling() -> Dashboard:
             Panel(
                 "Replicas: current, desired, max",
                 (
-                    (f"sum by (namespace, horizontalpodautoscaler) ({hpa % 'status_current_replicas'})", "{{namespace}}/{{horizontalpodautoscaler}} current"),
-                    (f"sum by (namespace, horizontalpodautoscaler) ({hpa % 'status_desired_replicas'})", "{{namespace}}/{{horizontalpodautoscaler}} desired"),
-                    (f"sum by (namespace, horizontalpodautoscaler) ({hpa % 'spec_max_replicas'})", "{{namespace}}/{{horizontalpodautoscaler}} max"),
+                    (
+                        f"sum by (namespace, horizontalpodautoscaler) ({hpa % 'status_current_replicas'})",
+                        "{{namespace}}/{{horizontalpodautoscaler}} current",
+                    ),
+                    (
+                        f"sum by (namespace, horizontalpodautoscaler) ({hpa % 'status_desired_replicas'})",
+                        "{{namespace}}/{{horizontalpodautoscaler}} desired",
+                    ),
+                    (
+                        f"sum by (namespace, horizontalpodautoscaler) ({hpa % 'spec_max_replicas'})",
+                        "{{namespace}}/{{horizontalpodautoscaler}} max",
+                    ),
                 ),
             ),
             Panel(
                 "Trigger values",
-                (("sum by (exported_namespace, scaledObject, metric) (keda_scaler_metrics_value)", "{{exported_namespace}}/{{scaledObject}} {{metric}}"),),
+                (
+                    (
+                        "sum by (exported_namespace, scaledObject, metric) (keda_scaler_metrics_value)",
+                        "{{exported_namespace}}/{{scaledObject}} {{metric}}",
+                    ),
+                ),
             ),
             Panel(
                 "Trigger targets",
-                ((f"sum by (namespace, horizontalpodautoscaler, metric_name) ({hpa % 'spec_target_metric'})", "{{namespace}}/{{horizontalpodautoscaler}} {{metric_name}}"),),
+                (
+                    (
+                        f"sum by (namespace, horizontalpodautoscaler, metric_name) ({hpa % 'spec_target_metric'})",
+                        "{{namespace}}/{{horizontalpodautoscaler}} {{metric_name}}",
+                    ),
+                ),
             ),
             Panel(
                 "Scaler errors",
-                (("sum by (exported_namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m]))", "{{exported_namespace}}/{{scaledObject}} {{scaler}}"),),
+                (
+                    (
+                        "sum by (exported_namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m]))",
+                        "{{exported_namespace}}/{{scaledObject}} {{scaler}}",
+                    ),
+                ),
                 "ops",
             ),
         ),
