@@ -38,11 +38,17 @@ RUNBOOKS = PROJECT_DIR / "docs" / "runbooks.md"
 
 GPU0 = 'gpu="0",Hostname="gpu-node-1",UUID="GPU-0",modelName="NVIDIA L40S"'
 WORKLOAD = 'namespace="team-a",pod="train-0",container="main"'
-REQUEST = 'kube_pod_container_resource_requests{namespace="team-a",pod="train-0",container="main",node="gpu-node-1",resource="nvidia_com_gpu",unit="integer"}'
+REQUEST = (
+    'kube_pod_container_resource_requests{namespace="team-a",pod="train-0",container="main",node="gpu-node-1",'
+    'resource="nvidia_com_gpu",unit="integer"}'
+)
 RUNNING = 'kube_pod_status_phase{namespace="team-a",pod="train-0",uid="u1",phase="Running"}'
 POOL = 'nodepool="gpu-l40s",resource_type="nvidia.com/gpu"'
 QUEUE = 'cohort="gpu-dev",cluster_queue="team-a",flavor="l40s-on-demand",resource="nvidia.com/gpu"'
-SCALER = 'exported_namespace="inference",scaledObject="chat",scaler="prometheusScaler",metric="s0-prometheus",triggerIndex="0",type="scaledobject"'
+SCALER = (
+    'exported_namespace="inference",scaledObject="chat",scaler="prometheusScaler",metric="s0-prometheus",'
+    'triggerIndex="0",type="scaledobject"'
+)
 
 # alert -> (eval time, expected labels when it fires, series that fire it, series that keep it quiet)
 CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
@@ -54,7 +60,15 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
     ),
     "GPUMemoryPressure": (
         "5m",
-        {"gpu": "0", "Hostname": "gpu-node-1", "UUID": "GPU-0", "modelName": "NVIDIA L40S", "namespace": "team-a", "pod": "train-0", "container": "main"},
+        {
+            "gpu": "0",
+            "Hostname": "gpu-node-1",
+            "UUID": "GPU-0",
+            "modelName": "NVIDIA L40S",
+            "namespace": "team-a",
+            "pod": "train-0",
+            "container": "main",
+        },
         {f"DCGM_FI_DEV_FB_USED{{{GPU0},{WORKLOAD}}}": "46000x5", f"DCGM_FI_DEV_FB_FREE{{{GPU0},{WORKLOAD}}}": "2000x5"},
         {f"DCGM_FI_DEV_FB_USED{{{GPU0},{WORKLOAD}}}": "20000x5", f"DCGM_FI_DEV_FB_FREE{{{GPU0},{WORKLOAD}}}": "28000x5"},
     ),
@@ -168,7 +182,9 @@ def test_idle_gpu_alert_waits_the_configured_hours():
 
 
 def test_recording_rules_publish_the_names_other_code_reads():
-    records = {rule.record for rule in alerts.recording_rules().rules}
+    rules = alerts.recording_rules().rules
+    assert all(isinstance(rule, alerts.RecordingRule) for rule in rules)
+    records = {rule.record for rule in rules if isinstance(rule, alerts.RecordingRule)}
     assert {NAMESPACE_GPU_UTILISATION, NAMESPACE_GPUS_ALLOCATED, POD_GPU_UTILISATION} <= records
     for name in records:
         assert re.fullmatch(r"[a-z_]+:[a-z_]+:[a-z]+", name), f"{name} does not follow level:metric:operation"

@@ -146,12 +146,16 @@ def test_an_empty_query_result_is_an_error_not_an_idle_scaler(scaled):
 
 
 def test_hpa_behaviour_is_the_seed():
-    behavior = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    advanced = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]["advanced"]
+    behavior = advanced["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior == {
         "scaleUp": {
             "stabilizationWindowSeconds": 0,
             "selectPolicy": "Max",
-            "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}, {"type": "Pods", "value": 4, "periodSeconds": 15}],
+            "policies": [
+                {"type": "Percent", "value": 100, "periodSeconds": 15},
+                {"type": "Pods", "value": 4, "periodSeconds": 15},
+            ],
         },
         "scaleDown": {"stabilizationWindowSeconds": 300, "policies": [{"type": "Percent", "value": 25, "periodSeconds": 60}]},
     }
@@ -238,7 +242,7 @@ def test_query_selects_only_its_deployments_pods_in_its_namespace(metric):
 
 
 def _all_queries() -> list[str]:
-    found = []
+    found: list[str] = []
     for config in map(_config, FIXTURES):
         for plan in config.tenants:
             for deployment in plan.config.inference:
@@ -365,7 +369,8 @@ def test_server_is_probed_on_vllm_health(embeddings):
 
 def test_keda_owns_the_replica_count(embeddings):
     assert "replicas" not in _kind(embeddings, "Deployment")["spec"]
-    assert _kind(embeddings, "ScaledObject")["spec"]["scaleTargetRef"]["name"] == _kind(embeddings, "Deployment")["metadata"]["name"]
+    deployment = _kind(embeddings, "Deployment")
+    assert _kind(embeddings, "ScaledObject")["spec"]["scaleTargetRef"]["name"] == deployment["metadata"]["name"]
 
 
 def test_service_keeps_traffic_in_the_callers_zone(embeddings):
@@ -379,7 +384,8 @@ def test_service_keeps_traffic_in_the_callers_zone(embeddings):
 def test_disruption_budget_lets_drains_progress_one_replica_at_a_time(embeddings):
     budget = _kind(embeddings, "PodDisruptionBudget")["spec"]
     assert budget["maxUnavailable"] == 1 and "minAvailable" not in budget
-    assert budget["selector"]["matchLabels"].items() <= _kind(embeddings, "Deployment")["spec"]["template"]["metadata"]["labels"].items()
+    pod_labels = _kind(embeddings, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert budget["selector"]["matchLabels"].items() <= pod_labels.items()
 
 
 def test_tensor_parallel_replicas_use_all_their_gpus():
@@ -388,7 +394,8 @@ def test_tensor_parallel_replicas_use_all_their_gpus():
     tenant["inference"][0].update(gpusPerReplica=2, maxReplicas=4)
     config = load(document)
     plan, deployment = _deployment(config, "llm-training", "embeddings")
-    container = vllm.server_deployment(plan, deployment, vllm.tenant_flavor(plan, "a100-spot"))["spec"]["template"]["spec"]["containers"][0]
+    server = vllm.server_deployment(plan, deployment, vllm.tenant_flavor(plan, "a100-spot"))
+    container = server["spec"]["template"]["spec"]["containers"][0]
     assert container["args"][-2:] == ["--tensor-parallel-size", "2"]
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "2"
 
@@ -485,7 +492,9 @@ def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResourc
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
         namespaces = stand_in_namespaces(provider, config.tenants)
-        monitoring = k8s.core.v1.ConfigMap("monitoring-ready", metadata={"name": "ready"}, opts=pulumi.ResourceOptions(provider=provider))
+        monitoring = k8s.core.v1.ConfigMap(
+            "monitoring-ready", metadata={"name": "ready"}, opts=pulumi.ResourceOptions(provider=provider)
+        )
         autoscaling.Autoscaling(
             "gpu",
             config.tenants,
@@ -545,7 +554,7 @@ def test_every_object_is_a_child_on_the_cluster_provider(declared):
 
 
 def test_scaled_object_is_declared_as_built(declared):
-    record = next((r for r in declared.values() if r.name == "gpu-inference-chat-scaler"))
+    record = next(r for r in declared.values() if r.name == "gpu-inference-chat-scaler")
     assert record.type == "kubernetes:keda.sh/v1alpha1:ScaledObject"
     config = _config("multi-pool") if "gpu-data-science-notebook-assist-scaler" in declared else _config("single-pool")
     expected = _scaled_object(config, "inference", "chat")

@@ -13,7 +13,10 @@ EKS = "eks:index:Cluster"
 
 
 def admin_entries(recording):
-    """The cluster admins' access entries: the Cluster component's own (Karpenter's node role and tenants' principals have theirs)."""
+    """The cluster admins' access entries: the Cluster component's own.
+
+    Karpenter's node role and tenants' principals have access entries of their own.
+    """
     return [
         e
         for e in recording.by_type("aws:eks/accessEntry:AccessEntry")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -225,7 +226,13 @@ def test_a_stack_may_override_one_addon_version():
     "az_count, nat, vpc, expected_private, expected_public",
     [
         (2, "single", "10.20.0.0/16", ["10.20.0.0/19", "10.20.32.0/19"], ["10.20.224.0/22", "10.20.228.0/22"]),
-        (3, "perAz", "10.30.0.0/20", ["10.30.0.0/23", "10.30.2.0/23", "10.30.4.0/23"], ["10.30.14.0/26", "10.30.14.64/26", "10.30.14.128/26"]),
+        (
+            3,
+            "perAz",
+            "10.30.0.0/20",
+            ["10.30.0.0/23", "10.30.2.0/23", "10.30.4.0/23"],
+            ["10.30.14.0/26", "10.30.14.64/26", "10.30.14.128/26"],
+        ),
     ],
 )
 def test_subnets_are_carved_from_the_vpc_without_overlap(az_count, nat, vpc, expected_private, expected_public):
@@ -255,7 +262,7 @@ def test_every_config_field_has_a_description_for_the_reference():
 
     def fields(model: type[BaseModel], prefix: str):
         if issubclass(model, RootModel):
-            yield from fields(model.model_fields["root"].annotation.__args__[0], f"{prefix}[]")
+            yield from fields(typing.get_args(model.model_fields["root"].annotation)[0], f"{prefix}[]")
             return
         for name, info in model.model_fields.items():
             yield f"{prefix}.{info.alias or name}", info

@@ -77,7 +77,10 @@ VIOLATIONS = [
     ),
     pytest.param(
         lambda d: tenants(d)[3].update(priority="urgent"),
-        ["gpu-platform:tenants[3].priority: 'urgent' is not a tier of gpu-platform:queueing.priorities (production, standard, best-effort)"],
+        [
+            "gpu-platform:tenants[3].priority: 'urgent' is not a tier of gpu-platform:queueing.priorities "
+            "(production, standard, best-effort)"
+        ],
         id="unknown-priority",
     ),
     pytest.param(

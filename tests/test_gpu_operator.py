@@ -134,7 +134,7 @@ def unknown_keys(values: dict[str, Any], defaults: dict[str, Any], path: tuple[s
             yield ".".join(where)
         elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key] and key not in FREE_FORM_VALUES:
             yield from unknown_keys(value, defaults[key], where)
-        elif defaults[key] is not None and isinstance(defaults[key], dict | list | bool) and type(value) is not type(defaults[key]):
+        elif isinstance(defaults[key], dict | list | bool) and type(value) is not type(defaults[key]):
             yield f"{'.'.join(where)} (a {type(defaults[key]).__name__} in the chart)"
 
 
@@ -312,7 +312,9 @@ def test_claim_template_selects_mig_devices_by_profile_with_cel():
     assert request["exactly"]["deviceClassName"] == "mig.nvidia.com"
     assert request["exactly"]["count"] == 2
     # upstream: MIG devices carry the string attribute `profile`.
-    assert request["exactly"]["selectors"] == [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}]
+    assert request["exactly"]["selectors"] == [
+        {"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"}}
+    ]
 
 
 def test_claim_template_without_a_selector_takes_any_whole_gpu():

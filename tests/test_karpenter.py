@@ -449,6 +449,10 @@ def test_cluster_scoped_aws_resources_wait_for_the_cluster():
             waits_for_cluster(by_urn[d], seen | {resource.urn}) for d in resource.dependencies if d in by_urn and d not in seen
         )
 
-    for type_ in ("aws:eks/accessEntry:AccessEntry", "aws:eks/podIdentityAssociation:PodIdentityAssociation", "aws:eks/addon:Addon"):
+    for type_ in (
+        "aws:eks/accessEntry:AccessEntry",
+        "aws:eks/podIdentityAssociation:PodIdentityAssociation",
+        "aws:eks/addon:Addon",
+    ):
         for resource in recording.by_type(type_):
             assert waits_for_cluster(resource), resource.name

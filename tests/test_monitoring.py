@@ -56,7 +56,12 @@ def key_paths(values: dict[str, Any], defaults: dict[str, Any], prefix: str = ""
         path = f"{prefix}{key}"
         if key not in defaults:
             missing.append(path)
-        elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key] and key not in ("nodeSelector", "config"):
+        elif (
+            isinstance(value, dict)
+            and isinstance(defaults[key], dict)
+            and defaults[key]
+            and key not in ("nodeSelector", "config")
+        ):
             missing += key_paths(value, defaults[key], f"{path}.")
     return missing
 
@@ -111,7 +116,12 @@ def test_controllers_run_on_the_system_nodes_and_node_exporter_everywhere():
 
 def test_grafana_loads_dashboards_from_labelled_config_maps_and_has_no_password_in_values():
     grafana = stack_values(config())["grafana"]
-    assert grafana["sidecar"]["dashboards"] == {"enabled": True, "label": "grafana_dashboard", "labelValue": "1", "searchNamespace": "ALL"}
+    assert grafana["sidecar"]["dashboards"] == {
+        "enabled": True,
+        "label": "grafana_dashboard",
+        "labelValue": "1",
+        "searchNamespace": "ALL",
+    }
     assert "adminPassword" not in grafana and "admin" not in grafana  # the chart generates its own Secret
 
 
@@ -140,7 +150,9 @@ def test_receivers_are_routed_by_severity_and_read_credentials_from_the_mounted_
     assert slack["api_url_file"] == f"/etc/alertmanager/secrets/{RECEIVER_SECRET}/gpu-platform-slack-webhook-url"
     assert slack["channel"] == "#gpu"
     assert stack_values(config(receivers=RECEIVERS))["alertmanager"]["alertmanagerSpec"]["secrets"] == [RECEIVER_SECRET]
-    assert set(receiver_secret(config(receivers=RECEIVERS).receivers)["stringData"]) == {
+    secret = receiver_secret(config(receivers=RECEIVERS).receivers)
+    assert secret is not None
+    assert set(secret["stringData"]) == {
         "gpu-oncall-pagerduty-routing-key",
         "gpu-platform-slack-webhook-url",
     }
@@ -215,8 +227,13 @@ def test_component_declares_namespace_secret_release_rules_and_dashboards(record
     namespace = children["gpu-test-monitoring-namespace"].inputs["metadata"]
     assert namespace["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
     release = children["gpu-test-monitoring-stack"]
-    assert (release.inputs["name"], release.inputs["namespace"], release.inputs["version"]) == ("kube-prometheus-stack", "monitoring", "88.5.3")
-    for name in ("gpu-test-monitoring-rules-gpu-platform", *(f"gpu-test-monitoring-dashboard-{d.uid}" for d in dashboards.dashboards())):
+    assert (release.inputs["name"], release.inputs["namespace"], release.inputs["version"]) == (
+        "kube-prometheus-stack",
+        "monitoring",
+        "88.5.3",
+    )
+    dashboard_names = (f"gpu-test-monitoring-dashboard-{d.uid}" for d in dashboards.dashboards())
+    for name in ("gpu-test-monitoring-rules-gpu-platform", *dashboard_names):
         assert release.urn in children[name].dependencies
     assert children[f"gpu-test-monitoring-{RECEIVER_SECRET}"].urn in release.dependencies
 

@@ -1,4 +1,4 @@
-"""Kueue: flavors select the right nodes, every tenant's queue admits exactly its quota, the controller is configured as documented."""
+"""Kueue: flavors select the right nodes, each tenant's queue admits exactly its quota, the controller is set up as documented."""
 
 from __future__ import annotations
 
@@ -78,7 +78,9 @@ def test_every_gpu_flavor_selects_exactly_its_pools_nodes_and_tolerates_the_gpu_
 
 def test_split_pool_flavors_select_one_capacity_type_each():
     flavors = {
-        f.name: queueing.resource_flavor(f)["spec"]["nodeLabels"] for f in _config("single-pool").flavors if f.pool.name == "gpu-l40s"
+        f.name: queueing.resource_flavor(f)["spec"]["nodeLabels"]
+        for f in _config("single-pool").flavors
+        if f.pool.name == "gpu-l40s"
     }
     assert flavors == {
         "l40s-on-demand": {POOL_LABEL: "gpu-l40s", CAPACITY_TYPE_LABEL: "on-demand"},
@@ -178,7 +180,8 @@ def test_inference_lends_at_most_four_h100s():
     resources = flavor_resources(queueing.cluster_queue(tenant(_config("multi-pool"), "inference")), "h100-on-demand")
     assert resources["nvidia.com/mig-3g.40gb"]["lendingLimit"] == "4"
     assert resources["nvidia.com/mig-1g.10gb"]["lendingLimit"] == "8"
-    assert "lendingLimit" not in flavor_resources(queueing.cluster_queue(tenant(_config("multi-pool"), "inference")), "l40s-on-demand")["nvidia.com/gpu"]
+    l40s = flavor_resources(queueing.cluster_queue(tenant(_config("multi-pool"), "inference")), "l40s-on-demand")
+    assert "lendingLimit" not in l40s["nvidia.com/gpu"]
 
 
 def test_each_cluster_queue_admits_only_its_tenants_namespace(config):
@@ -197,7 +200,9 @@ def test_fair_sharing_weight_is_the_tenants_weight_as_a_quantity():
     assert weights == {"llm-training": "2", "inference": "1", "data-science": "1", "experiments": "0.5"}
 
 
-@pytest.mark.parametrize(("weight", "rendered"), [(1.0, "1"), (2.0, "2"), (0.5, "0.5"), (0.25, "0.25"), (100.0, "100"), (1.1, "1.1")])
+@pytest.mark.parametrize(
+    ("weight", "rendered"), [(1.0, "1"), (2.0, "2"), (0.5, "0.5"), (0.25, "0.25"), (100.0, "100"), (1.1, "1.1")]
+)
 def test_weights_render_as_plain_decimal_quantities(weight, rendered):
     assert queueing.quantity(weight) == rendered
 
@@ -258,7 +263,7 @@ def test_every_helm_value_is_a_key_of_the_pinned_chart(config):
 
 def test_chart_default_config_is_the_pinned_charts(config):
     defaults = _chart_defaults()
-    assert queueing.CHART_DEFAULT_MANAGER_CONFIG == yaml.safe_load(defaults["managerConfig"]["controllerManagerConfigYaml"])
+    assert yaml.safe_load(defaults["managerConfig"]["controllerManagerConfigYaml"]) == queueing.CHART_DEFAULT_MANAGER_CONFIG
 
 
 def test_controller_runs_on_the_system_nodes_with_two_replicas(config):
@@ -279,7 +284,8 @@ def test_controller_config_changes_the_chart_default_only_where_documented(confi
     assert changed == {"integrations", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "fairSharing", "metrics"}
     assert ours["metrics"] == {**default["metrics"], "enableClusterQueueResources": True}
     # Integrations are only added to: nothing the chart enables is dropped.
-    assert ours["integrations"]["frameworks"][: len(default["integrations"]["frameworks"])] == default["integrations"]["frameworks"]
+    default_frameworks = default["integrations"]["frameworks"]
+    assert ours["integrations"]["frameworks"][: len(default_frameworks)] == default_frameworks
 
 
 def test_controller_manages_jobs_pods_and_training_operator_kinds(config):
@@ -320,7 +326,10 @@ def _kueue_crds() -> CustomResourceDefinitions:
 def test_kueue_objects_validate_against_the_v1beta2_crds(config):
     manifests = queueing.queueing_manifests(config.queueing, config.flavors, config.tenants)
     version = config.cluster.kubernetes_version
-    assert [(m["kind"], m["metadata"]["name"], f) for m in manifests for f in object_findings(m, _kueue_crds(), version).findings] == []
+    findings = [
+        (m["kind"], m["metadata"]["name"], f) for m in manifests for f in object_findings(m, _kueue_crds(), version).findings
+    ]
+    assert findings == []
     assert {m["apiVersion"] for m in manifests} == {"kueue.x-k8s.io/v1beta2"}
 
 

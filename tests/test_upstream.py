@@ -160,7 +160,9 @@ def demo(tmp_path, monkeypatch):
     monkeypatch.setattr(vendor, "SOURCES_FILE", upstream / "SOURCES")
     monkeypatch.setattr(offline.upstream, "SOURCES_FILE", upstream / "SOURCES")
     monkeypatch.setattr(vendor, "CHARTS", {"demo": ChartPin("demo", "1.2.3")})
-    monkeypatch.setattr(vendor, "CHART_SOURCES", {"demo": ChartSource("example/demo", "v{version}", "chart", crds=("crds/*.yaml",))})
+    monkeypatch.setattr(
+        vendor, "CHART_SOURCES", {"demo": ChartSource("example/demo", "v{version}", "chart", crds=("crds/*.yaml",))}
+    )
     return repo, upstream, files
 
 

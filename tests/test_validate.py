@@ -111,7 +111,11 @@ def test_a_crd_the_manifests_declare_is_in_scope_and_its_library_rules_are_count
 
 
 def test_a_malformed_crd_in_the_manifests_is_reported_not_used(tmp_path):
-    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "budgets.example.com"}}
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "budgets.example.com"},
+    }
     report = validate_render(_render(tmp_path / "render", yaml.safe_dump(crd), []), KUBERNETES)
     assert report.problems == [
         "manifests.yaml#1 apiextensions.k8s.io/v1 CustomResourceDefinition budgets.example.com: spec: required field is missing"
@@ -176,7 +180,9 @@ def test_an_unknown_helm_values_key_is_reported(tmp_path):
     version = CHARTS["karpenter"].version
     release = {**yaml.safe_load((SAMPLES / "karpenter-values-unknown-key.yaml").read_text()), "version": version}
     report = validate_render(_render(tmp_path / "render", "", [release]), KUBERNETES)
-    assert report.problems == [f"helm/karpenter.yaml karpenter {version}: values.replicaCount: not a key of the chart's values.yaml"]
+    assert report.problems == [
+        f"helm/karpenter.yaml karpenter {version}: values.replicaCount: not a key of the chart's values.yaml"
+    ]
 
 
 def test_subchart_keys_are_checked_against_the_vendored_subchart_defaults():
