@@ -90,6 +90,19 @@ class GpuPlatform(pulumi.ComponentResource):
 
         # Controllers go on the system nodes, so they wait for them and for cluster DNS.
         controllers_ready = [self.system_nodes.node_group, *workload_addons.addons.values()]
+        # Prometheus' volume needs the gp3 StorageClass; its pods go on the system nodes.
+        self.monitoring = Monitoring(
+            f"{name}-monitoring",
+            config.monitoring,
+            chart=config.charts[monitoring.CHART_KEY],
+            provider=self.cluster.provider,
+            depends_on=[*controllers_ready, storage_class],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Charts that render ServiceMonitors (Karpenter's, Kueue's, KEDA's) wait for the monitoring release,
+        # which installs their CRD: without it Kueue's and KEDA's installs fail and Karpenter's leaves its
+        # ServiceMonitor out until the next upgrade.
+        scraped_controllers_ready = [*controllers_ready, self.monitoring.release]
         self.karpenter = Karpenter(
             f"{name}-karpenter",
             cluster_name=name,
@@ -99,7 +112,7 @@ class GpuPlatform(pulumi.ComponentResource):
             chart_versions=config.charts,
             k8s_provider=self.cluster.provider,
             tags=tags,
-            depends_on=controllers_ready,
+            depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
         # Tenants' namespaces, quotas, network rules and access. Kueue's LocalQueues go into
@@ -125,7 +138,7 @@ class GpuPlatform(pulumi.ComponentResource):
             chart=config.charts[queueing.CHART_KEY],
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
-            depends_on=controllers_ready,
+            depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.gpu_operator = GpuOperator(
@@ -152,16 +165,6 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
-        # Prometheus' volume needs the gp3 StorageClass; its pods go on the system nodes.
-        self.monitoring = Monitoring(
-            f"{name}-monitoring",
-            config.monitoring,
-            chart=config.charts[monitoring.CHART_KEY],
-            provider=self.cluster.provider,
-            depends_on=[*controllers_ready, storage_class],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        # KEDA after the monitoring release: its chart declares ServiceMonitors (CRD from kube-prometheus-stack).
         self.autoscaling = Autoscaling(
             name,
             config.tenants,
@@ -169,7 +172,7 @@ class GpuPlatform(pulumi.ComponentResource):
             chart=config.charts[autoscaling.CHART_KEY],
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
-            depends_on=[*controllers_ready, self.monitoring.release],
+            depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
 

@@ -1,0 +1,340 @@
+"""The order a deploy creates things in: every object waits for what it needs to exist first.
+
+Checked on the whole program's recording, not on one component fed stand-ins: what matters is the
+edge the platform actually wires. Each rule is derived from the object itself (the API group of its
+kind, the namespace it lives in, the names its spec or Helm values refer to), so a new object is
+held to the same rule without a test change.
+
+"Waits for" is the transitive closure of the recorded dependencies, plus each resource's provider:
+Pulumi creates nothing before its dependencies and its provider exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from offline.engine import RecordedResource, Recording
+
+from .conftest import fixture_document, render_fixture, short
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+PROVIDER = "pulumi:providers:kubernetes"
+
+# The release whose chart installs each custom resource group's CRDs, at the pinned versions:
+# - karpenter-crd: aws/karpenter-provider-aws charts/karpenter-crd/templates/karpenter.sh_nodepools.yaml,
+#   karpenter.k8s.aws_ec2nodeclasses.yaml (the controller chart's copies are skipped: skipCrds);
+# - kueue: kubernetes-sigs/kueue charts/kueue/templates/crd/ (CRDs as templates);
+# - kube-prometheus-stack: prometheus-community/helm-charts charts/kube-prometheus-stack/charts/crds/crds/;
+# - keda: kedacore/charts keda/templates/crds/.
+CRD_RELEASES = {
+    "karpenter.sh": "karpenter-crd",
+    "karpenter.k8s.aws": "karpenter-crd",
+    "kueue.x-k8s.io": "kueue",
+    "monitoring.coreos.com": "kube-prometheus-stack",
+    "keda.sh": "keda",
+}
+
+# Values that make a chart render monitoring.coreos.com objects (ServiceMonitor, PodMonitor,
+# PrometheusRule); each entry's paths must all be true. Without the CRDs the install fails (kueue,
+# keda) or the chart silently leaves its ServiceMonitor out until the next upgrade (karpenter checks
+# `.Capabilities.APIVersions.Has "monitoring.coreos.com/v1"`).
+# - karpenter: aws/karpenter-provider-aws charts/karpenter/templates/servicemonitor.yaml
+# - kueue: kubernetes-sigs/kueue charts/kueue/templates/prometheus/monitor.yaml, role.yaml
+# - keda: kedacore/charts keda/templates/manager/servicemonitor.yaml, metrics-server/servicemonitor.yaml,
+#   webhooks/servicemonitor.yaml, manager/podmonitor.yaml, manager/prometheusrules.yaml
+MONITORING_TOGGLES: dict[str, list[tuple[str, ...]]] = {
+    "karpenter": [("serviceMonitor.enabled",)],
+    "kueue": [("enablePrometheus",)],
+    "keda": [
+        ("prometheus.operator.enabled", "prometheus.operator.serviceMonitor.enabled"),
+        ("prometheus.operator.enabled", "prometheus.operator.podMonitor.enabled"),
+        ("prometheus.operator.enabled", "prometheus.operator.prometheusRules.enabled"),
+        ("prometheus.metricServer.enabled", "prometheus.metricServer.serviceMonitor.enabled"),
+        ("prometheus.metricServer.enabled", "prometheus.metricServer.podMonitor.enabled"),
+        ("prometheus.webhooks.enabled", "prometheus.webhooks.serviceMonitor.enabled"),
+    ],
+}
+
+# The EKS access policy that makes the deploying identity a cluster admin (AWS EKS access policies).
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+
+
+# single-pool-dra covers single-pool's shape too.
+RECORDED = ("multi-pool", "single-pool-dra")
+
+
+@pytest.fixture(params=RECORDED)
+def recorded(request) -> Recording:
+    return render_fixture(request.param)
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+# id(recording) -> (the recording, kept alive so the id stays its own; urn -> everything it waits for)
+_CLOSURES: dict[int, tuple[Recording, dict[str, frozenset[str]]]] = {}
+
+
+def waits_for(recording: Recording, resource: RecordedResource) -> frozenset[str]:
+    if id(recording) not in _CLOSURES:
+        _CLOSURES[id(recording)] = (recording, _closure(recording))
+    return _CLOSURES[id(recording)][1][resource.urn]
+
+
+def _closure(recording: Recording) -> dict[str, frozenset[str]]:
+    direct = {r.urn: {*r.dependencies, *([r.provider] if r.provider else [])} for r in recording.resources}
+    closure: dict[str, frozenset[str]] = {}
+
+    def visit(urn: str, path: tuple[str, ...]) -> frozenset[str]:
+        if urn not in closure:
+            assert urn not in path, f"dependency cycle through {short(urn)}"
+            found: set[str] = set()
+            for dependency in direct.get(urn, ()):
+                found |= {dependency, *visit(dependency, (*path, urn))}
+            closure[urn] = frozenset(found)
+        return closure[urn]
+
+    for urn in direct:
+        visit(urn, ())
+    return closure
+
+
+def kubernetes_objects(recording: Recording) -> Iterator[RecordedResource]:
+    for r in recording.resources:
+        if r.custom and r.type.startswith("kubernetes:") and r.type != RELEASE:
+            yield r
+
+
+def releases(recording: Recording) -> dict[str, RecordedResource]:
+    return {r.inputs["name"]: r for r in recording.by_type(RELEASE)}
+
+
+def declared(recording: Recording, kind: str, name: str, namespace: str | None = None) -> RecordedResource:
+    [found] = [
+        r for r in kubernetes_objects(recording)
+        if (r.inputs["kind"], r.inputs["metadata"]["name"], r.inputs["metadata"].get("namespace")) == (kind, name, namespace)
+    ]
+    return found
+
+
+def group_of(api_version: str) -> str:
+    return api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+
+
+def value_at(values: dict[str, Any], path: str) -> Any:
+    for key in path.split("."):
+        if not isinstance(values, dict) or key not in values:
+            return None
+        values = values[key]
+    return values
+
+
+def describe(resource: RecordedResource) -> str:
+    return f"{resource.type.rsplit(':', 1)[-1]} {short(resource.urn)}"
+
+
+# --- custom resources wait for their CRDs -------------------------------------------------------------
+
+
+def test_every_custom_resource_waits_for_the_release_that_installs_its_crd(recorded):
+    by_name = releases(recorded)
+    checked = set()
+    for resource in kubernetes_objects(recorded):
+        group = group_of(resource.inputs["apiVersion"])
+        if "." not in group or group.endswith(".k8s.io"):
+            continue  # built into Kubernetes
+        assert group in CRD_RELEASES, f"{describe(resource)}: which release installs the CRDs of {group}?"
+        release = by_name[CRD_RELEASES[group]]
+        assert release.urn in waits_for(recorded, resource), f"{describe(resource)} does not wait for {release.inputs['name']}"
+        checked.add(group)
+    assert checked == set(CRD_RELEASES)
+
+
+def test_node_pools_and_node_classes_wait_for_the_running_karpenter_controller(recorded):
+    # On `pulumi destroy` the reverse order holds: NodePools go while Karpenter can still drain and
+    # terminate their nodes and delete the instance profiles it made.
+    controller = releases(recorded)["karpenter"]
+    node_role = next(r for r in recorded.by_type("aws:iam/role:Role") if r.inputs["name"].endswith("-karpenter-node"))
+    pools = [r for r in kubernetes_objects(recorded) if r.inputs["kind"] in ("NodePool", "EC2NodeClass")]
+    assert len(pools) >= 4  # a GPU pool and the CPU pool, each a NodePool and an EC2NodeClass
+    for resource in pools:
+        assert {controller.urn, node_role.urn} <= waits_for(recorded, resource), describe(resource)
+
+
+def test_a_node_pool_waits_for_the_node_class_it_references(recorded):
+    for pool in (r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "NodePool"):
+        reference = pool.inputs["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+        assert declared(recorded, "EC2NodeClass", reference).urn in waits_for(recorded, pool), describe(pool)
+
+
+def test_claim_templates_wait_for_the_dra_driver_that_installs_their_device_classes():
+    # The DeviceClasses gpu.nvidia.com and mig.nvidia.com come from the dra-driver-nvidia-gpu chart.
+    recording = render_fixture("single-pool-dra")
+    driver = releases(recording)["dra-driver-nvidia-gpu"]
+    templates = [r for r in kubernetes_objects(recording) if r.inputs["kind"] == "ResourceClaimTemplate"]
+    assert templates
+    for template in templates:
+        assert driver.urn in waits_for(recording, template), describe(template)
+
+
+# --- namespaced objects wait for their namespace --------------------------------------------------------
+
+
+def test_each_namespace_is_declared_once_so_every_component_shares_the_real_one(recorded):
+    names = [r.inputs["metadata"]["name"] for r in kubernetes_objects(recorded) if r.inputs["kind"] == "Namespace"]
+    assert sorted(names) == sorted(set(names))
+
+
+def test_tenant_namespaces_are_the_tenants_components(recorded):
+    tenants = {r.urn for r in recorded.by_type("gpu-platform:tenants:Tenant")}
+    for namespace in (r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "Namespace"):
+        is_tenant = "gpu-platform/tenant" in namespace.inputs["metadata"].get("labels", {})
+        assert (namespace.parent in tenants) == is_tenant, describe(namespace)
+
+
+def test_every_namespaced_object_and_release_waits_for_its_namespace(recorded):
+    namespaces = {
+        r.inputs["metadata"]["name"]: r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "Namespace"
+    }
+    checked = 0
+    for resource in [*recorded.by_type(RELEASE), *kubernetes_objects(recorded)]:
+        inputs = resource.inputs
+        namespace = inputs["namespace"] if resource.type == RELEASE else inputs["metadata"].get("namespace")
+        if namespace in namespaces:
+            assert namespaces[namespace].urn in waits_for(recorded, resource), f"{describe(resource)} waits not for {namespace}"
+            checked += 1
+    assert checked > 20
+
+
+def test_every_tenant_namespace_holds_a_local_queue_that_waits_for_it(recorded):
+    for namespace in (r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "Namespace"):
+        if "gpu-platform/tenant" not in namespace.inputs["metadata"].get("labels", {}):
+            continue
+        queue = declared(recorded, "LocalQueue", "default", namespace.inputs["metadata"]["name"])
+        assert namespace.urn in waits_for(recorded, queue)
+
+
+# --- releases wait for what their pods and values need -------------------------------------------------
+
+
+def test_releases_that_render_monitoring_objects_wait_for_kube_prometheus_stack(recorded):
+    by_name = releases(recorded)
+    stack = by_name["kube-prometheus-stack"]
+    rendering = set()
+    for name, release in by_name.items():
+        values = release.inputs.get("values", {})
+        if any(all(value_at(values, path) is True for path in toggle) for toggle in MONITORING_TOGGLES.get(name, [])):
+            rendering.add(name)
+            assert stack.urn in waits_for(recorded, release), f"release {name} renders ServiceMonitors before their CRD exists"
+    # Every controller the platform scrapes through its own chart does render them.
+    assert rendering == {"karpenter", "kueue", "keda"}
+
+
+def test_every_release_waits_for_the_system_nodes_and_cluster_dns(recorded):
+    # Before Karpenter's pools exist the system node group is the only place a pod can run, and
+    # pods need the CNI (before the nodes) and CoreDNS (after them) to start.
+    node_group = recorded.by_type("aws:eks/nodeGroup:NodeGroup")[0]
+    addons = {r.inputs["addonName"]: r.urn for r in recorded.by_type("aws:eks/addon:Addon")}
+    for release in recorded.by_type(RELEASE):
+        needed = {node_group.urn, addons["vpc-cni"], addons["coredns"], addons["kube-proxy"]}
+        assert needed <= waits_for(recorded, release), release.inputs["name"]
+
+
+def test_prometheus_waits_for_the_storage_class_its_volumes_claim(recorded):
+    stack = releases(recorded)["kube-prometheus-stack"]
+    claim = value_at(stack.inputs["values"], "prometheus.prometheusSpec.storageSpec.volumeClaimTemplate.spec")
+    storage_class = declared(recorded, "StorageClass", claim["storageClassName"])
+    assert storage_class.urn in waits_for(recorded, stack)
+    # ... and the StorageClass waits for the CSI driver that provisions it.
+    ebs = next(r for r in recorded.by_type("aws:eks/addon:Addon") if r.inputs["addonName"] == "aws-ebs-csi-driver")
+    assert ebs.urn in waits_for(recorded, storage_class)
+
+
+def test_alertmanager_waits_for_the_secrets_it_mounts():
+    recording = render_fixture("multi-pool")
+    stack = releases(recording)["kube-prometheus-stack"]
+    secrets = value_at(stack.inputs["values"], "alertmanager.alertmanagerSpec.secrets")
+    assert secrets == ["alertmanager-receivers"]
+    for name in secrets:
+        assert declared(recording, "Secret", name, stack.inputs["namespace"]).urn in waits_for(recording, stack)
+
+
+def test_the_gpu_operator_waits_for_the_config_maps_its_values_name(recorded):
+    operator = releases(recorded)["gpu-operator"]
+    values = operator.inputs["values"]
+    for path in ("devicePlugin.config.name", "migManager.config.name"):
+        config_map = declared(recorded, "ConfigMap", value_at(values, path), operator.inputs["namespace"])
+        assert config_map.urn in waits_for(recorded, operator), path
+
+
+def test_the_dra_driver_waits_for_the_gpu_operator_whose_node_labels_schedule_it():
+    recording = render_fixture("single-pool-dra")
+    by_name = releases(recording)
+    assert by_name["gpu-operator"].urn in waits_for(recording, by_name["dra-driver-nvidia-gpu"])
+
+
+def test_the_karpenter_controller_waits_for_its_aws_identity_queue_and_node_access(recorded):
+    controller = releases(recorded)["karpenter"]
+    values = controller.inputs["values"]
+    after = waits_for(recorded, controller)
+    service_account = (controller.inputs["namespace"], values["serviceAccount"]["name"])
+    [identity] = [
+        r for r in recorded.by_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if (r.inputs["namespace"], r.inputs["serviceAccount"]) == service_account
+    ]
+    [queue] = [r for r in recorded.by_type("aws:sqs/queue:Queue") if r.inputs["name"] == values["settings"]["interruptionQueue"]]
+    role = next(r for r in recorded.by_type("aws:iam/role:Role") if r.inputs["name"].endswith("-karpenter-controller"))
+    attachments = [r for r in recorded.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if r.parent == role.urn]
+    assert len(attachments) == 6  # upstream's six managed policies
+    [node_access] = [r for r in recorded.by_type("aws:eks/accessEntry:AccessEntry") if r.inputs["type"] == "EC2_LINUX"]
+    assert {identity.urn, queue.urn, node_access.urn, releases(recorded)["karpenter-crd"].urn} <= after
+    assert {a.urn for a in attachments} <= after
+
+
+# --- Kueue objects wait for the objects they name --------------------------------------------------------
+
+
+def test_cluster_queues_wait_for_their_flavors_and_cohort(recorded):
+    for queue in (r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "ClusterQueue"):
+        spec = queue.inputs["spec"]
+        named = [declared(recorded, "Cohort", spec["cohortName"])]
+        flavors = [flavor["name"] for group in spec["resourceGroups"] for flavor in group["flavors"]]
+        named += [declared(recorded, "ResourceFlavor", flavor) for flavor in flavors]
+        for resource in named:
+            assert resource.urn in waits_for(recorded, queue), f"{describe(queue)} does not wait for {describe(resource)}"
+
+
+def test_cohorts_wait_for_their_parent_and_local_queues_for_their_cluster_queue(recorded):
+    for cohort in (r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "Cohort"):
+        parent = cohort.inputs["spec"].get("parentName")
+        if parent:
+            assert declared(recorded, "Cohort", parent).urn in waits_for(recorded, cohort)
+    for queue in (r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "LocalQueue"):
+        cluster_queue = declared(recorded, "ClusterQueue", queue.inputs["spec"]["clusterQueue"])
+        assert cluster_queue.urn in waits_for(recorded, queue)
+
+
+# --- the cluster and access to it -----------------------------------------------------------------------
+
+
+def test_everything_that_names_the_cluster_waits_for_it(recorded):
+    [cluster] = recorded.by_type("eks:index:Cluster")
+    named = [r for r in recorded.resources if r.custom and r.inputs.get("clusterName") == cluster.inputs["name"]]
+    assert len(named) >= 10  # access entries, add-ons, the node group, Karpenter's identity
+    for resource in named:
+        assert cluster.urn in waits_for(recorded, resource), describe(resource)
+
+
+def test_kubernetes_objects_wait_for_every_admins_cluster_admin_access(recorded):
+    admins = [
+        r for r in recorded.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+        if r.inputs["policyArn"] == CLUSTER_ADMIN_POLICY and r.inputs["accessScope"] == {"type": "cluster"}
+    ]
+    configured = fixture_document(recorded.stack)["gpu-platform:cluster"]["admins"]
+    assert sorted(a.inputs["principalArn"] for a in admins) == sorted(configured)
+    for resource in recorded.resources:
+        if resource.provider and short(resource.provider).endswith("-k8s"):
+            assert {a.urn for a in admins} <= waits_for(recorded, resource), describe(resource)
+
