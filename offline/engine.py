@@ -43,9 +43,21 @@ class RecordedResource:
     property_dependencies: dict[str, tuple[str, ...]]
     inputs: dict[str, Any]
     protect: bool
+    # The other options that change how the engine deploys or destroys the resource, as registered.
+    custom_timeouts: dict[str, str] = field(default_factory=dict)  # "create"/"update"/"delete" -> "15m"; unset ones left out
+    delete_before_replace: bool | None = None  # None: not set, the provider's diff decides
+    ignore_changes: tuple[str, ...] = ()
+    retain_on_delete: bool = False
+    replace_on_changes: tuple[str, ...] = ()
 
     def as_plan_entry(self) -> dict[str, Any]:
-        return {
+        """The resource as plan.json shows it.
+
+        `protect` is always written; the other deploy options only where they differ from the
+        engine's default, so that a key's presence is what marks a resource whose deploy or destroy
+        behaves differently (`jq 'map(select(.customTimeouts))'` lists exactly those).
+        """
+        entry: dict[str, Any] = {
             "urn": self.urn,
             "type": self.type,
             "name": self.name,
@@ -56,6 +68,15 @@ class RecordedResource:
             "propertyDependencies": {key: list(urns) for key, urns in sorted(self.property_dependencies.items())},
             "inputs": self.inputs,
         }
+        options: dict[str, Any] = {
+            "customTimeouts": dict(self.custom_timeouts),
+            "deleteBeforeReplace": self.delete_before_replace,
+            "ignoreChanges": list(self.ignore_changes),
+            "retainOnDelete": self.retain_on_delete or None,
+            "replaceOnChanges": list(self.replace_on_changes),
+        }
+        entry.update({key: value for key, value in options.items() if value not in (None, {}, [])})
+        return entry
 
 
 @dataclass
@@ -104,6 +125,15 @@ class RecordingMonitor(sdk_mocks.MockMonitor):
                 },
                 inputs=normalise(rpc.deserialize_properties(request.object)),
                 protect=bool(request.protect),
+                custom_timeouts={
+                    operation: getattr(request.customTimeouts, operation)
+                    for operation in ("create", "update", "delete")
+                    if getattr(request.customTimeouts, operation)
+                },
+                delete_before_replace=bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None,
+                ignore_changes=tuple(request.ignoreChanges),
+                retain_on_delete=bool(request.retainOnDelete),
+                replace_on_changes=tuple(request.replaceOnChanges),
             )
             with self._lock:
                 self.records.append(record)
