@@ -216,3 +216,17 @@ def test_a_workload_class_takes_its_preset_unless_the_stack_overrides_it():
         "batch": (90, 50, 120),
         "interactive": (60, 25, 30),
     }
+
+
+def test_an_inference_deployment_names_the_flavors_its_tenant_could_use_instead():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:tenants"][2]["inference"][0]["flavor"] = "h200-on-demand"
+    document["gpu-platform:tenants"].append(
+        {"name": "web", "inference": [{"name": "chat", "flavor": "l40s-on-demand", "class": "realtime", "maxReplicas": 1}]}
+    )
+    assert problems_of(document) == [
+        "gpu-platform:tenants[2].inference[0].flavor: 'h200-on-demand' is not a flavor tenant data-science has quota on "
+        "(h100-on-demand, a100-spot, l40s-on-demand); its pods would never be admitted",
+        "gpu-platform:tenants[4].inference[0].flavor: 'l40s-on-demand' is not a flavor tenant web has quota on (none); "
+        "its pods would never be admitted",
+    ]
