@@ -35,6 +35,7 @@ from config.labels import (
     NAMESPACE_NAME_LABEL,
     TENANT_LABEL,
 )
+from config.system_capacity import KUEUE
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
@@ -48,7 +49,6 @@ API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART_KEY = "kueue"
 NAMESPACE = namespaces.KUEUE
 RELEASE_NAME = "kueue"
-REPLICAS = 2
 
 # The training operator's (kubeflow/training-operator v1) kinds, which the chart's default config
 # leaves commented out. Kueue defers an integration whose CRD is not installed until it appears
@@ -218,7 +218,7 @@ def kueue_values() -> dict[str, Any]:
         "controllerManager": {
             # Two replicas (leader election is on in the config): the job and pod webhooks fail
             # closed (failurePolicy: Fail), so with Kueue down no job could be created.
-            "replicas": REPLICAS,
+            "replicas": KUEUE.replicas,
             "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
             "topologySpreadConstraints": [
                 {

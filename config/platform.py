@@ -23,6 +23,7 @@ from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
+from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
 
@@ -93,6 +94,8 @@ class PlatformConfig:
     tenants: tuple[TenantPlan, ...]
     monitoring: MonitoringConfig
     autoscaling: AutoscalingConfig
+    # The system pods' requests against the system nodes' allocatable (config/system_capacity.py).
+    system_capacity: SystemCapacityPlan
 
     @property
     def tags(self) -> dict[str, str]:
@@ -136,8 +139,15 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     versions = sections.get("versions")
     addon_versions: tuple[AddonVersion, ...] = ()
     gpu_pools: tuple[GpuPoolPlan, ...] = ()
+    system_capacity: SystemCapacityPlan | None = None
     if isinstance(cluster, ClusterConfig):
+        problems_before_cluster = len(problems.lines)
         _check_cluster(cluster, region if region in AVAILABILITY_ZONES else None, problems)
+        monitoring_section = sections.get("monitoring")
+        # Sized only when the system node group itself is sound: a wrong architecture says enough.
+        system_nodes_ok = len(problems.lines) == problems_before_cluster
+        if system_nodes_ok and isinstance(versions, VersionsConfig) and isinstance(monitoring_section, MonitoringConfig):
+            system_capacity = _check_system_capacity(cluster, versions, monitoring_section, problems)
     if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
         addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
     pools = sections.get("nodePools")
@@ -175,6 +185,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     cpu_pool, monitoring, autoscaling = sections["cpuPool"], sections["monitoring"], sections["autoscaling"]
     assert isinstance(cpu_pool, CpuPoolConfig)
     assert isinstance(monitoring, MonitoringConfig) and isinstance(autoscaling, AutoscalingConfig)
+    assert system_capacity is not None
     return PlatformConfig(
         region=region,
         cluster=cluster,
@@ -190,6 +201,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         tenants=tenant_plans,
         monitoring=monitoring,
         autoscaling=autoscaling,
+        system_capacity=system_capacity,
     )
 
 
@@ -240,6 +252,28 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
                 f"{cluster.network.az_count} exceeds the {len(available)} availability zones of {region} "
                 f"({', '.join(available)}); use 2 to {len(available)}",
             )
+
+
+def _check_system_capacity(
+    cluster: ClusterConfig, versions: VersionsConfig, monitoring: MonitoringConfig, problems: Problems
+) -> SystemCapacityPlan | None:
+    """The controllers, add-ons and DaemonSets on the system nodes must fit `minSize` nodes of the smallest type."""
+    root = f"{NAMESPACE}:cluster.systemNodes"
+    nodes = cluster.system_nodes
+    unknown = [(i, name) for i, name in enumerate(nodes.instance_types) if name not in INSTANCE_SHAPES]
+    for index, name in unknown:
+        families = sorted({known.split(".")[0] for known in INSTANCE_SHAPES})
+        problems.add(
+            f"{root}.instanceTypes[{index}]",
+            f"{show(name)} has no row in config/system_capacity.py INSTANCE_SHAPES, so its allocatable is unknown; "
+            f"use {', '.join(families)} in sizes large to 4xlarge, or add its vCPUs, memory and ENIs there",
+        )
+    if unknown:
+        return None
+    plan = plan_system_capacity(nodes.instance_types, nodes.min_size, resolve_charts(versions), monitoring.replicas)
+    for path, message in capacity_problems(plan, root):
+        problems.add(path, message)
+    return plan
 
 
 def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPlan], problems: Problems) -> None:

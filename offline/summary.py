@@ -22,6 +22,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _cluster(config),
         _network(config),
         _node_groups(config),
+        _system_capacity(config),
         _gpu_pools(config),
         _tenants(config),
         _capacity(config),
@@ -91,6 +92,46 @@ def _node_groups(config: PlatformConfig) -> str:
             ]
         ],
     )
+
+
+def _system_capacity(config: PlatformConfig) -> str:
+    plan = config.system_capacity
+    rows = []
+    for pod in plan.pods:
+        total = plan.total(pod)
+        rows.append(
+            [
+                f"`{pod.name}`",
+                f"1 per node ({plan.min_size})" if pod.per_node else pod.replicas,
+                f"{pod.requests.cpu_m}m",
+                f"{pod.requests.memory_mib}Mi",
+                f"{total.cpu_m}m",
+                f"{total.memory_mib}Mi",
+                pod.source,
+            ]
+        )
+    requested, allocatable = plan.requested, plan.allocatable
+    rows.append(
+        [
+            "**requested / allocatable**",
+            "",
+            "",
+            "",
+            f"**{requested.cpu_m}m / {allocatable.cpu_m}m**",
+            f"**{requested.memory_mib}Mi / {allocatable.memory_mib}Mi**",
+            "",
+        ]
+    )
+    header = (
+        f"## System nodes: requests vs allocatable\n\n{plan.min_size} nodes (minSize) of the smallest of "
+        f"{', '.join(plan.instance_types)}, each allocating {plan.node_allocatable.cpu_m}m CPU and "
+        f"{plan.node_allocatable.memory_mib}Mi memory: capacity less EKS kube-reserved and the 100Mi eviction "
+        "threshold, memory capacity estimated (config/system_capacity.py). EKS add-on rows are estimates.\n\n"
+    )
+    notes = "".join(f"\n{note}.\n" for note in plan.chart_notes)
+    return header + table(
+        ["pod", "replicas", "CPU each", "memory each", "CPU", "memory", "requests from"], rows
+    ) + notes
 
 
 def _gpu_pools(config: PlatformConfig) -> str:

@@ -37,6 +37,7 @@ import pulumi_kubernetes as k8s
 from config import namespaces
 from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
 from config.fair_share import TenantPlan
+from config.system_capacity import KEDA_METRICS_SERVER, KEDA_OPERATOR
 from config.versions import ChartPin
 
 from ..lib.helm import helm_release
@@ -158,8 +159,8 @@ def keda_values() -> dict[str, Any]:
         "image": {"pullPolicy": "IfNotPresent"},  # the chart pins the image tag to its appVersion
         # Only the leader acts; the second replica shortens failover. The metrics API server serves the
         # HPA's external metrics: while it is down no ScaledObject scales at all.
-        "operator": {"replicaCount": 2},
-        "metricsServer": {"replicaCount": 2},
+        "operator": {"replicaCount": KEDA_OPERATOR.replicas},
+        "metricsServer": {"replicaCount": KEDA_METRICS_SERVER.replicas},
         "podDisruptionBudget": {"operator": {"minAvailable": 1}, "metricServer": {"minAvailable": 1}},
         # The operator exposes keda_scaler_detail_errors_total, keda_scaled_object_errors_total,
         # keda_scaler_metrics_value, keda_scaler_active...; the metrics API server its request metrics;

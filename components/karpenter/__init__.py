@@ -20,6 +20,7 @@ from pulumi_aws import cloudwatch, iam, sqs
 from pulumi_aws import eks as aws_eks
 
 from config import namespaces
+from config.system_capacity import KARPENTER
 from config.versions import ChartPin
 
 from ..lib import iam as policies
@@ -32,7 +33,6 @@ from .policy import CONTROLLER_POLICY_NAMES, controller_policy_documents
 
 NAMESPACE = namespaces.KARPENTER
 SERVICE_ACCOUNT = "karpenter"
-REPLICAS = 2
 
 @dataclass(frozen=True)
 class InterruptionEvent:
@@ -315,7 +315,7 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
     Only what differs from the chart's defaults: its anti-affinity, topology spread and PDB stay.
     """
     return {
-        "replicas": REPLICAS,
+        "replicas": KARPENTER.replicas,
         "serviceAccount": {"name": SERVICE_ACCOUNT},
         # Karpenter must not run on nodes it manages (it could remove its own node); the system node
         # group is the on-demand capacity set aside for controllers.
@@ -327,12 +327,8 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
             # Without it the controller asks IMDS for its region and crashes at start-up: the system
             # nodes' hop limit of 1 keeps pods away from IMDS (aws/karpenter-provider-aws#8219).
             "env": [{"name": "AWS_REGION", "value": region}],
-            # Upstream's getting-started sizing; requests equal to limits make the pod Guaranteed,
-            # the last to be evicted when a system node runs short.
-            "resources": {
-                "requests": {"cpu": "1", "memory": "1Gi"},
-                "limits": {"cpu": "1", "memory": "1Gi"},
-            }
+            # Sized in config/system_capacity.py, whose check makes sure the system nodes hold it.
+            "resources": {kind: dict(amounts) for kind, amounts in (KARPENTER.resources or {}).items()},
         },
     }
 
