@@ -230,3 +230,69 @@ def test_an_inference_deployment_names_the_flavors_its_tenant_could_use_instead(
         "gpu-platform:tenants[4].inference[0].flavor: 'l40s-on-demand' is not a flavor tenant web has quota on (none); "
         "its pods would never be admitted",
     ]
+
+
+def test_an_inference_deployment_cannot_use_gpus_handed_out_through_dra():
+    document = fixture_document("single-pool-dra")
+    inference = document["gpu-platform:tenants"][1]
+    inference["gpu"]["l4-dra-on-demand"] = {"nominal": 2}
+    inference["inference"][0]["flavor"] = "l4-dra-on-demand"
+    assert problems_of(document) == [
+        "gpu-platform:tenants[1].inference[0].flavor: 'l4-dra-on-demand' does not hand out nvidia.com/gpu (MIG devices "
+        "or DRA claims); run inference deployments on a whole-GPU or time-sliced flavor"
+    ]
+
+
+def test_every_inference_deployment_of_a_tenant_is_checked():
+    document = fixture_document("multi-pool")
+    # llm-training has a100-spot: nominal 8 + borrowing 8.
+    document["gpu-platform:tenants"][0]["inference"] = [
+        {"name": "a", "flavor": "l40s-on-demand", "class": "batch", "maxReplicas": 1},
+        {"name": "b", "flavor": "h100-on-demand", "class": "batch", "maxReplicas": 1},
+        {"name": "c", "flavor": "a100-spot", "class": "batch", "maxReplicas": 17},
+    ]
+    assert [line.split(": ", 1)[0] for line in problems_of(document)] == [
+        "gpu-platform:tenants[0].inference[0].flavor",
+        "gpu-platform:tenants[0].inference[1].flavor",
+        "gpu-platform:tenants[0].inference[2].maxReplicas",
+    ]
+
+
+# --- flavors ---------------------------------------------------------------------------------------
+
+
+def test_a_split_flavor_must_name_a_pool_that_runs_on_both_capacity_types():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:queueing"]["flavorPerCapacityType"] = ["gpu-h200", "gpu-h100"]
+    assert problems_of(document) == [
+        "gpu-platform:queueing.flavorPerCapacityType[0]: 'gpu-h200' is not a pool in gpu-platform:nodePools; pools: "
+        "gpu-h100, gpu-a100, gpu-l40s",
+        "gpu-platform:queueing.flavorPerCapacityType[1]: pool gpu-h100 runs only on on-demand; nothing to split",
+    ]
+
+
+def test_a_split_flavor_without_any_pool_says_there_is_none():
+    document = fixture_document("single-pool")
+    document["gpu-platform:nodePools"] = []
+    for entry in document["gpu-platform:tenants"]:
+        entry["gpu"], entry["inference"] = {}, []
+    assert problems_of(document) == [
+        "gpu-platform:queueing.flavorPerCapacityType[0]: 'gpu-l40s' is not a pool in gpu-platform:nodePools; pools: none"
+    ]
+
+
+def test_flavors_follow_the_pools_in_order_with_split_pools_in_place():
+    document = fixture_document("single-pool")
+    document["gpu-platform:nodePools"].insert(
+        0, {"name": "gpu-l4", "instanceTypes": ["g6.xlarge"], "capacityTypes": ["on-demand"], "gpus": 2}
+    )
+    document["gpu-platform:nodePools"].append(
+        {"name": "gpu-a10g", "instanceTypes": ["g5.xlarge"], "capacityTypes": ["spot", "on-demand"], "gpus": 2}
+    )
+    assert [(f.name, f.pool.name, f.capacity_type) for f in load(document).flavors] == [
+        ("l4-on-demand", "gpu-l4", None),
+        ("l40s-on-demand", "gpu-l40s", "on-demand"),
+        ("l40s-spot", "gpu-l40s", "spot"),
+        # Two capacity types, not split: one flavor named for the pool alone.
+        ("a10g", "gpu-a10g", None),
+    ]
