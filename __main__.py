@@ -18,6 +18,8 @@ pulumi.export("clusterName", platform.cluster.name)
 pulumi.export("clusterEndpoint", platform.cluster.endpoint)
 pulumi.export("oidcIssuer", platform.cluster.oidc_issuer)
 pulumi.export("kubeconfig", platform.cluster.kubeconfig)
+# The principal EKS made the bootstrap admin: what `gpu-platform:cluster.creator` is set to after the first deploy.
+pulumi.export("clusterCreator", platform.cluster.creator)
 pulumi.export("vpcId", platform.network.vpc_id)
 pulumi.export("publicSubnetIds", platform.network.public_subnet_ids)
 pulumi.export("privateSubnetIds", platform.network.private_subnet_ids)

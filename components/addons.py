@@ -47,6 +47,7 @@ class ClusterAddons(pulumi.ComponentResource):
         addons: Sequence[AddonVersion],
         *,
         cluster_name: str,
+        partition: str,
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -57,7 +58,7 @@ class ClusterAddons(pulumi.ComponentResource):
             pod_identities: list[aws_eks.AddonPodIdentityAssociationArgs] = []
             if addon.name in ADDON_IDENTITIES:
                 service_account, policy = ADDON_IDENTITIES[addon.name]
-                role = self._pod_identity_role(name, cluster_name, addon.name, policy, tags)
+                role = self._pod_identity_role(name, cluster_name, addon.name, policies.managed_policy(partition, policy), tags)
                 pod_identities.append(aws_eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=service_account))
             self.addons[addon.name] = aws_eks.Addon(
                 f"{name}-{addon.name}",
@@ -75,7 +76,7 @@ class ClusterAddons(pulumi.ComponentResource):
             )
         self.register_outputs({"addons": {n: a.addon_version for n, a in self.addons.items()}})
 
-    def _pod_identity_role(self, name: str, cluster_name: str, addon: str, policy: str, tags: Mapping[str, str]) -> iam.Role:
+    def _pod_identity_role(self, name: str, cluster_name: str, addon: str, policy_arn: str, tags: Mapping[str, str]) -> iam.Role:
         role = iam.Role(
             f"{name}-{addon}",
             name=f"{cluster_name}-{addon}",
@@ -86,7 +87,7 @@ class ClusterAddons(pulumi.ComponentResource):
         iam.RolePolicyAttachment(
             f"{name}-{addon}",
             role=role.name,
-            policy_arn=policies.managed_policy(policy),
+            policy_arn=policy_arn,
             opts=pulumi.ResourceOptions(parent=role),
         )
         return role

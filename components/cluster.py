@@ -1,21 +1,44 @@
-"""The EKS control plane: secrets encryption, logging, API access, and the Kubernetes provider."""
+"""The EKS control plane: secrets encryption, logging, API access, and the Kubernetes provider.
+
+Access: pulumi-eks creates the cluster with `bootstrapClusterCreatorAdminPermissions: true` and no
+switch to turn it off (pulumi/pulumi-eks `nodejs/eks/cluster/cluster.ts`, `accessConfig`; open issue
+pulumi/pulumi-eks#2373), so EKS gives the principal that creates the cluster an admin access entry
+of its own. A second entry for that principal fails with ResourceInUseException, so the stack
+declares entries for the other admins only. Who the creator is comes from `cluster.creator`, or is
+the caller while the cluster does not exist yet (`ClusterConfig.bootstrap_admin`).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 from pulumi_aws import cloudwatch, ec2, kms
 from pulumi_aws import eks as aws_eks
 
+from config import ConfigError
 from config.cluster import ClusterConfig
 from config.labels import DISCOVERY_TAG
 
-from .lib.iam import principal_slug
+from .lib.iam import cluster_access_policy, principal_slug
+from .lib.kubeconfig import KubeconfigCredentials, kubeconfig
 
-CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+
+
+def deploying_principal(parent: pulumi.Resource) -> str:
+    """The IAM role (its ARN with path) or user running `pulumi up`, not its STS session.
+
+    EKS records the bootstrap entry under this ARN; terraform-aws-eks resolves its deployer the same
+    way (`data.aws_iam_session_context.current.issuer_arn`).
+    """
+    opts = pulumi.InvokeOptions(parent=parent)
+    caller = aws.get_caller_identity(opts=opts)
+    return aws.iam.get_session_context(arn=caller.arn, opts=opts).issuer_arn
 
 
 class Cluster(pulumi.ComponentResource):
@@ -31,6 +54,8 @@ class Cluster(pulumi.ComponentResource):
     oidc_issuer: pulumi.Output[str]
     security_group_id: pulumi.Output[str]
     kubeconfig: pulumi.Output[str]
+    provider_kubeconfig: pulumi.Output[str]
+    creator: str
     provider: k8s.Provider
     ready: list[pulumi.Resource]
 
@@ -41,11 +66,19 @@ class Cluster(pulumi.ComponentResource):
         *,
         vpc_id: pulumi.Input[str],
         private_subnet_ids: Sequence[pulumi.Input[str]],
+        partition: str,
+        credentials: KubeconfigCredentials,
         tags: Mapping[str, str],
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """
+        :param config: `PlatformConfig.cluster`.
+        :param partition: `aws.get_partition().partition`; the access policy's ARN lies in it.
+        :param credentials: what the stack's AWS provider authenticates with (`KubeconfigCredentials.from_stack_config`).
+        """
         super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
         self.name = config.name
+        self.creator = self._bootstrap_admin(config)
         protected = pulumi.ResourceOptions(parent=self, protect=config.protect)
 
         secrets_key = kms.Key(
@@ -98,6 +131,7 @@ class Cluster(pulumi.ComponentResource):
             # Workloads get AWS credentials through EKS Pod Identity, which needs no IAM OIDC provider.
             create_oidc_provider=False,
             deletion_protection=config.protect,
+            provider_credential_opts=credentials.provider_credential_opts(),
             # Extended support costs six times standard; upgrading on time is the cheaper policy.
             upgrade_policy=aws_eks.ClusterUpgradePolicyArgs(support_type="STANDARD"),
             tags=dict(tags),
@@ -110,7 +144,16 @@ class Cluster(pulumi.ComponentResource):
         self.endpoint = described.endpoint
         self.oidc_issuer = described.identities.apply(lambda identities: identities[0].oidcs[0].issuer)
         self.security_group_id = described.vpc_config.cluster_security_group_id
+        # pulumi-eks's variant without `--profile`: other admins use it with their own credentials.
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
+        # The stack's own: `aws eks get-token` runs with the AWS provider's profile and role.
+        own_kubeconfig: pulumi.Output[str] = described.apply(
+            lambda c: json.dumps(
+                kubeconfig(config.name, c.endpoint, c.certificate_authorities[0].data, c.arn.split(":")[3], credentials),
+                sort_keys=True,
+            )
+        )
+        self.provider_kubeconfig = pulumi.Output.secret(own_kubeconfig)
 
         ec2.Tag(
             f"{name}-node-sg-discovery",
@@ -121,13 +164,14 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
         )
 
-        self.ready = [self.eks, *self._admin_access(name, config)]
+        # The creator's access comes with the cluster itself; every other admin's with its association.
+        self.ready = [self.eks, *self._admin_access(name, config, partition)]
 
         # Every Kubernetes object goes through this provider, and only after the admins' access exists:
-        # the identity running `pulumi up` is one of them.
+        # the identity running `pulumi up` is the creator or one of them.
         self.provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=self.kubeconfig,
+            kubeconfig=self.provider_kubeconfig,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self, depends_on=self.ready),
         )
@@ -139,13 +183,33 @@ class Cluster(pulumi.ComponentResource):
                 "oidcIssuer": self.oidc_issuer,
                 "securityGroupId": self.security_group_id,
                 "kubeconfig": self.kubeconfig,
+                "creator": self.creator,
             }
         )
 
-    def _admin_access(self, name: str, config: ClusterConfig) -> list[pulumi.Resource]:
-        """One access entry per admin principal, each with the cluster-admin policy at cluster scope."""
+    def _bootstrap_admin(self, config: ClusterConfig) -> str:
+        """The principal EKS made an admin at creation; a config mistake about it ends the run with its one line.
+
+        Plain invokes: the answer decides which access entries exist, so it is known before any is declared.
+        """
+        caller = deploying_principal(self)
+        cluster_exists = config.name in aws_eks.get_clusters(opts=pulumi.InvokeOptions(parent=self)).names
+        try:
+            creator = config.bootstrap_admin(caller, cluster_exists=cluster_exists)
+        except ConfigError as err:
+            raise pulumi.RunError(str(err)) from None
+        if caller != creator and caller not in config.admins:
+            pulumi.log.warn(
+                f"{caller} runs `pulumi up` but is neither gpu-platform:cluster.creator nor in cluster.admins: "
+                "it has no access entry here, so the Kubernetes API refuses it unless one exists outside this stack",
+                self,
+            )
+        return creator
+
+    def _admin_access(self, name: str, config: ClusterConfig, partition: str) -> list[pulumi.Resource]:
+        """One access entry per admin but the creator, each with the cluster-admin policy at cluster scope."""
         associations: list[pulumi.Resource] = []
-        for principal_arn in config.admins:
+        for principal_arn in config.managed_admins(self.creator):
             logical = f"{name}-admin-{principal_slug(principal_arn)}"
             entry = aws_eks.AccessEntry(
                 logical,
@@ -159,7 +223,7 @@ class Cluster(pulumi.ComponentResource):
                     logical,
                     cluster_name=config.name,
                     principal_arn=entry.principal_arn,
-                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    policy_arn=cluster_access_policy(partition, CLUSTER_ADMIN_POLICY),
                     access_scope=aws_eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                     opts=pulumi.ResourceOptions(parent=entry),
                 )

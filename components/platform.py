@@ -14,6 +14,7 @@ from .autoscaling import Autoscaling
 from .cluster import Cluster
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
+from .lib.kubeconfig import KubeconfigCredentials
 from .monitoring import Monitoring
 from .network import Network
 from .node_pools import CPU_AMI_FAMILY, NodePools
@@ -34,6 +35,8 @@ class GpuPlatform(pulumi.ComponentResource):
         super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
         cluster_config = config.cluster
         tags = config.tags
+        # Found once, used in every ARN of an AWS-owned policy: aws-cn and aws-us-gov have their own.
+        partition = aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition
 
         self.network = Network(
             f"{name}-network",
@@ -52,6 +55,8 @@ class GpuPlatform(pulumi.ComponentResource):
             cluster_config,
             vpc_id=self.network.vpc_id,
             private_subnet_ids=self.network.private_subnet_ids,
+            partition=partition,
+            credentials=KubeconfigCredentials.from_stack_config(),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -60,6 +65,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-node-addons",
             [addon for addon in config.addon_versions if addon.name in BEFORE_NODES],
             cluster_name=name,
+            partition=partition,
             tags=tags,
             depends_on=[self.cluster.eks],
             opts=pulumi.ResourceOptions(parent=self),
@@ -68,6 +74,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-system",
             cluster_config.system_nodes,
             cluster_name=name,
+            partition=partition,
             subnet_ids=self.network.private_subnet_ids,
             tags=tags,
             depends_on=[self.cluster.eks, *node_addons.addons.values()],
@@ -77,6 +84,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-addons",
             [addon for addon in config.addon_versions if addon.name not in BEFORE_NODES],
             cluster_name=name,
+            partition=partition,
             tags=tags,
             depends_on=[self.system_nodes.node_group],
             opts=pulumi.ResourceOptions(parent=self),
@@ -108,7 +116,7 @@ class GpuPlatform(pulumi.ComponentResource):
             cluster_name=name,
             region=config.region,
             account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
-            partition=aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition,
+            partition=partition,
             chart_versions=config.charts,
             k8s_provider=self.cluster.provider,
             tags=tags,

@@ -30,6 +30,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
         config: SystemNodesConfig,
         *,
         cluster_name: str,
+        partition: str,
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
@@ -48,7 +49,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             iam.RolePolicyAttachment(
                 f"{name}-node-{policy}",
                 role=role.name,
-                policy_arn=policies.managed_policy(policy),
+                policy_arn=policies.managed_policy(partition, policy),
                 opts=pulumi.ResourceOptions(parent=role),
             )
             for policy in NODE_ROLE_POLICIES

@@ -9,13 +9,15 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator
 
 from .base import ConfigModel
-from .errors import duplicates
+from .errors import ConfigError, duplicates, show
 from .versions import KUBERNETES_VERSIONS
 
 # An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
 _PRINCIPAL_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
 _CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+# Where the cluster section sits in `Pulumi.<stack>.yaml`, for errors raised after loading.
+CONFIG_ROOT = "gpu-platform:cluster"
 _LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
 
 
@@ -178,11 +180,49 @@ class ClusterConfig(ConfigModel):
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig, description="Kubernetes API endpoint access.")
     admins: Annotated[list[PrincipalArn], _unique("principal")] = Field(
         min_length=1,
-        description="IAM role or user ARNs granted cluster-admin through EKS access entries. Include the "
-        "role that runs `pulumi up`: it needs the API to declare Kubernetes objects.",
+        description="IAM role or user ARNs granted cluster-admin through EKS access entries (role ARNs with their "
+        "path, as `aws iam get-role` prints them). The cluster's creator may be listed or not: EKS already made it "
+        "an admin, so the stack declares no entry for it. Anyone else who runs `pulumi up` must be listed.",
+    )
+    creator: PrincipalArn | None = Field(
+        None,
+        description="The IAM role or user whose first `pulumi up` created the cluster. EKS gives it cluster-admin "
+        "through an access entry of its own (pulumi-eks sets bootstrapClusterCreatorAdminPermissions), which the "
+        "stack neither declares nor removes. Unset: whoever runs `pulumi up`, allowed only while the cluster does "
+        "not exist yet; set it after the first deploy (`pulumi stack output clusterCreator`) so that another admin "
+        "can deploy.",
     )
     system_nodes: SystemNodesConfig = Field(default_factory=SystemNodesConfig, description="The system node group.")
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Control-plane logging.")
+
+    def bootstrap_admin(self, caller: str, *, cluster_exists: bool) -> str:
+        """Who holds EKS's own admin entry: `creator`, or the caller when it is about to create the cluster.
+
+        `caller` is the IAM role or user running `pulumi up` (its role ARN with path, not the STS
+        session). Raises `ConfigError` with one line when the answer would be a guess: the skipped
+        principal must stay the same from one `up` to the next, whoever runs it, or the stack would
+        declare the creator's entry (EKS refuses it: ResourceInUseException) and delete the caller's.
+        """
+        key = f"{CONFIG_ROOT}.creator"
+        if self.creator is None and cluster_exists:
+            raise ConfigError([
+                f"{key}: not set, and cluster {self.name} exists already: set it to the IAM role or user whose "
+                f"`pulumi up` created the cluster (if that was you: `pulumi config set --path {key} {caller}`)"
+            ])
+        if self.creator is not None and not cluster_exists and self.creator != caller:
+            raise ConfigError([
+                f"{key}: {show(self.creator)} is not who creates cluster {self.name}: `pulumi up` runs as {show(caller)}, "
+                f"and EKS makes that principal the bootstrap admin; run the first `pulumi up` as the creator or set "
+                "creator to the caller"
+            ])
+        return self.creator or caller
+
+    def managed_admins(self, bootstrap_admin: str) -> list[str]:
+        """The admins whose access entries the stack declares: all but the one EKS made at creation.
+
+        Compared exactly, path included: EKS keys the bootstrap entry by the role's ARN with its path.
+        """
+        return [admin for admin in self.admins if admin != bootstrap_admin]
 
     @field_validator("name")
     @classmethod

@@ -16,6 +16,13 @@ from typing import Any
 import pulumi
 
 ACCOUNT_ID = "111122223333"
+# Who runs `pulumi up` in the fake account: a role assumed through STS, as from CI or SSO. Its ARN
+# here is the role's, path included; the caller identity is the STS session of it.
+DEPLOYER_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/PlatformDeploy"
+# EKS clusters the account has before the run: none, as on the first `pulumi up` in a fresh account.
+EXISTING_CLUSTERS: tuple[str, ...] = ()
+# Partitions other than `aws`, by region prefix, with their DNS suffix.
+_PARTITIONS = {"cn-": ("aws-cn", "amazonaws.com.cn"), "us-gov-": ("aws-us-gov", "amazonaws.com")}
 
 # Resource type -> (id prefix, ARN template or None). `{region}`, `{account}`, `{name}`, `{id}` are filled in.
 _AWS_RESOURCES: dict[str, tuple[str, str | None]] = {
@@ -63,14 +70,23 @@ class CloudMocks(pulumi.runtime.Mocks):
         self.region = region
         self._invokes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "aws:eks/getCluster:getCluster": self._get_cluster,
-            "aws:index/getCallerIdentity:getCallerIdentity": lambda _: {
-                "accountId": ACCOUNT_ID,
-                "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/PlatformDeploy",
-                "userId": "AROAEXAMPLEDEPLOY",
-            },
+            "aws:index/getCallerIdentity:getCallerIdentity": self._get_caller_identity,
+            "aws:iam/getSessionContext:getSessionContext": self._get_session_context,
+            "aws:eks/getClusters:getClusters": lambda _: {"id": self.region, "names": list(EXISTING_CLUSTERS)},
             "aws:index/getRegion:getRegion": lambda _: {"name": self.region, "region": self.region, "id": self.region},
-            "aws:index/getPartition:getPartition": lambda _: {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
+            "aws:index/getPartition:getPartition": lambda _: {
+                "partition": self.partition, "dnsSuffix": self.dns_suffix, "id": self.partition
+            },
         }
+
+    @property
+    def partition(self) -> str:
+        """`aws`, or `aws-cn` / `aws-us-gov` for their regions, as the real getPartition answers."""
+        return next((p for prefix, (p, _) in _PARTITIONS.items() if self.region.startswith(prefix)), "aws")
+
+    @property
+    def dns_suffix(self) -> str:
+        return next((d for prefix, (_, d) in _PARTITIONS.items() if self.region.startswith(prefix)), "amazonaws.com")
 
     # --- resources --------------------------------------------------------------------------
 
@@ -147,6 +163,31 @@ class CloudMocks(pulumi.runtime.Mocks):
             raise NotImplementedError(f"offline/cloud.py has no answer for invoke {args.token}; add a realistic one")
         return handler(args.args), []
 
+    def _get_caller_identity(self, _: dict[str, Any]) -> dict[str, Any]:
+        """The deployer's STS session: `assumed-role/<name>/<session>`, the role's path dropped, as STS writes it.
+
+        An IAM user deployer is its own ARN.
+        """
+        partition, account, resource = _arn_parts(DEPLOYER_ARN)
+        if resource.startswith("user/"):
+            return {"accountId": account, "arn": DEPLOYER_ARN, "userId": "AIDAEXAMPLEDEPLOY", "id": account}
+        role_name = resource.rsplit("/", 1)[1]
+        arn = f"arn:{partition}:sts::{account}:assumed-role/{role_name}/pulumi-up"
+        return {"accountId": account, "arn": arn, "userId": "AROAEXAMPLEDEPLOY:pulumi-up", "id": account}
+
+    def _get_session_context(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The role behind an STS session, path included; any other ARN passes through, as the real data source does."""
+        arn = args["arn"]
+        if ":assumed-role/" not in arn:
+            return {"arn": arn, "id": arn, "issuerArn": arn, "issuerId": "", "issuerName": "", "sessionName": ""}
+        role_name, session = arn.split(":assumed-role/", 1)[1].split("/", 1)
+        if _arn_parts(DEPLOYER_ARN)[2].rsplit("/", 1)[-1] != role_name:
+            raise ValueError(f"getSessionContext: the fake account has no role {role_name}")
+        return {
+            "arn": arn, "id": arn, "issuerArn": DEPLOYER_ARN, "issuerId": "AROAEXAMPLEDEPLOY",
+            "issuerName": role_name, "sessionName": session,
+        }
+
     def _get_cluster(self, args: dict[str, Any]) -> dict[str, Any]:
         name = args["name"]
         return {
@@ -169,6 +210,12 @@ class CloudMocks(pulumi.runtime.Mocks):
     @staticmethod
     def _cluster_security_group(cluster: str) -> str:
         return f"sg-{fake_hex('cluster-sg', cluster)}"
+
+
+def _arn_parts(arn: str) -> tuple[str, str, str]:
+    """`arn:aws:iam::111122223333:role/x` -> ("aws", "111122223333", "role/x")."""
+    parts = arn.split(":", 5)
+    return parts[1], parts[4], parts[5]
 
 
 def _fake_ca(cluster: str) -> str:

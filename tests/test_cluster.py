@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.cluster import CLUSTER_ADMIN_POLICY
-from components.lib.iam import principal_slug
+from components.lib.iam import cluster_access_policy, principal_slug
 
 from .conftest import fixture_document, render, render_fixture, short
 
@@ -75,17 +75,20 @@ def test_without_public_cidrs_the_public_endpoint_is_off():
     assert "publicAccessCidrs" not in inputs
 
 
-def test_each_admin_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
-    recording = render_fixture("multi-pool")
+def test_each_admin_but_the_creator_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
+    # The creator (the fake account's deployer, PlatformDeploy) has EKS's own entry: tests/test_deploy_access.py.
+    doc = fixture_document("multi-pool")
+    doc["gpu-platform:cluster"]["admins"].append("arn:aws:iam::111122223333:role/PlatformOnCall")
+    recording = render(doc)
     entries = {e.inputs["principalArn"]: e for e in admin_entries(recording)}
     assert set(entries) == {
         "arn:aws:iam::111122223333:role/PlatformAdmin",
-        "arn:aws:iam::111122223333:role/PlatformDeploy",
+        "arn:aws:iam::111122223333:role/PlatformOnCall",
     }
     associations = recording.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
     assert len(associations) == 2
     for association in associations:
-        assert association.inputs["policyArn"] == CLUSTER_ADMIN_POLICY
+        assert association.inputs["policyArn"] == cluster_access_policy("aws", CLUSTER_ADMIN_POLICY)
         assert association.inputs["accessScope"] == {"type": "cluster"}
         assert entries[association.inputs["principalArn"]].urn == association.parent
     for entry in entries.values():
@@ -140,6 +143,7 @@ def test_stack_outputs_include_a_secret_kubeconfig(recording):
         "clusterEndpoint",
         "oidcIssuer",
         "kubeconfig",
+        "clusterCreator",
         "vpcId",
         "publicSubnetIds",
         "privateSubnetIds",

@@ -10,8 +10,6 @@ import json
 import re
 from typing import Any
 
-# AWS-managed policies by name, in the commercial partition.
-MANAGED_POLICY_ARN = "arn:aws:iam::aws:policy/{}"
 # The policy language version every document declares.
 POLICY_VERSION = "2012-10-17"
 # The service principal a node role trusts: EC2 assumes it for the instances.
@@ -28,8 +26,14 @@ NODE_ROLE_POLICIES = (
 )
 
 
-def managed_policy(name: str) -> str:
-    return MANAGED_POLICY_ARN.format(name)
+def managed_policy(partition: str, name: str) -> str:
+    """An AWS-managed IAM policy's ARN: `aws`, `aws-cn` and `aws-us-gov` each keep their own copy."""
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+def cluster_access_policy(partition: str, name: str) -> str:
+    """An EKS access policy's ARN (`AmazonEKSClusterAdminPolicy`, ...), in the cluster's partition."""
+    return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
 
 
 def service_trust_policy(service: str, *, tag_session: bool = False) -> dict[str, Any]:
