@@ -82,6 +82,13 @@ CHARTS: dict[str, ChartPin] = {
     "gpu-operator": ChartPin(chart="gpu-operator", repository="https://helm.ngc.nvidia.com/nvidia", version="v26.7.0"),
     # Kueue's chart ships its CRDs as templates (charts/kueue/templates/crd), so `helm upgrade` upgrades them.
     "kueue": ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"),
+    # The prometheus-operator CRDs (monitoring.coreos.com) come from their own chart, installed before
+    # every release that renders a ServiceMonitor: its CRDs are templates, so `helm upgrade` upgrades
+    # them, unlike kube-prometheus-stack's crds/ subchart, which the platform turns off. Keep its
+    # appVersion equal to kube-prometheus-stack's (v0.93.1 in both Chart.yaml files at these tags).
+    "prometheus-operator-crds": ChartPin(
+        chart="prometheus-operator-crds", repository="https://prometheus-community.github.io/helm-charts", version="31.0.1"
+    ),
     # prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3 (prometheus-operator v0.93).
     "kube-prometheus-stack": ChartPin(
         chart="kube-prometheus-stack", repository="https://prometheus-community.github.io/helm-charts", version="88.5.3"
@@ -95,6 +102,56 @@ CHARTS: dict[str, ChartPin] = {
         chart="oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", version="0.4.1"
     ),
 }
+
+
+@dataclass(frozen=True)
+class HelmInstall:
+    """How `pulumi up` installs and upgrades a chart's release (pulumi-kubernetes helm.v3.Release).
+
+    pulumi-kubernetes' provider/pkg/provider/helm_release.go (v4.32.0, the newest stored tag; SDK
+    4.34.2's Release args are the same): `timeout` bounds each install, upgrade and uninstall, Helm's
+    wait for the release's Deployments, DaemonSets, hooks and webhooks included (300 s when unset,
+    `defaultTimeoutSeconds`); `atomic` uninstalls a failed install and rolls a failed upgrade back (it
+    implies the wait); `cleanupOnFail` deletes what a failed upgrade created. A failed install without
+    `atomic` stays in the state as a release with a failed status, and the next `up` upgrades it in place.
+    """
+
+    timeout_seconds: int
+    atomic: bool = True
+    cleanup_on_fail: bool = True
+
+
+# Per chart, what Helm waits for decides the timeout: the image pulls of the pods the release creates
+# on the system nodes (first pull on a new node: ~1 min per image), their readiness, and the hooks.
+# Every release is atomic: a failed first install leaves nothing behind, so the next `up` installs
+# afresh instead of upgrading a half-installed release; a failed upgrade returns to the last working
+# revision. For kube-prometheus-stack that is safe too: an atomic install removes only what that
+# install created, and an upgrade is rolled back, never uninstalled, so Prometheus' volume is untouched.
+HELM_INSTALL: dict[str, HelmInstall] = {
+    # CRDs only: no pod to wait for.
+    "karpenter-crd": HelmInstall(timeout_seconds=300),
+    "prometheus-operator-crds": HelmInstall(timeout_seconds=300),
+    # Two controller replicas, one per node (required anti-affinity), pulled from public.ecr.aws.
+    "karpenter": HelmInstall(timeout_seconds=600),
+    # The controller generates its own webhook certificate before it turns ready (internal cert manager).
+    "kueue": HelmInstall(timeout_seconds=600),
+    # Operator, metrics API server (an APIService) and admission webhooks: three images.
+    "keda": HelmInstall(timeout_seconds=600),
+    # The operator and NFD master/gc on the system nodes; the operand DaemonSets come later from the
+    # ClusterPolicy and are not part of the release's wait.
+    "gpu-operator": HelmInstall(timeout_seconds=600),
+    # Controller on the system nodes; its kubelet plugin DaemonSet has no GPU node to wait for yet.
+    "dra-driver-nvidia-gpu": HelmInstall(timeout_seconds=600),
+    # Pre-install admission-webhook Jobs (certgen), then operator, Grafana with its sidecars,
+    # kube-state-metrics and node-exporter on every node: the most images of any release.
+    "kube-prometheus-stack": HelmInstall(timeout_seconds=900),
+}
+
+
+def helm_install(pin: ChartPin) -> HelmInstall:
+    """The install options of `pin`'s chart, found by its chart reference as CHARTS spells it."""
+    [key] = [key for key, known in CHARTS.items() if known.chart == pin.chart]
+    return HELM_INSTALL[key]
 
 
 @dataclass(frozen=True)

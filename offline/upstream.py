@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import csv
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -29,7 +30,7 @@ class Subchart:
 
     name: str  # the dependency's name, which is also its values key in the parent
     repository: str  # GitHub owner/name
-    tag: str  # `{version}` stands for the dependency's version
+    tag: str  # `{version}` stands for the dependency's version, `{parent_tag}` for the parent's tag (a local subchart)
     chart: str  # folder holding Chart.yaml and values.yaml at the tag
     license: str = "Apache-2.0"
 
@@ -48,6 +49,9 @@ class ChartSource:
     # The release job writes `version` into Chart.yaml when it packages the chart, so Chart.yaml at
     # the tag carries a placeholder or the previous release's version.
     release_stamps_version: bool = False
+    # Set when the CRD files are Helm templates of a subchart: the key of the chart's values that the
+    # templates see as `.Values` (the subchart's name). `crd_documents` renders them with the defaults.
+    crd_template_values: str | None = None
 
 
 CHART_SOURCES: dict[str, ChartSource] = {
@@ -74,10 +78,19 @@ CHART_SOURCES: dict[str, ChartSource] = {
     "kueue": ChartSource(
         "kubernetes-sigs/kueue", "v{version}", "charts/kueue", crds=("config/components/crd/bases/*.yaml",)
     ),
+    # The CRDs are templates of its `crds` subchart (hack/update_crds.sh copies them from
+    # prometheus-operator's example/prometheus-operator-crd/ at the chart's appVersion and wraps each
+    # in `if .Values.<crd>.enabled` and an annotations block); `crd_documents` renders them.
+    "prometheus-operator-crds": ChartSource(
+        "prometheus-community/helm-charts", "prometheus-operator-crds-{version}", "charts/prometheus-operator-crds",
+        crds=("charts/prometheus-operator-crds/charts/crds/templates/crd-*.yaml",), crd_template_values="crds",
+    ),
+    # Its crds/ subchart is turned off (`crds.enabled: false`): prometheus-operator-crds installs them.
     "kube-prometheus-stack": ChartSource(
         "prometheus-community/helm-charts", "kube-prometheus-stack-{version}", "charts/kube-prometheus-stack",
-        crds=("charts/kube-prometheus-stack/charts/crds/crds/*.yaml",),
         subcharts=(
+            # Local (version 0.0.0): the parent's `crds` values are also its values (`crds.enabled` is the condition).
+            Subchart("crds", "prometheus-community/helm-charts", "{parent_tag}", "charts/kube-prometheus-stack/charts/crds"),
             Subchart("grafana", "grafana-community/helm-charts", "grafana-{version}", "charts/grafana"),
             Subchart("kube-state-metrics", "prometheus-community/helm-charts", "kube-state-metrics-{version}",
                      "charts/kube-state-metrics"),
@@ -149,9 +162,60 @@ def crd_documents(versions: Mapping[str, str]) -> list[dict[str, Any]]:
         document
         for chart, version in versions.items()
         for path in sorted((chart_dir(chart, version) / "crds").glob("*.yaml"))
-        for document in _load_all(path)
+        for document in _crd_file(chart, version, path)
         if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition"
     ]
+
+
+@functools.cache
+def _crd_file(chart: str, version: str, path: Path) -> tuple[Any, ...]:
+    source = CHART_SOURCES.get(chart)
+    if source is None or source.crd_template_values is None:
+        return _load_all(path)
+    values = _load(chart_dir(chart, version) / "values.yaml").get(source.crd_template_values) or {}
+    return _load_all_text(render_crd_template(path.read_text(), values, path.name))
+
+
+_ACTION = re.compile(r"\{\{-?\s*(.*?)\s*-?\}\}")
+
+
+def render_crd_template(text: str, values: Mapping[str, Any], name: str) -> str:
+    """A CRD template of the shape prometheus-operator-crds' hack/update_crds.sh writes, rendered with `values`.
+
+    Every template action sits on a line of its own: `if .Values.<path>`, `with .Values.<path>` (only
+    where that value is empty, so there is nothing to insert), `toYaml ...` inside such a `with`, and
+    `end`. Anything else is refused rather than half-rendered: a new shape is read and supported on purpose.
+    """
+    kept: list[str] = []
+    emitting = [True]
+    for line in text.splitlines(keepends=True):
+        if "{{" not in line:
+            if all(emitting):
+                kept.append(line)
+            continue
+        match = _ACTION.fullmatch(line.strip())
+        keyword, _, argument = match.group(1).partition(" ") if match else ("", "", "")
+        if keyword in ("if", "with") and argument.startswith(".Values."):
+            value = _value_at(values, argument.removeprefix(".Values."))
+            if keyword == "with" and value and all(emitting):
+                raise ValueError(f"{name}: `{line.strip()}` would insert {value!r}; only empty values are supported")
+            emitting.append(bool(value))
+        elif keyword == "toYaml" and not all(emitting):
+            continue
+        elif keyword == "end" and len(emitting) > 1:
+            emitting.pop()
+        else:
+            raise ValueError(f"{name}: unsupported template line {line.strip()!r}")
+    if len(emitting) != 1:
+        raise ValueError(f"{name}: {len(emitting) - 1} template block(s) left open")
+    return "".join(kept)
+
+
+def _value_at(values: Mapping[str, Any], path: str) -> Any:
+    value: Any = values
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, Mapping) else None
+    return value
 
 
 def sources() -> list[Source]:
@@ -178,4 +242,9 @@ def _load(path: Path) -> Any:
 
 @functools.cache
 def _load_all(path: Path) -> tuple[Any, ...]:
-    return tuple(yaml.load_all(path.read_text(), Loader=_Loader))
+    return _load_all_text(path.read_text())
+
+
+@functools.cache
+def _load_all_text(text: str) -> tuple[Any, ...]:
+    return tuple(yaml.load_all(text, Loader=_Loader))

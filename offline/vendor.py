@@ -117,7 +117,7 @@ def vendor_chart(chart: str, version: str, repos: Repositories, root: Path) -> l
             rows.append(_copy(repos, crd_repository, tag, path, root, target, source.license))
     dependencies = _dependency_versions(chart, version, out / "Chart.yaml", source)
     for sub in source.subcharts:
-        sub_tag = sub.tag.format(version=dependencies[sub.name])
+        sub_tag = sub.tag.format(version=dependencies[sub.name], parent_tag=tag)
         for name in ("Chart.yaml", "values.yaml"):
             target = out / "charts" / sub.name / name
             rows.append(_copy(repos, sub.repository, sub_tag, f"{sub.chart}/{name}", root, target, sub.license))

@@ -28,12 +28,13 @@ from components.monitoring.alerts import (
 )
 from config.versions import CHARTS
 from offline.engine import PROJECT_DIR
-from offline.upstream import chart_dir
+from offline.upstream import crd_documents
 
 IDLE_HOURS = 1
 GROUPS = alerts.all_groups(IDLE_HOURS)
 ALERTS = alerts.alerts(IDLE_HOURS)
-CRD = chart_dir("kube-prometheus-stack", CHARTS["kube-prometheus-stack"].version) / "crds" / "crd-prometheusrules.yaml"
+# The monitoring.coreos.com CRDs the platform installs (the prometheus-operator-crds release).
+CRD_CHART = "prometheus-operator-crds"
 RUNBOOKS = PROJECT_DIR / "docs" / "runbooks.md"
 
 GPU0 = 'gpu="0",Hostname="gpu-node-1",UUID="GPU-0",modelName="NVIDIA L40S"'
@@ -191,7 +192,10 @@ def test_recording_rules_publish_the_names_other_code_reads():
 
 
 def test_prometheus_rule_passes_the_crd_schema():
-    crd = yaml.safe_load(CRD.read_text())
+    [crd] = [
+        document for document in crd_documents({CRD_CHART: CHARTS[CRD_CHART].version})
+        if document["spec"]["names"]["kind"] == "PrometheusRule"
+    ]
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
     schema = version["schema"]["openAPIV3Schema"]
     manifest = alerts.prometheus_rule("gpu-platform", "monitoring", GROUPS)

@@ -196,7 +196,10 @@ def declared(monitoring_config: MonitoringConfig) -> Recording:
     def build() -> None:
         provider = k8s.Provider("cluster", kubeconfig="{}")
         storage = k8s.core.v1.Namespace("storage-class")  # stands in for the StorageClass
-        Monitoring("gpu-test-monitoring", monitoring_config, chart=CHART_PIN, provider=provider, depends_on=[storage])
+        Monitoring(
+            "gpu-test-monitoring", monitoring_config, chart=CHART_PIN, crd_chart=CHARTS["prometheus-operator-crds"],
+            provider=provider, storage=[storage],
+        )
 
     return run_program("test", {}, [], program=build)
 
@@ -216,6 +219,7 @@ def test_component_declares_namespace_secret_release_rules_and_dashboards(record
         [
             "gpu-test-monitoring-namespace",
             f"gpu-test-monitoring-{RECEIVER_SECRET}",
+            "gpu-test-monitoring-crds",
             "gpu-test-monitoring-stack",
             "gpu-test-monitoring-rules-gpu-platform",
             *(f"gpu-test-monitoring-dashboard-{d.uid}" for d in dashboards.dashboards()),
@@ -236,6 +240,7 @@ def test_component_declares_namespace_secret_release_rules_and_dashboards(record
     for name in ("gpu-test-monitoring-rules-gpu-platform", *dashboard_names):
         assert release.urn in children[name].dependencies
     assert children[f"gpu-test-monitoring-{RECEIVER_SECRET}"].urn in release.dependencies
+    assert children["gpu-test-monitoring-crds"].urn in release.dependencies
 
 
 def test_receiver_secret_data_is_a_pulumi_secret(recording: Recording):

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.versions import ChartPin
+from config.versions import ChartPin, helm_install
 
 
 def helm_release(
@@ -21,7 +21,11 @@ def helm_release(
     opts: pulumi.ResourceOptions,
     skip_crds: bool = False,
 ) -> k8s.helm.v3.Release:
-    """A Helm release of `pin` (an OCI reference has no repository) with explicit values."""
+    """A Helm release of `pin` (an OCI reference has no repository) with explicit values.
+
+    Timeout, atomic and cleanup-on-fail come from the chart's row of config/versions.py HELM_INSTALL.
+    """
+    install = helm_install(pin)
     return k8s.helm.v3.Release(
         logical_name,
         name=release_name,
@@ -31,5 +35,8 @@ def helm_release(
         namespace=namespace,
         values=dict(values),
         skip_crds=skip_crds or None,
+        timeout=install.timeout_seconds,
+        atomic=install.atomic,
+        cleanup_on_fail=install.cleanup_on_fail,
         opts=opts,
     )

@@ -37,6 +37,8 @@ from . import alerts, dashboards
 NAMESPACE = namespaces.MONITORING
 RELEASE_NAME = PROMETHEUS_RELEASE
 CHART_KEY = "kube-prometheus-stack"
+CRD_CHART_KEY = "prometheus-operator-crds"
+CRD_RELEASE_NAME = "prometheus-operator-crds"
 RECEIVER_SECRET = "alertmanager-receivers"
 RULES_NAME = "gpu-platform"
 NULL_RECEIVER = "null"
@@ -50,8 +52,13 @@ _SELECTED_KINDS = ("rule", "serviceMonitor", "podMonitor", "probe", "scrapeConfi
 
 
 class Monitoring(pulumi.ComponentResource):
-    """Namespace, receiver Secret, the kube-prometheus-stack release, the platform's rules and dashboards."""
+    """Namespace, the monitoring CRDs, receiver Secret, the kube-prometheus-stack release, rules and dashboards.
 
+    The prometheus-operator CRDs are a release of their own (`crd_release`), so that every chart that
+    renders a ServiceMonitor can wait for them alone rather than for the whole stack and its volume.
+    """
+
+    crd_release: k8s.helm.v3.Release
     release: k8s.helm.v3.Release
 
     def __init__(
@@ -60,22 +67,36 @@ class Monitoring(pulumi.ComponentResource):
         config: MonitoringConfig,
         *,
         chart: ChartPin,
+        crd_chart: ChartPin,
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
+        storage: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
         :param config: `gpu-platform:monitoring`, validated.
         :param chart: the kube-prometheus-stack pin (config/versions.py CHARTS).
+        :param crd_chart: the prometheus-operator-crds pin (config/versions.py CHARTS).
         :param provider: the cluster's Kubernetes provider.
-        :param depends_on: what must exist first (system nodes, the gp3 StorageClass, add-ons).
+        :param depends_on: what must exist first (system nodes, add-ons).
+        :param storage: what Prometheus' volume claim needs beyond that (the gp3 StorageClass); only
+            the kube-prometheus-stack release waits for it.
         """
         super().__init__("gpu-platform:monitoring:Monitoring", name, None, opts)
         children = Children(self, provider, depends_on)
 
         namespace = declare(f"{name}-namespace", controller_namespace(NAMESPACE), children.opts())
+        # The chart's defaults install every monitoring.coreos.com CRD and nothing else.
+        self.crd_release = helm_release(
+            f"{name}-crds",
+            release_name=CRD_RELEASE_NAME,
+            pin=crd_chart,
+            namespace=NAMESPACE,
+            values={},
+            opts=children.opts(namespace),
+        )
 
-        before_release: list[pulumi.Resource] = [namespace]
+        before_release: list[pulumi.Resource] = [namespace, self.crd_release, *storage]
         secret_manifest = receiver_secret(config.receivers)
         if secret_manifest is not None:
             # Credentials from the stack's secure config: each value secret in the state and in every preview.
@@ -115,6 +136,10 @@ def stack_values(config: MonitoringConfig) -> dict[str, Any]:
         selectors[f"{kind}NamespaceSelector"] = {}
     secrets = [RECEIVER_SECRET] if config.receivers else []
     return {
+        # The CRDs come from the prometheus-operator-crds release, which `helm upgrade` upgrades; this
+        # chart's crds/ subchart (values.yaml `crds.enabled`, Chart.yaml dependency condition) would
+        # install them once and never upgrade them.
+        "crds": {"enabled": False},
         "prometheusOperator": {**placement, "admissionWebhooks": {"patch": on_system_nodes()}},
         "prometheus": {
             "prometheusSpec": {
