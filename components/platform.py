@@ -103,14 +103,17 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-monitoring",
             config.monitoring,
             chart=config.charts[monitoring.CHART_KEY],
+            crd_chart=config.charts[monitoring.CRD_CHART_KEY],
             provider=self.cluster.provider,
-            depends_on=[*controllers_ready, storage_class],
+            depends_on=controllers_ready,
+            storage=[storage_class],
             opts=pulumi.ResourceOptions(parent=self),
         )
-        # Charts that render ServiceMonitors (Karpenter's, Kueue's, KEDA's) wait for the monitoring release,
-        # which installs their CRD: without it Kueue's and KEDA's installs fail and Karpenter's leaves its
-        # ServiceMonitor out until the next upgrade.
-        scraped_controllers_ready = [*controllers_ready, self.monitoring.release]
+        # Charts that render ServiceMonitors (Karpenter's, Kueue's, KEDA's) wait for the release that installs
+        # their CRD: without it Kueue's and KEDA's installs fail and Karpenter's leaves its ServiceMonitor out
+        # until the next upgrade. The GPU Operator creates the DCGM exporter's ServiceMonitor itself, and skips
+        # it while the CRD is missing (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go, ServiceMonitor).
+        scraped_controllers_ready = [*controllers_ready, self.monitoring.crd_release]
         self.karpenter = Karpenter(
             f"{name}-karpenter",
             cluster_name=name,
@@ -157,7 +160,7 @@ class GpuPlatform(pulumi.ComponentResource):
             charts=config.charts,
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
-            depends_on=controllers_ready,
+            depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.node_pools = NodePools(

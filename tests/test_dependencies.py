@@ -6,7 +6,8 @@ kind, the namespace it lives in, the names its spec or Helm values refer to), so
 held to the same rule without a test change.
 
 "Waits for" is the transitive closure of the recorded dependencies, plus each resource's provider:
-Pulumi creates nothing before its dependencies and its provider exist.
+Pulumi creates nothing before its dependencies and its provider exist. Which release installs a
+custom kind's CRD, and the kinds each chart renders, are tests/test_deploy_order.py's.
 """
 
 from __future__ import annotations
@@ -22,41 +23,6 @@ from .conftest import fixture_document, render_fixture, short
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 PROVIDER = "pulumi:providers:kubernetes"
-
-# The release whose chart installs each custom resource group's CRDs, at the pinned versions:
-# - karpenter-crd: aws/karpenter-provider-aws charts/karpenter-crd/templates/karpenter.sh_nodepools.yaml,
-#   karpenter.k8s.aws_ec2nodeclasses.yaml (the controller chart's copies are skipped: skipCrds);
-# - kueue: kubernetes-sigs/kueue charts/kueue/templates/crd/ (CRDs as templates);
-# - kube-prometheus-stack: prometheus-community/helm-charts charts/kube-prometheus-stack/charts/crds/crds/;
-# - keda: kedacore/charts keda/templates/crds/.
-CRD_RELEASES = {
-    "karpenter.sh": "karpenter-crd",
-    "karpenter.k8s.aws": "karpenter-crd",
-    "kueue.x-k8s.io": "kueue",
-    "monitoring.coreos.com": "kube-prometheus-stack",
-    "keda.sh": "keda",
-}
-
-# Values that make a chart render monitoring.coreos.com objects (ServiceMonitor, PodMonitor,
-# PrometheusRule); each entry's paths must all be true. Without the CRDs the install fails (kueue,
-# keda) or the chart silently leaves its ServiceMonitor out until the next upgrade (karpenter checks
-# `.Capabilities.APIVersions.Has "monitoring.coreos.com/v1"`).
-# - karpenter: aws/karpenter-provider-aws charts/karpenter/templates/servicemonitor.yaml
-# - kueue: kubernetes-sigs/kueue charts/kueue/templates/prometheus/monitor.yaml, role.yaml
-# - keda: kedacore/charts keda/templates/manager/servicemonitor.yaml, metrics-server/servicemonitor.yaml,
-#   webhooks/servicemonitor.yaml, manager/podmonitor.yaml, manager/prometheusrules.yaml
-MONITORING_TOGGLES: dict[str, list[tuple[str, ...]]] = {
-    "karpenter": [("serviceMonitor.enabled",)],
-    "kueue": [("enablePrometheus",)],
-    "keda": [
-        ("prometheus.operator.enabled", "prometheus.operator.serviceMonitor.enabled"),
-        ("prometheus.operator.enabled", "prometheus.operator.podMonitor.enabled"),
-        ("prometheus.operator.enabled", "prometheus.operator.prometheusRules.enabled"),
-        ("prometheus.metricServer.enabled", "prometheus.metricServer.serviceMonitor.enabled"),
-        ("prometheus.metricServer.enabled", "prometheus.metricServer.podMonitor.enabled"),
-        ("prometheus.webhooks.enabled", "prometheus.webhooks.serviceMonitor.enabled"),
-    ],
-}
 
 # The EKS access policy that makes the deploying identity a cluster admin (AWS EKS access policies).
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -135,21 +101,7 @@ def describe(resource: RecordedResource) -> str:
     return f"{resource.type.rsplit(':', 1)[-1]} {short(resource.urn)}"
 
 
-# --- custom resources wait for their CRDs -------------------------------------------------------------
-
-
-def test_every_custom_resource_waits_for_the_release_that_installs_its_crd(recorded):
-    by_name = releases(recorded)
-    checked = set()
-    for resource in kubernetes_objects(recorded):
-        group = group_of(resource.inputs["apiVersion"])
-        if "." not in group or group.endswith(".k8s.io"):
-            continue  # built into Kubernetes
-        assert group in CRD_RELEASES, f"{describe(resource)}: which release installs the CRDs of {group}?"
-        release = by_name[CRD_RELEASES[group]]
-        assert release.urn in waits_for(recorded, resource), f"{describe(resource)} does not wait for {release.inputs['name']}"
-        checked.add(group)
-    assert checked == set(CRD_RELEASES)
+# --- Karpenter's and the DRA driver's objects (every custom kind waits for its CRD: test_deploy_order.py) ---
 
 
 def test_node_pools_and_node_classes_wait_for_the_running_karpenter_controller(recorded):
@@ -217,19 +169,6 @@ def test_every_tenant_namespace_holds_a_local_queue_that_waits_for_it(recorded):
 
 
 # --- releases wait for what their pods and values need -------------------------------------------------
-
-
-def test_releases_that_render_monitoring_objects_wait_for_kube_prometheus_stack(recorded):
-    by_name = releases(recorded)
-    stack = by_name["kube-prometheus-stack"]
-    rendering = set()
-    for name, release in by_name.items():
-        values = release.inputs.get("values", {})
-        if any(all(value_at(values, path) is True for path in toggle) for toggle in MONITORING_TOGGLES.get(name, [])):
-            rendering.add(name)
-            assert stack.urn in waits_for(recorded, release), f"release {name} renders ServiceMonitors before their CRD exists"
-    # Every controller the platform scrapes through its own chart does render them.
-    assert rendering == {"karpenter", "kueue", "keda"}
 
 
 def test_every_release_waits_for_the_system_nodes_and_cluster_dns(recorded):
