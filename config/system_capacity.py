@@ -194,7 +194,9 @@ class ChartPod:
 
 
 # Keyed by chart, then version, then pod. A version bump adds a row; tests/test_system_capacity.py
-# holds every row against upstream/<chart>/<version>/values.yaml.
+# holds every row against upstream/<chart>/<version>/values.yaml. dra-driver-nvidia-gpu has no row:
+# its controller runs only with ComputeDomains and its webhook only when enabled, both off here
+# (`resources.computeDomains.enabled`, `webhook.enabled`), and its kubelet plugin runs on GPU nodes.
 CHART_DEFAULTS: dict[str, dict[str, dict[str, ChartPod]]] = {
     "karpenter": {
         "1.14.1": {
@@ -354,6 +356,7 @@ class SystemCapacityPlan:
     min_size: int
     node_allocatable: Requests  # per resource, the smallest among the instance types
     pods: tuple[SystemPod, ...]
+    node_max_pods: int  # the smallest maxPods among the instance types
     chart_notes: tuple[str, ...] = ()  # charts whose defaults are assumed from another version
 
     @property
@@ -380,6 +383,11 @@ class SystemCapacityPlan:
     def allocatable(self) -> Requests:
         return self.node_allocatable * self.min_size
 
+    @property
+    def pod_count(self) -> int:
+        """Pods on `minSize` nodes: every replica, and a DaemonSet pod per node."""
+        return sum(pod.replicas for pod in self.deployments) + len(self.daemonsets) * self.min_size
+
     def nodes_needed(self) -> int | None:
         """The fewest nodes of the smallest type that hold every pod; None when not even one node holds the DaemonSets."""
         room = self.node_allocatable - self.per_node
@@ -387,7 +395,15 @@ class SystemCapacityPlan:
             return None
         deployments = sum((self.total(pod) for pod in self.deployments), Requests())
         spread = max((pod.replicas for pod in self.deployments if pod.one_per_node), default=1)
-        return max(spread, math.ceil(deployments.cpu_m / room.cpu_m), math.ceil(deployments.memory_mib / room.memory_mib))
+        pod_slots = self.node_max_pods - len(self.daemonsets)
+        if pod_slots <= 0:
+            return None
+        return max(
+            spread,
+            math.ceil(deployments.cpu_m / room.cpu_m),
+            math.ceil(deployments.memory_mib / room.memory_mib),
+            math.ceil(sum(pod.replicas for pod in self.deployments) / pod_slots),
+        )
 
 
 def plan_system_capacity(
@@ -397,6 +413,7 @@ def plan_system_capacity(
     the program's values. Every type in `instance_types` must be in INSTANCE_SHAPES."""
     shapes = [INSTANCE_SHAPES[name].allocatable for name in instance_types]
     smallest = Requests(min(s.cpu_m for s in shapes), min(s.memory_mib for s in shapes))
+    max_pods = min(INSTANCE_SHAPES[name].max_pods for name in instance_types)
     rows = {name: _chart_rows(name, charts[name].version) for name in CHART_DEFAULTS}
     karpenter, kueue, keda = rows["karpenter"], rows["kueue"], rows["keda"]
     gpu, kps = rows["gpu-operator"], rows["kube-prometheus-stack"]
@@ -424,7 +441,7 @@ def plan_system_capacity(
         ),
     ]
     notes = tuple(row.note for row in rows.values() if row.note)
-    return SystemCapacityPlan(tuple(instance_types), min_size, smallest, tuple(pods), notes)
+    return SystemCapacityPlan(tuple(instance_types), min_size, smallest, tuple(pods), max_pods, notes)
 
 
 @dataclass(frozen=True)
@@ -486,6 +503,15 @@ def capacity_problems(plan: SystemCapacityPlan, root: str) -> list[tuple[str, st
             f"{plan.min_size} nodes of {types} allocate {allocatable.cpu_m}m CPU and {allocatable.memory_mib}Mi memory "
             f"({node.cpu_m}m and {node.memory_mib}Mi each on the smallest type); the system pods request "
             f"{requested.cpu_m}m CPU and {requested.memory_mib}Mi memory: {' and '.join(short)}; {fix}",
+        ))
+    if plan.pod_count > plan.node_max_pods * plan.min_size:
+        needed = plan.nodes_needed()
+        fix = f"raise minSize to {needed} or choose larger instanceTypes" if needed else "choose larger instanceTypes"
+        problems.append((
+            f"{root}.minSize",
+            f"{plan.min_size} nodes of {types} take {plan.node_max_pods * plan.min_size} pods ({plan.node_max_pods} "
+            f"each on the smallest type: ENIs x (IPv4 addresses per ENI - 1) + 2); the system pods number "
+            f"{plan.pod_count}: {fix}",
         ))
     largest_cpu = max(plan.deployments, key=lambda pod: pod.requests.cpu_m)
     largest_memory = max(plan.deployments, key=lambda pod: pod.requests.memory_mib)

@@ -126,7 +126,8 @@ def _system_capacity(config: PlatformConfig) -> str:
         f"## System nodes: requests vs allocatable\n\n{plan.min_size} nodes (minSize) of the smallest of "
         f"{', '.join(plan.instance_types)}, each allocating {plan.node_allocatable.cpu_m}m CPU and "
         f"{plan.node_allocatable.memory_mib}Mi memory: capacity less EKS kube-reserved and the 100Mi eviction "
-        "threshold, memory capacity estimated (config/system_capacity.py). EKS add-on rows are estimates.\n\n"
+        "threshold, memory capacity estimated (config/system_capacity.py). EKS add-on rows are estimates. "
+        f"Pods: {plan.pod_count} of {plan.node_max_pods * plan.min_size} ({plan.node_max_pods} per node).\n\n"
     )
     notes = "".join(f"\n{note}.\n" for note in plan.chart_notes)
     return header + table(

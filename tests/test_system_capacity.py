@@ -214,13 +214,29 @@ def test_the_largest_pod_and_the_daemonsets_must_fit_one_node():
         SystemPod("small", Requests(100, 900), 1, "test"),
         SystemPod("daemon", Requests(200, 200), 1, "test", per_node=True),
     )
-    plan = SystemCapacityPlan(("t.small",), 4, Requests(1000, 1000), pods)
+    plan = SystemCapacityPlan(("t.small",), 4, Requests(1000, 1000), pods, node_max_pods=29)
     assert capacity_problems(plan, ROOT) == [
         (
             f"{ROOT}.instanceTypes",
             "t.small: the smallest allocates 1000m CPU / 1000Mi memory per node, but the largest system pods (big 900m "
             "CPU, small 900Mi memory) with every node's DaemonSets (200m CPU / 200Mi memory) need 1100m CPU / 1100Mi "
             "memory: choose larger instanceTypes",
+        )
+    ]
+
+
+def test_the_pods_must_fit_the_nodes_max_pods():
+    # 30 single replicas and 2 DaemonSets on 2 nodes of 11 pods each (2 ENIs x 5 addresses): 34 pods in 22 slots.
+    pods = (
+        *(SystemPod(f"pod-{i}", Requests(1, 1), 1, "test") for i in range(30)),
+        *(SystemPod(f"daemon-{i}", Requests(1, 1), 1, "test", per_node=True) for i in range(2)),
+    )
+    plan = SystemCapacityPlan(("t.small",), 2, Requests(4000, 4000), pods, node_max_pods=11)
+    assert capacity_problems(plan, ROOT) == [
+        (
+            f"{ROOT}.minSize",
+            "2 nodes of t.small take 22 pods (11 each on the smallest type: ENIs x (IPv4 addresses per ENI - 1) + 2); "
+            "the system pods number 34: raise minSize to 4 or choose larger instanceTypes",
         )
     ]
 
