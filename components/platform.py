@@ -183,6 +183,8 @@ class GpuPlatform(pulumi.ComponentResource):
             chart=config.charts[autoscaling.CHART_KEY],
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
+            local_queues=self.queueing.local_queues,
+            gpu_nodes=[self.gpu_operator.release, self.node_pools],
             depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )

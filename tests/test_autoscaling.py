@@ -502,6 +502,7 @@ def declare(config: PlatformConfig, stack: str = "test") -> list[RecordedResourc
             chart=KEDA_PIN,
             provider=provider,
             namespaces=namespaces,
+            local_queues=namespaces,  # stand-ins: the whole program's queues are checked in test_deploy_order.py
             depends_on=[monitoring],
         )
 

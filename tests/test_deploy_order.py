@@ -1,4 +1,4 @@
-"""Kinds before their users.
+"""Kinds before their users, and no `pulumi up` that waits on GPU capacity.
 
 Which release installs a custom kind is derived, not listed: the CRDs each release's chart installs
 are the vendored `upstream/<chart>/<version>/crds/` (offline/upstream.py), and the custom kinds a
@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
+from components.autoscaling.vllm import SKIP_AWAIT
+from config.labels import GPU_RESOURCE, QUEUE_NAME_LABEL
 from config.versions import CHARTS
 from offline.builtin_kinds import is_built_in_group
 from offline.engine import RecordedResource, Recording
@@ -221,6 +223,63 @@ def test_crd_release_keeps_the_operator_version_of_the_stack():
         return yaml.safe_load((chart_dir(key, CHARTS[key].version) / "Chart.yaml").read_text())["appVersion"]
 
     assert app_version("prometheus-operator-crds") == app_version("kube-prometheus-stack")
+
+
+# --- GPU workloads: applied, not awaited, after what they need -------------------------------------------
+
+
+def gpu_deployments(recording: Recording) -> list[RecordedResource]:
+    found = []
+    for resource in kubernetes_objects(recording):
+        if resource.inputs["kind"] != "Deployment":
+            continue
+        containers = resource.inputs["spec"]["template"]["spec"]["containers"]
+        if any(GPU_RESOURCE in (c.get("resources", {}).get("requests") or {}) for c in containers):
+            found.append(resource)
+    return found
+
+
+def selected_by(service: RecordedResource, deployment: RecordedResource) -> bool:
+    selector = service.inputs["spec"].get("selector") or {}
+    labels = deployment.inputs["spec"]["template"]["metadata"]["labels"]
+    same_namespace = service.inputs["metadata"]["namespace"] == deployment.inputs["metadata"]["namespace"]
+    return same_namespace and bool(selector) and selector.items() <= labels.items()
+
+
+def test_the_multi_pool_fixture_serves_a_gpu_deployment():
+    assert gpu_deployments(render_fixture("multi-pool"))
+
+
+def test_deployments_that_need_gpus_are_applied_without_waiting_to_become_available(recorded):
+    # pulumi-kubernetes (v4.32.0) provider/pkg/await/deployment.go waits 10 minutes for Available;
+    # Kueue admission, a GPU node launch and a model download (startup probe: 15 minutes) outlast it.
+    for deployment in gpu_deployments(recorded):
+        annotations = deployment.inputs["metadata"].get("annotations", {})
+        assert annotations.items() >= SKIP_AWAIT.items(), describe(deployment)
+
+
+def test_services_of_gpu_deployments_do_not_wait_for_ready_endpoints(recorded):
+    # provider/pkg/await/service.go shouldWaitForPods: a Service with a selector waits for ready endpoints.
+    services = [r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "Service"]
+    for deployment in gpu_deployments(recorded):
+        for service in (s for s in services if selected_by(s, deployment)):
+            assert service.inputs["metadata"].get("annotations", {}).items() >= SKIP_AWAIT.items(), describe(service)
+
+
+def test_gpu_deployments_wait_for_their_local_queue_the_gpu_operator_and_every_node_pool(recorded):
+    operator = releases(recorded)["gpu-operator"]
+    pools = [r for r in kubernetes_objects(recorded) if r.inputs["kind"] == "NodePool"]
+    for deployment in gpu_deployments(recorded):
+        metadata = deployment.inputs["metadata"]
+        [queue] = [
+            r for r in kubernetes_objects(recorded)
+            if r.inputs["kind"] == "LocalQueue"
+            and (r.inputs["metadata"]["name"], r.inputs["metadata"]["namespace"])
+            == (metadata["labels"][QUEUE_NAME_LABEL], metadata["namespace"])
+        ]
+        after = waits_for(recorded, deployment)
+        for needed in (queue, operator, *pools):
+            assert needed.urn in after, f"{describe(deployment)} does not wait for {describe(needed)}"
 
 
 # --- the CRD templates of prometheus-operator-crds ---------------------------------------------------

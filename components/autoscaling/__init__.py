@@ -103,6 +103,8 @@ class Autoscaling(pulumi.ComponentResource):
         chart: ChartPin,
         provider: k8s.Provider,
         namespaces: Mapping[str, pulumi.Resource],
+        local_queues: Mapping[str, pulumi.Resource],
+        gpu_nodes: Sequence[pulumi.Resource] = (),
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -113,8 +115,13 @@ class Autoscaling(pulumi.ComponentResource):
         :param chart: the pinned `keda` chart (config/versions.py CHARTS["keda"]).
         :param provider: the cluster's Kubernetes provider.
         :param namespaces: tenant name -> its Namespace resource (the tenants component's).
-        :param depends_on: what the KEDA release waits for: the system nodes, and the monitoring
-            release, whose ServiceMonitor CRD the chart's ServiceMonitor needs.
+        :param local_queues: tenant name -> its Kueue LocalQueue (`Queueing.local_queues`), which admits a
+            served Deployment's pods (they carry its queue-name label).
+        :param gpu_nodes: what a served Deployment's pods need to run on a GPU node: the GPU Operator
+            release (device plugin) and Karpenter's NodePools. `pulumi destroy` then removes the
+            Deployment before them, while the queue still admits and the nodes still drain.
+        :param depends_on: what the KEDA release waits for: the system nodes, and the release of the
+            monitoring CRDs (`Monitoring.crd_release`), which the chart's ServiceMonitors need.
         """
         super().__init__("gpu-platform:autoscaling:Autoscaling", name, None, opts)
         installs = Children(self, provider, depends_on)
@@ -134,9 +141,14 @@ class Autoscaling(pulumi.ComponentResource):
         for tenant in tenants:
             for deployment in tenant.config.inference:
                 # ScaledObjects need KEDA's CRDs (and its webhook); everything needs the namespace.
-                after = in_cluster.opts(namespaces[tenant.name], self.release)
+                after = [namespaces[tenant.name], self.release]
+                server_after = [*after, local_queues[tenant.name], *gpu_nodes]
                 declared = {
-                    suffix: declare(f"{name}-{tenant.name}-{deployment.name}-{suffix}", manifest, after)
+                    suffix: declare(
+                        f"{name}-{tenant.name}-{deployment.name}-{suffix}",
+                        manifest,
+                        in_cluster.opts(*(server_after if manifest["kind"] == "Deployment" else after)),
+                    )
                     for suffix, manifest in deployment_manifests(tenant, deployment, autoscaling).items()
                 }
                 self.scaled_objects[f"{tenant.name}/{deployment.name}"] = declared["scaler"]

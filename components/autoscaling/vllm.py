@@ -31,6 +31,18 @@ STARTUP_PROBE_FAILURES = 90
 PROBE_PERIOD_SECONDS = 10
 CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is not writable as non-root
 
+# `pulumi up` does not wait for the server to serve. A replica becomes ready only after Kueue admits
+# it, Karpenter launches a (spot) GPU node, the GPU Operator readies the node, the image is pulled and
+# the model downloaded (the startup probe alone allows 15 minutes); spot capacity can take hours. By
+# default pulumi-kubernetes waits 10 minutes for a Deployment to become Available and for a Service
+# with a selector to have ready endpoints (provider/pkg/await/deployment.go
+# DefaultDeploymentTimeoutMins, await/service.go shouldWaitForPods, v4.32.0), then fails the update.
+# With the annotation (metadata/annotations.go AnnotationSkipAwait) both are applied and left to the
+# controllers; the KEDA ScaledObject and the alerts report a server that never becomes ready. For a
+# Deployment it also skips the wait on delete (metadata/overrides.go allowsSkipAwaitWithDelete): the
+# NodePools it depends on are deleted after it and drain whatever is still terminating.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
 
 def server_manifests(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: the server's objects, in apply order."""
@@ -77,6 +89,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
             "namespace": tenant.namespace,
             # Kueue's deployment integration admits the pods against the tenant's quota.
             "labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE},
+            "annotations": dict(SKIP_AWAIT),
         },
         "spec": {
             "selector": {"matchLabels": labels},
@@ -149,7 +162,12 @@ def server_service(tenant: TenantPlan, deployment: InferenceDeploymentConfig) ->
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": deployment_labels(deployment)},
+        "metadata": {
+            "name": deployment.name,
+            "namespace": tenant.namespace,
+            "labels": deployment_labels(deployment),
+            "annotations": dict(SKIP_AWAIT),  # its endpoints are the server's ready pods
+        },
         "spec": {
             "type": "ClusterIP",
             "selector": deployment_labels(deployment),
