@@ -1,4 +1,4 @@
-"""The VPC: public and private subnets per zone, NAT per the configured mode, optional flow logs."""
+"""The VPC: public and private subnets per zone, NAT per the configured mode, endpoints, optional flow logs."""
 
 from __future__ import annotations
 
@@ -30,11 +30,20 @@ class Network(pulumi.ComponentResource):
         plan: NetworkPlan,
         *,
         cluster_name: str,
+        region: str,
         tags: Mapping[str, str],
         protect: bool,
         flow_log_retention_days: int | None,
+        ecr_endpoints: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """
+        :param plan: `PlatformConfig.network`: zones, CIDRs, NAT layout.
+        :param region: `PlatformConfig.region`; names the endpoints' services.
+        :param flow_log_retention_days: days to keep flow logs, or None for no flow logs
+            (`cluster.network.flowLogs`).
+        :param ecr_endpoints: `cluster.network.ecrEndpoints`: add ECR's interface endpoints.
+        """
         super().__init__("gpu-platform:network:Network", name, None, opts)
 
         vpc = ec2.Vpc(
@@ -60,6 +69,7 @@ class Network(pulumi.ComponentResource):
 
         public_subnets: list[ec2.Subnet] = []
         private_subnets: list[ec2.Subnet] = []
+        private_route_tables: list[ec2.RouteTable] = []
         nat_gateways: list[ec2.NatGateway] = []
         for subnet in plan.subnets:
             zone = subnet.availability_zone
@@ -113,6 +123,19 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-{zone}", subnet_id=private.id, route_table_id=private_routes.id, opts=vpc_child
             )
             private_subnets.append(private)
+            private_route_tables.append(private_routes)
+
+        ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=endpoint_service(region, "s3"),
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[table.id for table in private_route_tables],
+            tags={**tags, "Name": f"{cluster_name}-s3"},
+            opts=vpc_child,
+        )
+        if ecr_endpoints:
+            self._ecr_endpoints(name, cluster_name, region, vpc, private_subnets, tags)
 
         if flow_log_retention_days is not None:
             self._flow_logs(name, cluster_name, vpc, tags, flow_log_retention_days)
@@ -123,6 +146,46 @@ class Network(pulumi.ComponentResource):
         self.register_outputs(
             {"vpcId": self.vpc_id, "publicSubnetIds": self.public_subnet_ids, "privateSubnetIds": self.private_subnet_ids}
         )
+
+    def _ecr_endpoints(
+        self,
+        name: str,
+        cluster_name: str,
+        region: str,
+        vpc: ec2.Vpc,
+        subnets: list[ec2.Subnet],
+        tags: Mapping[str, str],
+    ) -> None:
+        """ECR's API and registry endpoints in every private subnet, reachable on 443 from the whole VPC.
+
+        With private DNS on, the regional ECR names resolve to the endpoints inside the VPC, so nodes
+        pull without any configuration of their own.
+        """
+        group = ec2.SecurityGroup(
+            f"{name}-ecr-endpoints",
+            name=f"{cluster_name}-ecr-endpoints",
+            description=f"HTTPS from the VPC of {cluster_name} to its ECR endpoints",
+            vpc_id=vpc.id,
+            ingress=[
+                ec2.SecurityGroupIngressArgs(
+                    protocol="tcp", from_port=443, to_port=443, cidr_blocks=[vpc.cidr_block], description="HTTPS from the VPC"
+                )
+            ],
+            tags={**tags, "Name": f"{cluster_name}-ecr-endpoints"},
+            opts=pulumi.ResourceOptions(parent=vpc),
+        )
+        for service in ECR_SERVICES:
+            ec2.VpcEndpoint(
+                f"{name}-{service.replace('.', '-')}",
+                vpc_id=vpc.id,
+                service_name=endpoint_service(region, service),
+                vpc_endpoint_type="Interface",
+                subnet_ids=[subnet.id for subnet in subnets],
+                security_group_ids=[group.id],
+                private_dns_enabled=True,
+                tags={**tags, "Name": f"{cluster_name}-{service}"},
+                opts=pulumi.ResourceOptions(parent=vpc),
+            )
 
     def _flow_logs(self, name: str, cluster_name: str, vpc: ec2.Vpc, tags: Mapping[str, str], retention_days: int) -> None:
         log_group = cloudwatch.LogGroup(
@@ -155,6 +218,16 @@ class Network(pulumi.ComponentResource):
             tags=dict(tags),
             opts=pulumi.ResourceOptions(parent=vpc),
         )
+
+
+# ECR's two interface endpoints: the registry API (auth tokens, image metadata) and the Docker registry
+# (manifests); layers come from S3, through the gateway endpoint.
+ECR_SERVICES = ("ecr.api", "ecr.dkr")
+
+
+def endpoint_service(region: str, service: str) -> str:
+    """`com.amazonaws.us-west-2.s3`: the VPC endpoint service name of an AWS service in `region`."""
+    return f"com.amazonaws.{region}.{service}"
 
 
 def subnet_tags(role: str, cluster_name: str) -> dict[str, str]:

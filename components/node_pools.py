@@ -28,7 +28,11 @@ NODECLASS_API = "karpenter.k8s.aws/v1"
 
 
 class NodePools(pulumi.ComponentResource):
-    """The NodePools Karpenter launches nodes for, each with its own EC2NodeClass."""
+    """The NodePools Karpenter launches nodes for, each with its own EC2NodeClass.
+
+    Deleting either waits for the pool's nodes to drain and terminate, up to the pool's
+    terminationGracePeriod, so each carries a delete timeout derived from it (`delete_timeout`).
+    """
 
     def __init__(
         self,
@@ -41,16 +45,27 @@ class NodePools(pulumi.ComponentResource):
         cpu_ami_release: str,
         tags: Mapping[str, str],
         provider: k8s.Provider,
+        spot_role: pulumi.Resource | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """
+        :param gpu_pools: `PlatformConfig.gpu_pools`: one NodePool and EC2NodeClass each.
+        :param cpu_pool: `PlatformConfig.cpu_pool`: the general CPU pool.
+        :param node_role_name: Karpenter's node role (`Karpenter.node_role_name`), the node classes' `role`.
+        :param spot_role: the spot service-linked role (`Karpenter.spot_service_linked_role`), which
+            every pool that allows spot waits for; None when the stack does not create it.
+        :param depends_on: the whole Karpenter install (`Karpenter.destroy_after`).
+        """
         super().__init__("gpu-platform:karpenter:NodePools", name, None, opts)
         # NodePools and node classes depend on the whole Karpenter install (controller, IAM, queue):
         # `pulumi destroy` removes them first, so Karpenter is still there to drain and terminate the
         # instances it launched instead of leaving them running and unowned.
         children = Children(self, provider, depends_on)
+        spot = [spot_role] if spot_role is not None else []
 
         for pool in gpu_pools:
+            timeouts = pulumi.CustomTimeouts(delete=pool.delete_timeout)
             node_class = declare(
                 f"{name}-{pool.name}-nodeclass",
                 ec2_node_class(
@@ -63,17 +78,20 @@ class NodePools(pulumi.ComponentResource):
                     role=node_role_name,
                     tags={**tags, POOL_LABEL: pool.name},
                 ),
-                children.opts(),
+                children.opts(custom_timeouts=timeouts),
             )
-            declare(f"{name}-{pool.name}", gpu_node_pool(pool), children.opts(node_class))
+            after = [node_class, *(spot if pool.uses_spot else [])]
+            declare(f"{name}-{pool.name}", gpu_node_pool(pool), children.opts(*after, custom_timeouts=timeouts))
 
+        cpu_timeouts = pulumi.CustomTimeouts(delete=cpu_pool.delete_timeout)
         cpu_class = declare(
             f"{name}-{CPU_POOL_NAME}-nodeclass",
             ec2_node_class(CPU_POOL_NAME, CPU_AMI_FAMILY, cpu_ami_release, cpu_pool.root_volume, False,
                            cluster_name=cluster_name, role=node_role_name, tags={**tags, POOL_LABEL: CPU_POOL_NAME}),
-            children.opts(),
+            children.opts(custom_timeouts=cpu_timeouts),
         )
-        declare(f"{name}-{CPU_POOL_NAME}", cpu_node_pool(cpu_pool), children.opts(cpu_class))
+        cpu_after = [cpu_class, *(spot if cpu_pool.uses_spot else [])]
+        declare(f"{name}-{CPU_POOL_NAME}", cpu_node_pool(cpu_pool), children.opts(*cpu_after, custom_timeouts=cpu_timeouts))
         self.register_outputs({})
 
 
@@ -184,6 +202,7 @@ def cpu_node_pool(config: CpuPoolConfig) -> dict[str, Any]:
                         requirement("kubernetes.io/os", ["linux"]),
                     ],
                     "expireAfter": config.expire_after,
+                    "terminationGracePeriod": config.termination_grace_period,
                 },
             },
             "disruption": {

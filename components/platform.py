@@ -42,11 +42,13 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-network",
             config.network,
             cluster_name=name,
+            region=config.region,
             tags=tags,
             protect=cluster_config.protect,
             flow_log_retention_days=(
                 cluster_config.network.flow_logs.retention_days if cluster_config.network.flow_logs.enabled else None
             ),
+            ecr_endpoints=cluster_config.network.ecr_endpoints,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -123,6 +125,7 @@ class GpuPlatform(pulumi.ComponentResource):
             chart_versions=config.charts,
             k8s_provider=self.cluster.provider,
             tags=tags,
+            create_spot_service_linked_role=config.creates_spot_service_linked_role,
             depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -172,6 +175,7 @@ class GpuPlatform(pulumi.ComponentResource):
             cpu_ami_release=AMI_RELEASES[CPU_AMI_FAMILY],
             tags=tags,
             provider=self.cluster.provider,
+            spot_role=self.karpenter.spot_service_linked_role,
             depends_on=self.karpenter.destroy_after,
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -21,7 +21,7 @@ from .labels import (
     MIG_CONFIG_LABEL,
     POOL_LABEL,
 )
-from .node_pools import NodePoolConfig
+from .node_pools import SPOT, NodePoolConfig, delete_timeout
 from .versions import AMI_RELEASES
 
 HOURS_PER_MONTH = 730
@@ -83,6 +83,15 @@ class GpuPoolPlan:
             # Bottlerocket's NVIDIA variant runs its own device plugin; a second one would advertise every GPU twice.
             labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
         return labels
+
+    @property
+    def uses_spot(self) -> bool:
+        return SPOT in self.config.capacity_types
+
+    @property
+    def delete_timeout(self) -> str:
+        """How long `pulumi destroy` waits for the pool's NodePool and EC2NodeClass (see `delete_timeout`)."""
+        return delete_timeout(self.config.termination_grace_period)
 
     @property
     def has_instance_store(self) -> bool:

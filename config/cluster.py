@@ -89,6 +89,12 @@ class NetworkConfig(ConfigModel):
         "`perAz`: one per zone, each zone's private subnet routes through its own.",
     )
     flow_logs: FlowLogsConfig = Field(default_factory=FlowLogsConfig, description="VPC flow logs.")
+    ecr_endpoints: bool = Field(
+        False,
+        description="Interface endpoints for ECR (`ecr.api`, `ecr.dkr`) in every private subnet, so image pulls from "
+        "ECR skip the NAT gateways; each costs an hourly fee per zone. Layers come from S3, whose gateway "
+        "endpoint on the private route tables is always there.",
+    )
 
     @field_validator("vpc_cidr")
     @classmethod
@@ -193,6 +199,13 @@ class ClusterConfig(ConfigModel):
         "can deploy.",
     )
     system_nodes: SystemNodesConfig = Field(default_factory=SystemNodesConfig, description="The system node group.")
+    create_spot_service_linked_role: bool = Field(
+        True,
+        description="Create the account's EC2 Spot service-linked role (AWSServiceRoleForEC2Spot) when a pool allows "
+        "spot: EC2 refuses spot launches until it exists, and Karpenter may not create it. It is kept on "
+        "`pulumi destroy`, as other stacks may rely on it. Set false when the account already has it: creating it "
+        "again fails with `InvalidInput: Service role name AWSServiceRoleForEC2Spot has been taken in this account`.",
+    )
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Control-plane logging.")
 
     def bootstrap_admin(self, caller: str, *, cluster_exists: bool) -> str:

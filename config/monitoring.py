@@ -56,6 +56,15 @@ class MonitoringConfig(ConfigModel):
     retention: str = Field("15d", description="How long Prometheus keeps samples, e.g. `15d`.")
     storage_gib: int = Field(100, alias="storageGiB", ge=10, le=16384, description="Prometheus gp3 volume size, GiB.")
     replicas: int = Field(1, ge=1, le=3, description="Prometheus replicas.")
+    volume_on_destroy: Literal["keep", "delete"] = Field(
+        "keep",
+        description="What happens to Prometheus' EBS volume when its StatefulSet is deleted (`pulumi destroy`). "
+        "`keep`: the volume outlives the cluster, still billed, outside Pulumi's state (README, Monitoring and "
+        "autoscaling, says how to find it). `delete`: its PVC goes with the StatefulSet, and the volume with it if "
+        "the EBS CSI driver is "
+        "still running; also whenever prometheus-operator recreates the StatefulSet, e.g. after a change to "
+        "storageGiB, which then loses the metrics history.",
+    )
     receivers: list[ReceiverConfig] = Field(default_factory=list, description="Alertmanager receivers.")
     idle_gpu_hours: int = Field(
         1, ge=1, le=48, description="Hours a GPU may stay allocated at ~0% utilisation before the waste alert fires."

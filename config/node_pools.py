@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from .base import ConfigModel
 
@@ -41,6 +41,31 @@ def _duration(allow_never: bool):
 Duration = Annotated[str, _duration(allow_never=False)]
 DurationOrNever = Annotated[str, _duration(allow_never=True)]
 CapacityType = Literal["on-demand", "spot"]
+SPOT: CapacityType = "spot"
+
+# Deleting a NodePool waits for its nodes: each NodeClaim holds the NodePool through an ownerReference
+# with blockOwnerDeletion (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/
+# nodeclaimtemplate.go) and pulumi-kubernetes deletes in the foreground, and the EC2NodeClass's
+# `karpenter.k8s.aws/termination` finalizer waits while any NodeClaim names it (karpenter-provider-aws
+# v1.14.1 pkg/controllers/nodeclass/controller.go). A node goes once it is drained, its volumes detach
+# or the pool's terminationGracePeriod has passed, and its instance is terminated (kubernetes-sigs/karpenter
+# at the commit karpenter-provider-aws v1.14.1 pins, pkg/controllers/node/termination/controller.go:
+# awaitDrain, awaitVolumeDetachment, awaitInstanceTermination). The margin covers the instance's
+# termination and the node class's instance profile clean-up after the grace period runs out.
+DELETE_MARGIN_MINUTES = 15
+_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
+_SECONDS = {"s": 1, "m": 60, "h": 3600}
+
+
+def duration_seconds(duration: str) -> int:
+    """'1h30m' -> 5400: a Karpenter duration (hours, minutes, seconds) in seconds."""
+    return sum(int(amount) * _SECONDS[unit] for amount, unit in _DURATION_PART.findall(duration))
+
+
+def delete_timeout(termination_grace_period: str) -> str:
+    """How long `pulumi destroy` waits for a pool's NodePool and EC2NodeClass: its grace period plus the margin."""
+    minutes = -(-duration_seconds(termination_grace_period) // 60) + DELETE_MARGIN_MINUTES
+    return f"{minutes}m"
 
 
 def _on_demand_only() -> list[CapacityType]:
@@ -112,12 +137,69 @@ class DisruptionConfig(ConfigModel):
     )
 
 
+# What EC2 accepts for a gp3 volume (Amazon EBS User Guide, "General Purpose SSD volumes", with the
+# September 2025 raise to 80,000 IOPS and 2,000 MiB/s; the EC2 API reference's ModifyVolume and
+# CreateVolume give throughput 125-2,000). Karpenter's EC2NodeClass CRD (v1.14.1,
+# karpenter.k8s.aws_ec2nodeclasses.yaml) bounds none of them in its schema, so a volume EC2 refuses
+# passes `pulumi up` and shows up only as NodeClaims whose CreateFleet fails.
+GP3_MIN_IOPS = 3000
+GP3_MAX_IOPS = 80000
+GP3_MAX_IOPS_PER_GIB = 500
+GP3_MIN_THROUGHPUT = 125
+GP3_MAX_THROUGHPUT = 2000
+# At most 0.25 MiB/s per provisioned IOPS: 1 MiB/s for every 4 IOPS.
+GP3_IOPS_PER_MIB_S = 4
+
+
 class RootVolumeConfig(ConfigModel):
     """The encrypted gp3 volume of each node (images, container layers, model caches)."""
 
     size_gib: int = Field(200, alias="sizeGiB", ge=20, le=16384, description="Volume size, GiB.")
-    iops: int = Field(3000, ge=3000, le=16000, description="Provisioned gp3 IOPS.")
-    throughput: int = Field(125, ge=125, le=1000, description="Provisioned gp3 throughput, MiB/s.")
+    iops: int = Field(
+        3000,
+        description=f"Provisioned gp3 IOPS, {GP3_MIN_IOPS}-{GP3_MAX_IOPS} and at most {GP3_MAX_IOPS_PER_GIB} per GiB "
+        "of sizeGiB.",
+    )
+    throughput: int = Field(
+        125,
+        description=f"Provisioned gp3 throughput, MiB/s: {GP3_MIN_THROUGHPUT}-{GP3_MAX_THROUGHPUT} and at most "
+        f"1 per {GP3_IOPS_PER_MIB_S} provisioned IOPS (EC2 refuses more).",
+    )
+
+    @field_validator("iops")
+    @classmethod
+    def _gp3_iops(cls, iops: int, info: ValidationInfo) -> int:
+        if iops < GP3_MIN_IOPS:
+            raise ValueError(f"is below gp3's minimum of {GP3_MIN_IOPS} IOPS: set iops to at least {GP3_MIN_IOPS}")
+        if iops > GP3_MAX_IOPS:
+            raise ValueError(f"is above gp3's maximum of {GP3_MAX_IOPS} IOPS: set iops to at most {GP3_MAX_IOPS}")
+        size = info.data.get("size_gib")
+        if size is not None and iops > size * GP3_MAX_IOPS_PER_GIB:
+            raise ValueError(
+                f"is above gp3's {GP3_MAX_IOPS_PER_GIB} IOPS per GiB, {size * GP3_MAX_IOPS_PER_GIB} on a {size} GiB "
+                f"volume: lower iops to {size * GP3_MAX_IOPS_PER_GIB} or raise sizeGiB to "
+                f"{-(-iops // GP3_MAX_IOPS_PER_GIB)}"
+            )
+        return iops
+
+    @field_validator("throughput")
+    @classmethod
+    def _gp3_throughput(cls, throughput: int, info: ValidationInfo) -> int:
+        if throughput < GP3_MIN_THROUGHPUT:
+            raise ValueError(
+                f"is below gp3's minimum of {GP3_MIN_THROUGHPUT} MiB/s: set throughput to at least {GP3_MIN_THROUGHPUT}"
+            )
+        if throughput > GP3_MAX_THROUGHPUT:
+            raise ValueError(
+                f"is above gp3's maximum of {GP3_MAX_THROUGHPUT} MiB/s: set throughput to at most {GP3_MAX_THROUGHPUT}"
+            )
+        iops = info.data.get("iops")
+        if iops is not None and throughput * GP3_IOPS_PER_MIB_S > iops:
+            raise ValueError(
+                f"MiB/s is above gp3's 0.25 MiB/s per provisioned IOPS, {iops // GP3_IOPS_PER_MIB_S} with iops {iops}: "
+                f"lower throughput to {iops // GP3_IOPS_PER_MIB_S} or raise iops to {throughput * GP3_IOPS_PER_MIB_S}"
+            )
+        return throughput
 
 
 class SharingConfig(ConfigModel):
@@ -233,9 +315,23 @@ class CpuPoolConfig(ConfigModel):
     )
     consolidate_after: DurationOrNever = Field("1m", description="How long before Karpenter consolidates a node.")
     expire_after: DurationOrNever = Field("720h", description="Replace nodes after this age, or `Never`.")
+    termination_grace_period: Duration = Field(
+        "1h",
+        description="Longest a draining node waits for its pods before it is terminated anyway; without one a "
+        "PodDisruptionBudget could hold a node, and `pulumi destroy`, forever.",
+    )
     root_volume: RootVolumeConfig = Field(
         default_factory=lambda: RootVolumeConfig(sizeGiB=100), description="Node volume."
     )
+
+    @property
+    def uses_spot(self) -> bool:
+        return SPOT in self.capacity_types
+
+    @property
+    def delete_timeout(self) -> str:
+        """How long `pulumi destroy` waits for the CPU pool's NodePool and EC2NodeClass."""
+        return delete_timeout(self.termination_grace_period)
 
 
 class ClaimTemplateConfig(ConfigModel):

@@ -102,6 +102,16 @@ class PlatformConfig:
         """Tags for every AWS resource: the stack's own plus who manages it."""
         return {**self.cluster.tags, "gpu-platform/cluster": self.cluster.name, "managed-by": "pulumi"}
 
+    @property
+    def uses_spot(self) -> bool:
+        """Whether any Karpenter pool, a GPU pool or the CPU pool, may launch spot instances."""
+        return self.cpu_pool.uses_spot or any(pool.uses_spot for pool in self.gpu_pools)
+
+    @property
+    def creates_spot_service_linked_role(self) -> bool:
+        """Spot launches need the account's spot service-linked role; the stack creates it unless told it exists."""
+        return self.uses_spot and self.cluster.create_spot_service_linked_role
+
 
 def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     """Parse and check the whole stack config; raise `ConfigError` listing every problem."""

@@ -33,6 +33,7 @@ from .policy import CONTROLLER_POLICY_NAMES, controller_policy_documents
 
 NAMESPACE = namespaces.KARPENTER
 SERVICE_ACCOUNT = "karpenter"
+SPOT_SERVICE = "spot.amazonaws.com"
 
 @dataclass(frozen=True)
 class InterruptionEvent:
@@ -86,6 +87,7 @@ class Karpenter(pulumi.ComponentResource):
     interruption_queue: sqs.Queue
     crd_release: k8s.helm.v3.Release
     controller_release: k8s.helm.v3.Release
+    spot_service_linked_role: iam.ServiceLinkedRole | None
     destroy_after: list[pulumi.Resource]
 
     def __init__(
@@ -99,6 +101,7 @@ class Karpenter(pulumi.ComponentResource):
         chart_versions: Mapping[str, ChartPin],
         k8s_provider: k8s.Provider,
         tags: Mapping[str, str],
+        create_spot_service_linked_role: bool = False,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
@@ -110,6 +113,8 @@ class Karpenter(pulumi.ComponentResource):
         :param chart_versions: `config.versions.CHARTS`; needs `karpenter-crd` and `karpenter`.
         :param k8s_provider: the cluster's Kubernetes provider, for the Helm releases.
         :param tags: tags on every AWS resource.
+        :param create_spot_service_linked_role: `PlatformConfig.creates_spot_service_linked_role`: a pool
+            allows spot and the account is not declared to have the role already.
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
         """
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
@@ -184,6 +189,23 @@ class Karpenter(pulumi.ComponentResource):
                     opts=child,
                 )
             )
+
+        # --- spot ------------------------------------------------------------------------------
+        # EC2 refuses spot launches with AuthFailure.ServiceLinkedRoleCreationNotPermitted until the
+        # account has this role, and the controller policy (like upstream's) may not create it: Karpenter
+        # then marks spot unavailable (v1.14.1 pkg/errors/errors.go, pkg/providers/instance/instance.go),
+        # so a spot-only pool never launches and a mixed one runs on on-demand. Upstream's getting-started
+        # creates it by hand (scripts/step06-add-spot-role.sh). The role is account-wide: other stacks
+        # and tools may use it, so `pulumi destroy` leaves it.
+        self.spot_service_linked_role = (
+            iam.ServiceLinkedRole(
+                f"{name}-spot",
+                aws_service_name=SPOT_SERVICE,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            )
+            if create_spot_service_linked_role
+            else None
+        )
 
         # --- controller identity --------------------------------------------------------------
         self.controller_role = iam.Role(

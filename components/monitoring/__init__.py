@@ -44,6 +44,13 @@ RULES_NAME = "gpu-platform"
 NULL_RECEIVER = "null"
 SECRETS_DIR = "/etc/alertmanager/secrets"
 
+# `gpu-platform:monitoring.volumeOnDestroy` -> the StatefulSet's PVC retention (the `Retain` defaults, or
+# `whenDeleted: Delete`). Scaling Prometheus down keeps the volumes either way.
+PVC_RETENTION: dict[str, dict[str, str]] = {
+    "keep": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+    "delete": {"whenDeleted": "Delete", "whenScaled": "Retain"},
+}
+
 # kube-state-metrics exports only the node labels listed here as kube_node_labels' label_* labels.
 NODE_LABELS_ALLOWLIST = f"nodes=[{POOL_LABEL},{GPU_MODEL_LABEL}]"
 
@@ -147,6 +154,10 @@ def stack_values(config: MonitoringConfig) -> dict[str, Any]:
                 **selectors,
                 "replicas": config.replicas,
                 "retention": config.retention,
+                # prometheus-operator sets it on the StatefulSet (crd-prometheuses.yaml: "The default behavior is
+                # all PVCs are retained"). With Delete, the operator's delete-and-recreate on an immutable change
+                # (v0.93.0 pkg/k8s/statefulset.go, ForceUpdateStatefulSet) deletes the volume too.
+                "persistentVolumeClaimRetentionPolicy": PVC_RETENTION[config.volume_on_destroy],
                 "storageSpec": {
                     "volumeClaimTemplate": {
                         "spec": {
