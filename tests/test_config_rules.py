@@ -296,3 +296,94 @@ def test_flavors_follow_the_pools_in_order_with_split_pools_in_place():
         # Two capacity types, not split: one flavor named for the pool alone.
         ("a10g", "gpu-a10g", None),
     ]
+
+
+# --- cluster -----------------------------------------------------------------------------------------
+
+
+def test_desired_system_nodes_may_equal_the_maximum_but_not_exceed_it():
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["systemNodes"].update(minSize=2, desiredSize=3, maxSize=3)
+    assert load(document).cluster.system_nodes.desired_size == 3
+    document["gpu-platform:cluster"]["systemNodes"].update(desiredSize=4)
+    assert problems_of(document) == [
+        "gpu-platform:cluster.systemNodes.desiredSize: 4 must lie between minSize (2) and maxSize (3)"
+    ]
+
+
+@pytest.mark.parametrize(
+    "ami_type, instance_types",
+    [
+        ("AL2023_ARM_64_STANDARD", ["m7g.xlarge", "m6g.xlarge"]),
+        ("BOTTLEROCKET_ARM_64", ["m7g.xlarge"]),
+        ("BOTTLEROCKET_x86_64", ["m7i.xlarge"]),
+    ],
+)
+def test_system_nodes_of_the_ami_types_architecture_are_accepted(ami_type, instance_types):
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["systemNodes"].update(amiType=ami_type, instanceTypes=instance_types)
+    assert load(document).cluster.system_nodes.instance_types == instance_types
+
+
+@pytest.mark.parametrize(
+    "ami_type, instance_type, problem",
+    [
+        ("AL2023_ARM_64_STANDARD", "m7i.large", "'m7i.large' is x86_64 but amiType AL2023_ARM_64_STANDARD is arm64"),
+        ("AL2023_x86_64_STANDARD", "m7g.large", "'m7g.large' is arm64 but amiType AL2023_x86_64_STANDARD is x86_64"),
+    ],
+)
+def test_system_nodes_of_another_architecture_are_refused(ami_type, instance_type, problem):
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["systemNodes"].update(amiType=ami_type, instanceTypes=[instance_type])
+    assert problems_of(document) == [
+        f"gpu-platform:cluster.systemNodes.instanceTypes[0]: {problem}; pick instance types of one architecture"
+    ]
+
+
+def test_a_cluster_may_use_every_zone_of_its_region_and_no_more():
+    # config/regions.py lists three zones for us-east-2.
+    document = fixture_document("single-pool")
+    document["aws:region"] = "us-east-2"
+    document["gpu-platform:cluster"]["network"]["azCount"] = 3
+    assert load(document).network.availability_zones == ("us-east-2a", "us-east-2b", "us-east-2c")
+    document["gpu-platform:cluster"]["network"]["azCount"] = 4
+    assert problems_of(document) == [
+        "gpu-platform:cluster.network.azCount: 4 exceeds the 3 availability zones of us-east-2 (us-east-2a, us-east-2b, "
+        "us-east-2c); use 2 to 3"
+    ]
+
+
+# --- DRA ---------------------------------------------------------------------------------------------
+
+
+def test_dra_runs_on_kubernetes_1_34_itself():
+    document = fixture_document("single-pool-dra")
+    document["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
+    assert load(document).gpu.dra.enabled is True
+
+
+@pytest.mark.parametrize(
+    "change, problem",
+    [
+        (
+            {"amiFamily": "bottlerocket"},
+            "'dra' on pool gpu-l4-dra: Bottlerocket runs its own device plugin; use amiFamily al2023",
+        ),
+        (
+            {"sharing": {"mode": "timeSlicing", "replicas": 2}},
+            "'dra' on pool gpu-l4-dra: time-slicing is a device-plugin feature; use sharing none or mig",
+        ),
+    ],
+    ids=["bottlerocket", "time-slicing"],
+)
+def test_a_dra_pool_needs_al2023_and_no_time_slicing(change, problem):
+    document = fixture_document("single-pool-dra")
+    document["gpu-platform:nodePools"][1].update(change)
+    assert problems_of(document) == [f"gpu-platform:nodePools[1].allocation: {problem}"]
+
+
+def test_a_claim_template_is_declared_once_per_namespace():
+    document = fixture_document("single-pool-dra")
+    templates = document["gpu-platform:gpu"]["dra"]["claimTemplates"]
+    templates += [dict(templates[0]), {**templates[0], "namespace": "inference"}]
+    assert problems_of(document) == ["gpu-platform:gpu.dra.claimTemplates[1].name: ml-research/l4-gpu is declared twice"]
