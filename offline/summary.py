@@ -12,6 +12,8 @@ from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 
+from .deploy_path import render_deploy_path
+
 if TYPE_CHECKING:
     from .engine import Recording
 
@@ -30,6 +32,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _autoscaling(config),
         _addons(config),
         _access(config),
+        render_deploy_path(recording, config.cluster.name),
         _outputs(recording),
         _resources(recording),
     ]
