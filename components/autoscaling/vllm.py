@@ -38,7 +38,8 @@ CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is no
 # with a selector to have ready endpoints (provider/pkg/await/deployment.go
 # DefaultDeploymentTimeoutMins, await/service.go shouldWaitForPods, v4.32.0), then fails the update.
 # With the annotation (metadata/annotations.go AnnotationSkipAwait) both are applied and left to the
-# controllers; the KEDA ScaledObject and the alerts report a server that never becomes ready. For a
+# controllers. A server that never becomes ready shows as a Kueue workload left pending, or as its
+# ScaledObject's trigger failing: with no replica running its query finds no metrics. For a
 # Deployment it also skips the wait on delete (metadata/overrides.go allowsSkipAwaitWithDelete): the
 # NodePools it depends on are deleted after it and drain whatever is still terminating.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
