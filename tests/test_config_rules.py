@@ -387,3 +387,68 @@ def test_a_claim_template_is_declared_once_per_namespace():
     templates = document["gpu-platform:gpu"]["dra"]["claimTemplates"]
     templates += [dict(templates[0]), {**templates[0], "namespace": "inference"}]
     assert problems_of(document) == ["gpu-platform:gpu.dra.claimTemplates[1].name: ml-research/l4-gpu is declared twice"]
+
+
+def test_an_x86_family_whose_name_starts_with_g_is_not_taken_for_graviton():
+    # g5 is an x86_64 family: the 'g' that marks Graviton follows the generation digit (m7g, c8gd).
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["systemNodes"]["instanceTypes"] = ["g5.2xlarge"]
+    try:
+        load(document)
+        found: list[str] = []
+    except ConfigError as error:
+        found = error.problems
+    assert not [line for line in found if "architecture" in line]
+
+
+# --- pools -------------------------------------------------------------------------------------------
+
+
+def test_a_pool_with_an_unknown_instance_type_is_not_checked_further():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"][0].update(instanceTypes=["p5.96xlarge", "p5.48xlarge"], gpus=4)
+    [line] = problems_of(document)
+    assert line.startswith("gpu-platform:nodePools[0].instanceTypes[0]: 'p5.96xlarge' is not in the GPU catalog")
+
+
+def test_a_pool_of_two_gpu_models_says_why_it_must_be_split():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"][1]["instanceTypes"] = ["p4d.24xlarge", "p5.48xlarge"]
+    assert problems_of(document) == [
+        "gpu-platform:nodePools[1]: mixes GPU models A100-40GB, H100-80GB; a pool has one GPU model (its label, sharing "
+        "layout and price depend on it): split it into one pool per model"
+    ]
+
+
+def test_a_pool_may_declare_exactly_one_nodes_gpus():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"].append({"name": "gpu-h200", "instanceTypes": ["p5en.48xlarge"], "gpus": 8})
+    assert [p.gpu_limit for p in load(document).gpu_pools if p.name == "gpu-h200"] == [8]
+
+
+def test_a_disruption_budget_lists_each_reason_once():
+    document = fixture_document("multi-pool")
+    budgets = document["gpu-platform:nodePools"][0]["disruption"]["budgets"] = [{"nodes": "1", "reasons": ["Empty", "Drifted"]}]
+    assert load(document).gpu_pools[0].config.disruption.budgets[0].reasons == ["Empty", "Drifted"]
+    budgets[0]["reasons"] = ["Empty", "Drifted", "Empty"]
+    assert problems_of(document) == ["gpu-platform:nodePools[0].disruption.budgets[0].reasons: lists a reason twice"]
+
+
+def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
+    document = fixture_document("single-pool-dra")
+    document["gpu-platform:nodePools"].append(
+        {
+            "name": "gpu-h100-dra",
+            "instanceTypes": ["p5.48xlarge"],
+            "gpus": 8,
+            "allocation": "dra",
+            "sharing": {"mode": "mig", "migLayout": {"4g.40gb": 1, "3g.40gb": 1}},
+        }
+    )
+    templates = document["gpu-platform:gpu"]["dra"]["claimTemplates"]
+    templates.append({"name": "h100-slice", "namespace": "ml-research", "migProfile": "3g.40gb"})
+    assert [t.mig_profile for t in load(document).gpu.dra.claim_templates] == [None, "3g.40gb"]
+    templates[1]["migProfile"] = "1g.10gb"
+    assert problems_of(document) == [
+        "gpu-platform:gpu.dra.claimTemplates[1].migProfile: '1g.10gb' is in no DRA pool's migLayout (3g.40gb, 4g.40gb)"
+    ]
