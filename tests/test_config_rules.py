@@ -452,3 +452,77 @@ def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
     assert problems_of(document) == [
         "gpu-platform:gpu.dra.claimTemplates[1].migProfile: '1g.10gb' is in no DRA pool's migLayout (3g.40gb, 4g.40gb)"
     ]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"instanceFamilies": ["p5"]}, {"instanceTypes": []}],
+    ids=["both", "neither"],
+)
+def test_a_pool_names_its_instances_one_way(change):
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"][0].update(change)
+    assert problems_of(document) == ["gpu-platform:nodePools[0]: give exactly one of instanceTypes or instanceFamilies"]
+
+
+def test_an_unknown_instance_type_or_family_lists_the_catalogs():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"][1]["instanceTypes"] = ["p4.24xlarge"]
+    document["gpu-platform:nodePools"][2].update(instanceTypes=[], instanceFamilies=["g7e"])
+    [types, families] = problems_of(document)
+    assert types.startswith(
+        "gpu-platform:nodePools[1].instanceTypes[0]: 'p4.24xlarge' is not in the GPU catalog (config/catalog.py); "
+        "known: g5.xlarge, g5.2xlarge, g5.4xlarge, "
+    )
+    assert families == (
+        "gpu-platform:nodePools[2].instanceFamilies[0]: 'g7e' is not a GPU family in the catalog (config/catalog.py); "
+        "known: g5, g6, g6e, p4d, p4de, p5, p5e, p5en"
+    )
+
+
+def test_a_pool_names_each_instance_type_once():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"][2]["instanceTypes"] = ["g6e.12xlarge", "g6e.48xlarge", "g6e.12xlarge", "g6e.48xlarge"]
+    assert problems_of(document) == ["gpu-platform:nodePools[2]: names g6e.12xlarge, g6e.48xlarge more than once"]
+
+
+def test_the_single_mig_strategy_refuses_even_two_profiles():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:gpu"]["migStrategy"] = "single"
+    document["gpu-platform:nodePools"][0]["sharing"]["migLayout"] = {"4g.40gb": 1, "3g.40gb": 1}
+    [line] = problems_of(document)
+    assert line.endswith("it has 4g.40gb, 3g.40gb: use one profile or migStrategy 'mixed'")
+
+
+def test_every_mistake_of_a_mig_layout_is_reported():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:nodePools"][0]["sharing"]["migLayout"] = {"9g.90gb": 1, "1g.10gb": 8}
+    assert [line.split(": ", 1)[0] for line in problems_of(document)] == [
+        "gpu-platform:nodePools[0].sharing.migLayout.9g.90gb",
+        "gpu-platform:nodePools[0].sharing.migLayout.1g.10gb",
+    ]
+
+
+# --- the config as a whole ---------------------------------------------------------------------------
+
+
+def test_a_public_access_cidr_is_a_network_address():
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["endpoint"]["publicAccessCidrs"] = ["203.0.113.7/24"]
+    assert problems_of(document) == [
+        "gpu-platform:cluster.endpoint.publicAccessCidrs[0]: '203.0.113.7/24' is not an IPv4 network CIDR such as "
+        "203.0.113.0/24 (203.0.113.7/24 has host bits set)"
+    ]
+
+
+def test_a_key_under_the_projects_namespace_that_names_no_section_is_refused():
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster:name"] = "gpu-dev"
+    [line] = problems_of(document)
+    assert line.startswith("gpu-platform:cluster:name: unknown key; known keys: gpu-platform:cluster, ")
+
+
+def test_the_cluster_section_is_required():
+    document = fixture_document("single-pool")
+    del document["gpu-platform:cluster"]
+    assert problems_of(document) == ["gpu-platform:cluster: required but not set; see the config reference in README.md"]
