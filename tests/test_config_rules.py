@@ -526,3 +526,64 @@ def test_the_cluster_section_is_required():
     document = fixture_document("single-pool")
     del document["gpu-platform:cluster"]
     assert problems_of(document) == ["gpu-platform:cluster: required but not set; see the config reference in README.md"]
+
+
+def test_every_section_is_checked_even_when_one_is_missing():
+    document = fixture_document("single-pool")
+    del document["gpu-platform:cluster"]
+    document["gpu-platform:monitoring"]["replicas"] = 5
+    assert problems_of(document) == [
+        "gpu-platform:cluster: required but not set; see the config reference in README.md",
+        "gpu-platform:monitoring.replicas: 5 is out of range; must be <= 3",
+    ]
+
+
+def test_a_loaded_config_carries_every_section_it_was_given():
+    config = load(fixture_document("multi-pool"))
+    assert config.region == "us-east-1"
+    assert (config.cpu_pool.cpu_limit, config.cpu_pool.memory_limit_gib) == (512, 2048)
+    assert config.gpu.mig_strategy == "mixed"
+    assert (config.queueing.cohort, config.queueing.business_units) == ("acme-ai", ["research", "product"])
+    assert (config.monitoring.retention, config.monitoring.storage_gib, config.monitoring.replicas) == ("30d", 500, 2)
+    assert config.autoscaling.fallback_replicas == 2
+    assert (config.versions.charts, config.versions.addons) == ({}, {})
+
+
+def test_structured_config_is_json_text_even_with_leading_whitespace():
+    from config import load_platform_config
+    from offline.stack import stack_config_from_mapping
+
+    values = stack_config_from_mapping("test", fixture_document("single-pool")).values
+    values["gpu-platform:cluster"] = "\n  " + values["gpu-platform:cluster"]
+    assert load_platform_config(values).cluster.name == "gpu-dev"
+
+
+def test_a_latest_ami_is_refused_only_on_protected_stacks():
+    document = fixture_document("single-pool")
+    document["gpu-platform:nodePools"][0]["amiVersion"] = "latest"
+    assert load(document).gpu_pools[0].config.ami_version == "latest"
+    # A cluster section that does not validate counts as protected: the pool is still checked.
+    document["gpu-platform:cluster"]["name"] = "GPU_dev"
+    assert [line.split(": ", 1)[0] for line in problems_of(document)] == [
+        "gpu-platform:cluster.name",
+        "gpu-platform:nodePools[0].amiVersion",
+    ]
+
+
+def test_a_system_node_instance_type_is_an_ec2_type_name():
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["systemNodes"]["instanceTypes"] = ["m7i"]
+    assert problems_of(document) == [
+        "gpu-platform:cluster.systemNodes.instanceTypes[0]: 'm7i' is not an EC2 instance type such as 'm7i.xlarge'"
+    ]
+
+
+@pytest.mark.parametrize("tenants, listed", [(None, "ml-research, inference"), ([], "no tenants")], ids=["tenants", "none"])
+def test_a_claim_template_lives_in_a_tenants_namespace(tenants, listed):
+    document = fixture_document("single-pool-dra")
+    document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["namespace"] = "research"
+    if tenants is not None:
+        document["gpu-platform:tenants"] = tenants
+    assert problems_of(document) == [
+        f"gpu-platform:gpu.dra.claimTemplates[0].namespace: 'research' is not a tenant's namespace ({listed})"
+    ]
