@@ -587,3 +587,70 @@ def test_a_claim_template_lives_in_a_tenants_namespace(tenants, listed):
     assert problems_of(document) == [
         f"gpu-platform:gpu.dra.claimTemplates[0].namespace: 'research' is not a tenant's namespace ({listed})"
     ]
+
+
+# --- who administers the cluster ---------------------------------------------------------------------
+
+CREATOR = "arn:aws:iam::111122223333:role/PlatformAdmin"
+DEPLOYER = "arn:aws:iam::111122223333:role/PlatformDeploy"
+
+
+def test_the_bootstrap_admin_is_the_creator_or_the_caller_creating_the_cluster():
+    cluster = load(fixture_document("single-pool")).cluster
+    assert cluster.bootstrap_admin(DEPLOYER, cluster_exists=False) == DEPLOYER
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["creator"] = CREATOR
+    named = load(document).cluster
+    assert named.bootstrap_admin(CREATOR, cluster_exists=False) == CREATOR
+    assert named.bootstrap_admin(DEPLOYER, cluster_exists=True) == CREATOR
+    # EKS made the creator's entry: the stack declares every other admin's.
+    assert named.managed_admins(CREATOR) == []
+    assert named.managed_admins(DEPLOYER) == [CREATOR]
+
+
+def test_the_bootstrap_admin_is_never_a_guess():
+    cluster = load(fixture_document("single-pool")).cluster
+    with pytest.raises(ConfigError) as unknown:
+        cluster.bootstrap_admin(DEPLOYER, cluster_exists=True)
+    assert unknown.value.problems == [
+        "gpu-platform:cluster.creator: not set, and cluster gpu-dev exists already: set it to the IAM role or user whose "
+        f"`pulumi up` created the cluster (if that was you: `pulumi config set --path gpu-platform:cluster.creator {DEPLOYER}`)"
+    ]
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["creator"] = CREATOR
+    with pytest.raises(ConfigError) as other:
+        load(document).cluster.bootstrap_admin(DEPLOYER, cluster_exists=False)
+    assert other.value.problems == [
+        f"gpu-platform:cluster.creator: '{CREATOR}' is not who creates cluster gpu-dev: `pulumi up` runs as "
+        f"'{DEPLOYER}', and EKS makes that principal the bootstrap admin; run the first `pulumi up` as the creator or "
+        "set creator to the caller"
+    ]
+
+
+# --- how long deploys wait -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("duration, seconds", [("45s", 45), ("10m", 600), ("1h30m", 5400), ("2h0m30s", 7230)])
+def test_a_karpenter_duration_in_seconds(duration, seconds):
+    from config.node_pools import duration_seconds
+
+    assert duration_seconds(duration) == seconds
+
+
+def test_destroy_waits_for_a_pools_grace_period_rounded_up_plus_fifteen_minutes():
+    from config.node_pools import delete_timeout
+
+    assert [delete_timeout(grace) for grace in ("1h", "4h", "90s")] == ["75m", "255m", "17m"]
+    document = fixture_document("single-pool")
+    document["gpu-platform:cpuPool"]["terminationGracePeriod"] = "30m"
+    assert load(document).cpu_pool.delete_timeout == "45m"
+
+
+@pytest.mark.parametrize(
+    "chart, seconds", [("karpenter-crd", 300), ("karpenter", 600), ("kueue", 600), ("gpu-operator", 600), ("keda", 600)]
+)
+def test_each_release_installs_atomically_within_its_timeout(chart, seconds):
+    from config.versions import HelmInstall, helm_install
+
+    pin = load(fixture_document("single-pool")).charts[chart]
+    assert helm_install(pin) == HelmInstall(timeout_seconds=seconds, atomic=True, cleanup_on_fail=True)
