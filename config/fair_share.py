@@ -164,11 +164,12 @@ def plan_tenants(
     queueing: QueueingConfig,
     cluster_admins: Sequence[str],
     problems: Problems,
+    creator: str | None = None,
 ) -> tuple[TenantPlan, ...]:
     root = "gpu-platform:tenants"
     by_flavor = {flavor.name: flavor for flavor in flavors}
     _check_names(tenants, root, problems)
-    _check_principals(tenants, cluster_admins, root, problems)
+    _check_principals(tenants, cluster_admins, creator, root, problems)
 
     plans = []
     for index, tenant in enumerate(tenants):
@@ -225,14 +226,26 @@ def _check_names(tenants: Sequence[TenantConfig], root: str, problems: Problems)
         seen.setdefault(tenant.name, index)
 
 
-def _check_principals(tenants: Sequence[TenantConfig], cluster_admins: Sequence[str], root: str, problems: Problems) -> None:
+def _check_principals(
+    tenants: Sequence[TenantConfig], cluster_admins: Sequence[str], creator: str | None, root: str, problems: Problems
+) -> None:
+    """One access entry per principal (EKS refuses a second: ResourceInUseException).
+
+    The cluster's creator already has EKS's bootstrap entry, which the stack does not declare.
+    """
     admins = set(cluster_admins)
     for index, tenant in enumerate(tenants):
         for role in ("admins", "viewers"):
             principals = getattr(tenant, role)
             for position, arn in enumerate(principals):
                 path = f"{root}[{index}].{role}[{position}]"
-                if arn in admins:
+                if arn == creator:
+                    problems.add(
+                        path,
+                        f"{show(arn)} created the cluster (gpu-platform:cluster.creator) and holds EKS's own "
+                        "cluster-admin entry; EKS allows it one access entry: remove it here",
+                    )
+                elif arn in admins:
                     problems.add(
                         path,
                         f"{show(arn)} is a cluster admin already (gpu-platform:cluster.admins); "

@@ -178,7 +178,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     if isinstance(queueing, QueueingConfig) and pools_ok:
         flavors = plan_flavors(gpu_pools, queueing, problems)
         if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
-            tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems)
+            tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems, cluster.creator)
     if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):
         names = [tenant.name for tenant in tenants.root]
         for index, template in enumerate(gpu.dra.claim_templates):

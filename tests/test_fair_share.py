@@ -91,6 +91,18 @@ VIOLATIONS = [
         ],
         id="cluster-admin-as-tenant-admin",
     ),
+    pytest.param(
+        lambda d: (
+            d["gpu-platform:cluster"].update(creator="arn:aws:iam::111122223333:role/Deployer"),
+            tenants(d)[3].update(viewers=["arn:aws:iam::111122223333:role/Deployer"]),
+        ),
+        [
+            "gpu-platform:tenants[3].viewers[0]: 'arn:aws:iam::111122223333:role/Deployer' created the cluster "
+            "(gpu-platform:cluster.creator) and holds EKS's own cluster-admin entry; EKS allows it one access entry: "
+            "remove it here"
+        ],
+        id="cluster-creator-as-tenant-viewer",
+    ),
 ]
 
 
