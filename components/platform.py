@@ -126,7 +126,8 @@ class GpuPlatform(pulumi.ComponentResource):
             k8s_provider=self.cluster.provider,
             tags=tags,
             create_spot_service_linked_role=config.creates_spot_service_linked_role,
-            depends_on=scraped_controllers_ready,
+            depends_on=controllers_ready,
+            service_monitor_crd=[self.monitoring.crd_release],
             opts=pulumi.ResourceOptions(parent=self),
         )
         # Tenants' namespaces, quotas, network rules and access. Kueue's LocalQueues go into

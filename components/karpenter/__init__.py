@@ -103,6 +103,7 @@ class Karpenter(pulumi.ComponentResource):
         tags: Mapping[str, str],
         create_spot_service_linked_role: bool = False,
         depends_on: Sequence[pulumi.Resource] = (),
+        service_monitor_crd: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -116,6 +117,10 @@ class Karpenter(pulumi.ComponentResource):
         :param create_spot_service_linked_role: `PlatformConfig.creates_spot_service_linked_role`: a pool
             allows spot and the account is not declared to have the role already.
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
+        :param service_monitor_crd: what installs the ServiceMonitor CRD (`Monitoring.crd_release`): the
+            controller chart renders its ServiceMonitor only when the cluster serves that kind at install
+            (charts/karpenter/templates/servicemonitor.yaml, `.Capabilities.APIVersions.Has`), so the
+            controller release waits for it; nothing else here does.
         """
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -265,7 +270,9 @@ class Karpenter(pulumi.ComponentResource):
             # The CRDs come from the karpenter-crd release, which Helm upgrades (see config/versions.py).
             skip_crds=True,
             # The controller calls AWS at start-up and launches nodes that must be able to join.
-            opts=in_cluster.opts(self.crd_release, pod_identity, *controller_attachments, self.node_access_entry),
+            opts=in_cluster.opts(
+                self.crd_release, pod_identity, *controller_attachments, self.node_access_entry, *service_monitor_crd
+            ),
         )
 
         # All of it, so that a dependent (the NodePools) is destroyed while Karpenter can still drain
