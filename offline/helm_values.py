@@ -98,7 +98,11 @@ def _tree_findings(values: Mapping[str, Any], defaults: Mapping[str, Any], path:
             continue
         if isinstance(default, dict) and isinstance(value, dict):
             findings += _tree_findings(value, default, here, source)
-        elif isinstance(default, dict) != isinstance(value, dict) and value is not None:
+        elif value is not None and (
+            isinstance(default, dict) != isinstance(value, dict)
+            # A list or a switch in the chart's templates (`range`, `if`) misreads a scalar, or a string "false".
+            or (isinstance(default, list | bool) and type(value) is not type(default))
+        ):
             findings.append(Finding(here, f"is {type_name(value)} where {source} has {type_name(default)}"))
     return findings
 

@@ -197,7 +197,7 @@ DEFAULTS = {
     "podAnnotations": {},
     "affinity": None,
     "nodeSelector": {"kubernetes.io/os": "linux"},
-    "controller": {"resources": {}, "replicas": 1, "env": []},
+    "controller": {"resources": {}, "replicas": 1, "env": [], "enabled": True},
 }
 VALUES_CASES = [
     ("keys beneath an empty-map default are free-form", {"podAnnotations": {"a/b": "c"}}, []),
@@ -208,6 +208,10 @@ VALUES_CASES = [
      [(("controller", "replica"), "not a key of the chart's values.yaml")]),
     ("a map where the chart has a scalar", {"controller": {"replicas": {"min": 1}}},
      [(("controller", "replicas"), "is a map where the chart's values.yaml has an integer")]),
+    ("a string where the chart has a switch", {"controller": {"enabled": "false"}},
+     [(("controller", "enabled"), "is a string where the chart's values.yaml has a boolean")]),
+    ("a scalar where the chart has a list", {"controller": {"env": "A=1"}},
+     [(("controller", "env"), "is a string where the chart's values.yaml has a list")]),
 ]
 
 
