@@ -16,7 +16,9 @@ import pytest
 import yaml
 
 from config import PlatformConfig, load_platform_config
+from config.versions import CHARTS
 from offline.engine import PROJECT_DIR, Recording, run_program
+from offline.helm_values import release_problems
 from offline.stack import stack_config_from_mapping
 
 FIXTURE_STACKS_DIR = Path(__file__).resolve().parent / "fixtures" / "stacks"
@@ -98,3 +100,9 @@ def stand_in_namespaces(provider, tenants) -> dict:
         t.name: k8s.core.v1.Namespace(f"ns-{t.name}", metadata={"name": t.name}, opts=pulumi.ResourceOptions(provider=provider))
         for t in tenants
     }
+
+
+def chart_values_problems(chart: str, values: dict[str, Any]) -> list[str]:
+    """What `python -m offline validate` says of a release of the pinned `chart` that sets `values`."""
+    pin = CHARTS[chart]
+    return release_problems(f"helm/{chart}.yaml", {"chart": pin.chart, "version": pin.version, "values": values})

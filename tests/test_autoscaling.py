@@ -14,7 +14,6 @@ import promql_parser
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
-import yaml
 
 from components import autoscaling
 from components.autoscaling import vllm
@@ -23,14 +22,11 @@ from config.autoscaling import CLASS_PRESETS
 from config.labels import GPU_TAINT, LOCAL_QUEUE
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, run_program
-from offline.helm_values import release_problems
 from offline.openapi import Finding
-from offline.upstream import chart_dir
 from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import FIXTURES, fixture_document, load, stand_in_namespaces
+from .conftest import FIXTURES, chart_values_problems, fixture_document, load, stand_in_namespaces
 
-CHART_VALUES = chart_dir("keda", CHARTS["keda"].version) / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
@@ -434,32 +430,8 @@ def test_the_crd_check_catches_a_broken_scaled_object():
     ]
 
 
-def _key_paths(values: Any, prefix: str = "") -> dict[str, Any]:
-    """Every key path of a values tree -> its value."""
-    if not isinstance(values, dict):
-        return {}
-    paths: dict[str, Any] = {}
-    for key, value in values.items():
-        path = f"{prefix}.{key}" if prefix else key
-        paths[path] = value
-        paths.update(_key_paths(value, path))
-    return paths
-
-
-def test_every_helm_value_exists_in_the_pinned_chart():
-    defaults = _key_paths(yaml.safe_load(CHART_VALUES.read_text()))
-
-    def known(path: str) -> bool:
-        # A key is known if the chart has it, or if it sits under a map whose default is empty (free-form).
-        parents = [path.rsplit(".", depth)[0] for depth in range(1, path.count(".") + 1)]
-        return path in defaults or any(defaults.get(parent, None) == {} for parent in parents)
-
-    assert not [path for path in _key_paths(autoscaling.keda_values()) if not known(path)]
-
-
 def test_helm_values_pass_the_chart_conformance_check():
-    release = {"chart": KEDA_PIN.chart, "version": KEDA_PIN.version, "values": autoscaling.keda_values()}
-    assert release_problems("helm/keda.yaml", release) == []
+    assert chart_values_problems("keda", autoscaling.keda_values()) == []
 
 
 def test_keda_runs_on_the_system_nodes_and_is_scraped():

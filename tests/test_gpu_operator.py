@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kubernetes_validate
@@ -47,6 +47,8 @@ from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig, NodePoo
 from config.versions import CHARTS
 from offline.engine import Recording, run_program
 from offline.upstream import chart_dir
+
+from .conftest import chart_values_problems
 
 CHART_DIR = chart_dir("gpu-operator", CHARTS["gpu-operator"].version)
 NFD_SUBCHART = "node-feature-discovery"
@@ -121,21 +123,6 @@ def helm_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 def effective_values(pools: Sequence[GpuPoolPlan] = POOLS, gpu: GpuConfig | None = None) -> dict[str, Any]:
     return helm_merge(chart_defaults(), operator_values(pools, gpu or gpu_config()))
-
-
-# Maps whose keys are the user's (labels, selectors), even where the chart's default has keys.
-FREE_FORM_VALUES = {"nodeSelector"}
-
-
-def unknown_keys(values: dict[str, Any], defaults: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[str]:
-    for key, value in values.items():
-        where = (*path, key)
-        if key not in defaults:
-            yield ".".join(where)
-        elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key] and key not in FREE_FORM_VALUES:
-            yield from unknown_keys(value, defaults[key], where)
-        elif isinstance(defaults[key], dict | list | bool) and type(value) is not type(defaults[key]):
-            yield f"{'.'.join(where)} (a {type(defaults[key]).__name__} in the chart)"
 
 
 def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, str]) -> bool:
@@ -277,7 +264,7 @@ def test_dcgm_exporter_runs_with_its_service_monitor():
 
 @pytest.mark.parametrize("pools", [POOLS, (), (L40S_SLICED,)], ids=["all", "none", "one"])
 def test_every_value_set_exists_in_the_pinned_chart_and_its_nfd_subchart(pools):
-    assert list(unknown_keys(operator_values(pools, gpu_config()), chart_defaults())) == []
+    assert chart_values_problems("gpu-operator", operator_values(pools, gpu_config())) == []
 
 
 def test_namespaces_admit_the_privileged_operands():

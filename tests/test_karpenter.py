@@ -9,14 +9,12 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
-import yaml
 from pulumi_aws import iam
 
 from components.karpenter import (
@@ -36,9 +34,8 @@ from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 from config.versions import CHARTS
 from offline.cloud import ACCOUNT_ID
 from offline.engine import Recording, run_program
-from offline.upstream import chart_dir
 
-from .conftest import short
+from .conftest import chart_values_problems, short
 
 CLUSTER = "gpu-test"
 REGION = "us-west-2"
@@ -46,7 +43,6 @@ COMPONENT = f"{CLUSTER}-karpenter"
 TAGS = {"team": "platform"}
 QUEUE_ARN = f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{CLUSTER}"
 NODE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/{CLUSTER}-karpenter-node"
-CHART_VALUES = chart_dir("karpenter", CHARTS["karpenter"].version) / "values.yaml"
 
 ROLE = "aws:iam/role:Role"
 POLICY = "aws:iam/policy:Policy"
@@ -92,10 +88,6 @@ UPSTREAM_EVENTS = {
     ("aws.ec2", "EC2 Instance State-change Notification"),
     ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
 }
-
-# Label maps: any key is valid, the chart's default keys are only examples.
-FREE_FORM_VALUES = {"nodeSelector"}
-
 
 # --- harness ----------------------------------------------------------------------------------
 
@@ -144,17 +136,6 @@ def statements() -> Iterator[dict[str, Any]]:
 def actions(statement: dict[str, Any]) -> list[str]:
     action = statement["Action"]
     return [action] if isinstance(action, str) else list(action)
-
-
-def unknown_keys(values: dict[str, Any], defaults: dict[str, Any], path: tuple[str, ...] = ()) -> Iterator[str]:
-    for key, value in values.items():
-        where = (*path, key)
-        if key not in defaults:
-            yield ".".join(where)
-        elif isinstance(value, dict) and isinstance(defaults[key], dict) and defaults[key] and key not in FREE_FORM_VALUES:
-            yield from unknown_keys(value, defaults[key], where)
-        elif defaults[key] is not None and isinstance(defaults[key], dict | list) and type(value) is not type(defaults[key]):
-            yield f"{'.'.join(where)} (a {type(defaults[key]).__name__} in the chart)"
 
 
 def ancestors(recording: Recording, resource) -> list[str]:
@@ -333,17 +314,13 @@ def test_physical_names_fit_aws_limits_for_the_longest_cluster_name():
 
 
 def test_controller_values_set_only_keys_the_pinned_chart_has():
-    defaults = yaml.safe_load(Path(CHART_VALUES).read_text())
-    assert list(unknown_keys(controller_values(CLUSTER, REGION, CLUSTER), defaults)) == []
-    assert list(unknown_keys(release("controller").inputs["values"], defaults)) == []
+    assert chart_values_problems("karpenter", controller_values(CLUSTER, REGION, CLUSTER)) == []
+    assert chart_values_problems("karpenter", release("controller").inputs["values"]) == []
 
 
 def test_the_values_check_catches_a_misspelt_key():
-    defaults = yaml.safe_load(Path(CHART_VALUES).read_text())
-    assert list(unknown_keys({"settings": {"interruptionQueueName": "q"}, "replica": 2}, defaults)) == [
-        "settings.interruptionQueueName",
-        "replica",
-    ]
+    problems = chart_values_problems("karpenter", {"settings": {"interruptionQueueName": "q"}, "replica": 2})
+    assert [line.split(": ")[1] for line in problems] == ["values.settings.interruptionQueueName", "values.replica"]
 
 
 def test_controller_runs_two_replicas_on_the_system_nodes():

@@ -23,7 +23,8 @@ from config.labels import SYSTEM_NODE_TAINT
 from config.monitoring import MonitoringConfig
 from config.versions import CHARTS, ChartPin
 from offline.engine import SECRET, Recording, run_program
-from offline.upstream import chart_values, subchart_values
+
+from .conftest import chart_values_problems
 
 KPS = "kube-prometheus-stack"
 PIN_CHART = "kube-prometheus-stack"
@@ -40,32 +41,6 @@ def config(**overrides: Any) -> MonitoringConfig:
     return MonitoringConfig.model_validate({"retention": "30d", "storageGiB": 500, "replicas": 2, **overrides})
 
 
-def chart_defaults(chart: str) -> dict[str, Any]:
-    """The pinned chart's defaults, with its vendored subcharts' under their keys."""
-    version = CHARTS[chart].version
-    defaults = chart_values(chart, version)
-    for sub, sub_defaults in subchart_values(chart, version).items():
-        defaults.setdefault(sub, {}).update(sub_defaults)
-    return defaults
-
-
-def key_paths(values: dict[str, Any], defaults: dict[str, Any], prefix: str = "") -> list[str]:
-    """Paths in `values` that the chart's defaults lack; free-form maps (default {} or placement keys) end the walk."""
-    missing = []
-    for key, value in values.items():
-        path = f"{prefix}{key}"
-        if key not in defaults:
-            missing.append(path)
-        elif (
-            isinstance(value, dict)
-            and isinstance(defaults[key], dict)
-            and defaults[key]
-            and key not in ("nodeSelector", "config")
-        ):
-            missing += key_paths(value, defaults[key], f"{path}.")
-    return missing
-
-
 def values_text(values: Any) -> str:
     return json.dumps(values, sort_keys=True)
 
@@ -73,12 +48,12 @@ def values_text(values: Any) -> str:
 # --- values ------------------------------------------------------------------------------------
 
 def test_every_values_key_exists_in_the_pinned_chart():
-    assert key_paths(stack_values(config(receivers=RECEIVERS)), chart_defaults(KPS)) == []
+    assert chart_values_problems(KPS, stack_values(config(receivers=RECEIVERS))) == []
 
 
 @pytest.mark.parametrize("chart", sorted(CHART_SCRAPE_VALUES))
 def test_scrape_toggles_for_other_controllers_exist_in_their_charts(chart: str):
-    assert key_paths(CHART_SCRAPE_VALUES[chart], chart_defaults(chart)) == []
+    assert chart_values_problems(chart, CHART_SCRAPE_VALUES[chart]) == []
 
 
 def test_prometheus_selects_monitors_and_rules_from_every_namespace():

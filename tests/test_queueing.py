@@ -16,11 +16,10 @@ from config.fair_share import CPU_FLAVOR, TenantPlan
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, normalise, run_program
-from offline.helm_values import release_problems
 from offline.upstream import chart_dir
 from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import FIXTURES, fixture_document, load, stand_in_namespaces
+from .conftest import FIXTURES, chart_values_problems, fixture_document, load, stand_in_namespaces
 
 CHART_VALUES = chart_dir("kueue", CHARTS["kueue"].version) / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
@@ -334,8 +333,7 @@ def test_kueue_objects_validate_against_the_v1beta2_crds(config):
 
 
 def test_helm_values_pass_the_chart_conformance_check():
-    release = {"chart": KUEUE_PIN.chart, "version": KUEUE_PIN.version, "values": queueing.kueue_values()}
-    assert release_problems("helm/kueue.yaml", release) == []
+    assert chart_values_problems("kueue", queueing.kueue_values()) == []
 
 
 # --- the component under mocks --------------------------------------------------------------------------
