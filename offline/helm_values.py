@@ -13,14 +13,10 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
-
 from config.versions import CHARTS
 
 from . import upstream
 from .openapi import FieldPath, Finding, dotted, type_name
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def chart_key(chart: Any) -> str | None:
@@ -58,8 +54,7 @@ def subchart_defaults(chart: str, version: str, defaults: Mapping[str, Any]) -> 
 
 @functools.cache
 def _dependencies(chart: str, version: str) -> tuple[Mapping[str, Any], ...]:
-    metadata = yaml.load((upstream.chart_dir(chart, version) / "Chart.yaml").read_text(), Loader=_Loader)
-    return tuple(metadata.get("dependencies") or ())
+    return tuple(upstream.chart_metadata(chart, version).get("dependencies") or ())
 
 
 def values_findings(

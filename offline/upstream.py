@@ -145,6 +145,11 @@ def chart_dir(chart: str, version: str) -> Path:
     return directory
 
 
+def chart_metadata(chart: str, version: str) -> dict[str, Any]:
+    """The chart's Chart.yaml (version, appVersion, dependencies), as a copy the caller may change."""
+    return copy.deepcopy(_load(chart_dir(chart, version) / "Chart.yaml"))
+
+
 def chart_values(chart: str, version: str) -> dict[str, Any]:
     """The chart's default values, as a copy the caller may change."""
     return copy.deepcopy(_load(chart_dir(chart, version) / "values.yaml"))

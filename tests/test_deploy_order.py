@@ -25,7 +25,7 @@ from config.versions import CHARTS
 from offline.builtin_kinds import is_built_in_group
 from offline.engine import RecordedResource, Recording
 from offline.helm_values import chart_key
-from offline.upstream import chart_dir, chart_values, crd_documents, render_crd_template
+from offline.upstream import chart_metadata, chart_values, crd_documents, render_crd_template
 
 from .conftest import render_fixture
 from .test_dependencies import RECORDED, describe, group_of, kubernetes_objects, releases, value_at, waits_for
@@ -220,7 +220,7 @@ def test_monitoring_crds_come_from_their_own_release_not_the_stacks_crds_subchar
 def test_crd_release_keeps_the_operator_version_of_the_stack():
     # The CRDs must match the operator kube-prometheus-stack runs: both Chart.yaml appVersions agree.
     def app_version(key: str) -> str:
-        return yaml.safe_load((chart_dir(key, CHARTS[key].version) / "Chart.yaml").read_text())["appVersion"]
+        return chart_metadata(key, CHARTS[key].version)["appVersion"]
 
     assert app_version("prometheus-operator-crds") == app_version("kube-prometheus-stack")
 

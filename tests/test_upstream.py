@@ -9,7 +9,6 @@ import re
 import subprocess
 
 import pytest
-import yaml
 
 import offline.upstream
 from config.versions import CHARTS, ChartPin
@@ -21,7 +20,7 @@ from offline.upstream import (
     UPSTREAM_DIR,
     ChartSource,
     MissingUpstream,
-    chart_dir,
+    chart_metadata,
     chart_values,
     crd_documents,
     sources,
@@ -35,7 +34,7 @@ DRA_CASE = "single-pool-dra"
 
 
 def _chart_yaml(chart: str, version: str) -> dict:
-    return yaml.safe_load((chart_dir(chart, version) / "Chart.yaml").read_text())
+    return chart_metadata(chart, version)
 
 
 @pytest.mark.parametrize("chart", CHARTS)
