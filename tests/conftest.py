@@ -61,6 +61,13 @@ def recording(fixture_stack: str) -> Recording:
     return render_fixture(fixture_stack)
 
 
+# The fixtures whose recordings the deploy-order tests read (tests/recorded.py);
+# single-pool-dra covers single-pool's shape too.
+@pytest.fixture(params=("multi-pool", "single-pool-dra"))
+def recorded(request) -> Recording:
+    return render_fixture(request.param)
+
+
 # The README walk-through (tests/test_readme_steps.py) runs the stack checks of a copy of the project
 # in a process of its own. Started as soon as collection selects it, that process uses the second core
 # while this one runs the rest of the suite; the test then only collects its result.

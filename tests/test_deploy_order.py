@@ -28,7 +28,7 @@ from offline.helm_values import chart_key
 from offline.upstream import chart_metadata, chart_values, crd_documents, render_crd_template
 
 from .conftest import render_fixture
-from .test_dependencies import RECORDED, describe, group_of, kubernetes_objects, releases, value_at, waits_for
+from .recorded import describe, group_of, kubernetes_objects, releases, value_at, waits_for
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,6 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
     "karpenter-crd": (),
     "prometheus-operator-crds": (),
 }
-
-
-@pytest.fixture(params=RECORDED)
-def recorded(request) -> Recording:
-    return render_fixture(request.param)
 
 
 # --- helpers ---------------------------------------------------------------------------------------

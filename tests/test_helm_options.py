@@ -9,22 +9,13 @@ failed status for the next `up` to upgrade; `cleanupOnFail` deletes what a faile
 
 from __future__ import annotations
 
-import pytest
-
 from config.versions import CHARTS, HELM_INSTALL
-from offline.engine import Recording
 from offline.helm_values import chart_key
 
-from .conftest import render_fixture
-from .test_dependencies import RECORDED, releases
+from .recorded import releases
 
 # pulumi-kubernetes' default, which no release may fall back to silently.
 PROVIDER_DEFAULT_TIMEOUT_SECONDS = 300
-
-
-@pytest.fixture(params=RECORDED)
-def recorded(request) -> Recording:
-    return render_fixture(request.param)
 
 
 def test_every_pinned_chart_has_install_options():
