@@ -48,7 +48,7 @@ def subchart_defaults(chart: str, version: str, defaults: Mapping[str, Any]) -> 
     result: dict[str, Mapping[str, Any] | None] = {}
     for key, name in keys.items():
         section = defaults.get(key)
-        result[key] = _merged(vendored[name], section if isinstance(section, dict) else {}) if name in vendored else None
+        result[key] = helm_merge(vendored[name], section if isinstance(section, dict) else {}) if name in vendored else None
     return result
 
 
@@ -74,7 +74,7 @@ def values_findings(
             if subchart is not None and isinstance(value, dict):
                 findings += _tree_findings(value, subchart, (key,), f"subchart {key}'s values.yaml")
         elif key == "global" and isinstance(value, dict):
-            merged = _merged(*(d.get("global") or {} for d in _present(defaults, *subcharts.values())))
+            merged = helm_merge(*(d.get("global") or {} for d in _present(defaults, *subcharts.values())))
             findings += _tree_findings(value, merged, (key,), "the global values of the chart and its subcharts")
         else:
             findings += _tree_findings({key: value}, defaults, (), "the chart's values.yaml")
@@ -112,13 +112,14 @@ def _present(*trees: Mapping[str, Any] | None) -> Iterable[Mapping[str, Any]]:
     return (tree for tree in trees if tree is not None)
 
 
-def _merged(*layers: Mapping[str, Any]) -> dict[str, Any]:
-    """Later layers over earlier ones, maps merged key by key (Helm's coalescing)."""
+def helm_merge(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Later layers over earlier ones, maps merged key by key, anything else (lists included) replaced:
+    Helm's coalescing of values. The layers are not changed; the result shares their leaves."""
     result: dict[str, Any] = {}
     for layer in layers:
         for key, value in layer.items():
             if isinstance(value, dict) and isinstance(result.get(key), dict):
-                result[key] = _merged(result[key], value)
+                result[key] = helm_merge(result[key], value)
             else:
                 result[key] = value
     return result

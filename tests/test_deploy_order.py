@@ -11,10 +11,7 @@ Without it a first `pulumi up` fails ("no matches for kind ...") or, where a cha
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 import yaml
@@ -24,7 +21,7 @@ from config.labels import GPU_RESOURCE, QUEUE_NAME_LABEL
 from config.versions import CHARTS
 from offline.builtin_kinds import is_built_in_group
 from offline.engine import RecordedResource, Recording
-from offline.helm_values import chart_key
+from offline.helm_values import chart_key, helm_merge
 from offline.upstream import chart_metadata, chart_values, crd_documents, render_crd_template
 
 from .conftest import render_fixture
@@ -109,17 +106,6 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def merged(defaults: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    """Helm's coalescing of a release's values over the chart's defaults (maps merge, the rest replaces)."""
-    result = copy.deepcopy(dict(defaults))
-    for key, value in values.items():
-        if isinstance(value, Mapping) and isinstance(result.get(key), Mapping):
-            result[key] = merged(result[key], value)
-        else:
-            result[key] = copy.deepcopy(value)
-    return result
-
-
 def release_chart(release: RecordedResource) -> tuple[str, str]:
     key = chart_key(release.inputs["chart"])
     assert key is not None, f"release {release.inputs['name']}: chart {release.inputs['chart']} is not in CHARTS"
@@ -145,7 +131,7 @@ def rendered_kinds(release: RecordedResource) -> list[Renders]:
     """The custom kinds the release's chart renders with the release's values."""
     key, version = release_chart(release)
     assert key in CHART_KINDS, f"chart {key}: which custom kinds do its templates render? add it to CHART_KINDS"
-    values = merged(chart_values(key, version), release.inputs.get("values", {}))
+    values = helm_merge(chart_values(key, version), release.inputs.get("values", {}))
     return [r for r in CHART_KINDS[key] if all(value_at(values, path) is True for path in r.when)]
 
 

@@ -46,6 +46,7 @@ from config.labels import (
 from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig, NodePoolConfig
 from config.versions import CHARTS
 from offline.engine import Recording, run_program
+from offline.helm_values import helm_merge
 from offline.upstream import chart_dir
 
 from .conftest import chart_values_problems
@@ -110,19 +111,9 @@ def chart_defaults() -> dict[str, Any]:
     return defaults
 
 
-def helm_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    """Helm's coalescing: maps merge key by key, anything else (lists included) is replaced."""
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = helm_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def effective_values(pools: Sequence[GpuPoolPlan] = POOLS, gpu: GpuConfig | None = None) -> dict[str, Any]:
-    return helm_merge(chart_defaults(), operator_values(pools, gpu or gpu_config()))
+    # A copy: the merge shares the cached defaults' untouched sections, which a test may not change.
+    return copy.deepcopy(helm_merge(chart_defaults(), operator_values(pools, gpu or gpu_config())))
 
 
 def tolerates(tolerations: list[dict[str, Any]], taint: dict[str, str]) -> bool:
