@@ -8,12 +8,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from config.advertised import nodepool_limits
 from config.capacity import GpuPoolPlan
 from config.labels import (
     CAPACITY_TYPE_LABEL,
     CPU_POOL_NAME,
     DISCOVERY_TAG,
-    GPU_RESOURCE,
     GPU_TAINT,
     POOL_LABEL,
 )
@@ -151,11 +151,6 @@ def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dic
 
 def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
     config = pool.config
-    limits: dict[str, Any] = {GPU_RESOURCE: pool.gpu_limit}
-    if config.cpu_limit is not None:
-        limits["cpu"] = config.cpu_limit
-    if config.memory_limit_gib is not None:
-        limits["memory"] = f"{config.memory_limit_gib}Gi"
     spec: dict[str, Any] = {
         "template": {
             "metadata": {"labels": pool.labels},
@@ -177,7 +172,8 @@ def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
             "consolidateAfter": config.disruption.consolidate_after,
             "budgets": [budget.model_dump(exclude_none=True) for budget in config.disruption.budgets],
         },
-        "limits": limits,
+        # In the units Karpenter counts for the pool's sharing mode (config/advertised.py).
+        "limits": nodepool_limits(pool),
     }
     if config.weight is not None:
         spec["weight"] = config.weight

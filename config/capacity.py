@@ -40,7 +40,7 @@ class GpuPoolPlan:
 
     @property
     def gpu_limit(self) -> int:
-        """The NodePool's `nvidia.com/gpu` limit: physical GPUs, which is what Karpenter counts."""
+        """The pool's declared physical GPUs; its NodePool limits derive from it (config/advertised.py)."""
         return self.config.gpus
 
     @property
@@ -153,6 +153,14 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
             f"{key}.gpus",
             f"{pool.gpus} is less than the {smallest} GPUs of the pool's smallest instance type; Karpenter could never "
             f"launch a node: declare at least {smallest}",
+        )
+    largest = max(t.gpus for t in types)
+    if pool.allocation == "dra" and pool.gpus < largest:
+        # Karpenter counts no DRA device against a limit, so a DRA pool is limited in nodes of its largest type.
+        problems.add(
+            f"{key}.gpus",
+            f"{pool.gpus} is less than the {largest} GPUs of the DRA pool's largest instance type; its NodePool is "
+            f"limited to gpus / {largest} nodes, which would be 0: declare at least {largest} or drop the larger types",
         )
     if pool.ami_version == "latest" and protected:
         problems.add(

@@ -210,10 +210,15 @@ def test_every_gpu_pool_is_tainted_and_the_cpu_pool_is_not(recording):
             assert GPU_TAINT in taints, name
 
 
-def test_each_pool_limits_gpus_to_what_it_declares():
+def test_each_pool_limits_gpus_to_what_it_declares_in_the_units_karpenter_counts():
     pools = objects(render_fixture("multi-pool"), NODEPOOL)
-    assert pools["gpu-h100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": 32}
-    assert pools["gpu-a100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": 16}
+    # 32 MIG-partitioned H100s: mixed-strategy nodes report nvidia.com/gpu 0, so each profile is limited.
+    assert pools["gpu-h100"].inputs["spec"]["limits"] == {
+        "nvidia.com/mig-1g.10gb": "64",
+        "nvidia.com/mig-2g.20gb": "32",
+        "nvidia.com/mig-3g.40gb": "32",
+    }
+    assert pools["gpu-a100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": "16"}
     assert pools["cpu"].inputs["spec"]["limits"] == {"cpu": 512, "memory": "2048Gi"}
 
 
