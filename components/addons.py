@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,6 +12,7 @@ import pulumi_kubernetes as k8s
 from pulumi_aws import eks as aws_eks
 from pulumi_aws import iam
 
+from config import namespaces
 from config.labels import DEFAULT_STORAGE_CLASS
 from config.versions import AddonVersion
 
@@ -27,6 +29,8 @@ EBS_CSI_DRIVER = "aws-ebs-csi-driver"
 
 # Add-ons that call AWS APIs, the service account they run as, and the managed policy they need.
 # Their credentials come from EKS Pod Identity, never from the node role.
+# Every add-on here runs in kube-system (an add-on's pod identity association names only the service account).
+ADDON_NAMESPACE = namespaces.KUBE_SYSTEM
 ADDON_IDENTITIES: dict[str, tuple[str, str]] = {
     EBS_CSI_DRIVER: ("ebs-csi-controller-sa", "service-role/AmazonEBSCSIDriverPolicy"),
 }
@@ -47,18 +51,24 @@ class ClusterAddons(pulumi.ComponentResource):
         addons: Sequence[AddonVersion],
         *,
         cluster_name: str,
+        account_id: pulumi.Input[str],
         partition: str,
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """`account_id` is the cluster's account: the add-on roles' trust policies name it."""
         super().__init__("gpu-platform:cluster:ClusterAddons", name, None, opts)
         self.addons = {}
         for addon in addons:
             pod_identities: list[aws_eks.AddonPodIdentityAssociationArgs] = []
             if addon.name in ADDON_IDENTITIES:
                 service_account, policy = ADDON_IDENTITIES[addon.name]
-                role = self._pod_identity_role(name, cluster_name, addon.name, policies.managed_policy(partition, policy), tags)
+                trust = pulumi.Output.from_input(account_id).apply(
+                    functools.partial(_trust_json, cluster_name=cluster_name, service_account=service_account)
+                )
+                policy_arn = policies.managed_policy(partition, policy)
+                role = self._pod_identity_role(name, cluster_name, addon.name, trust, policy_arn, tags)
                 pod_identities.append(aws_eks.AddonPodIdentityAssociationArgs(role_arn=role.arn, service_account=service_account))
             self.addons[addon.name] = aws_eks.Addon(
                 f"{name}-{addon.name}",
@@ -76,11 +86,13 @@ class ClusterAddons(pulumi.ComponentResource):
             )
         self.register_outputs({"addons": {n: a.addon_version for n, a in self.addons.items()}})
 
-    def _pod_identity_role(self, name: str, cluster_name: str, addon: str, policy_arn: str, tags: Mapping[str, str]) -> iam.Role:
+    def _pod_identity_role(
+        self, name: str, cluster_name: str, addon: str, trust: pulumi.Input[str], policy_arn: str, tags: Mapping[str, str]
+    ) -> iam.Role:
         role = iam.Role(
             f"{name}-{addon}",
             name=f"{cluster_name}-{addon}",
-            assume_role_policy=policies.to_json(policies.pod_identity_trust_policy()),
+            assume_role_policy=trust,
             tags=dict(tags),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -91,6 +103,10 @@ class ClusterAddons(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=role),
         )
         return role
+
+
+def _trust_json(account_id: str, *, cluster_name: str, service_account: str) -> str:
+    return policies.to_json(policies.pod_identity_trust_policy(account_id, cluster_name, ADDON_NAMESPACE, service_account))
 
 
 class DefaultStorageClass(pulumi.ComponentResource):

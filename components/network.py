@@ -31,6 +31,8 @@ class Network(pulumi.ComponentResource):
         *,
         cluster_name: str,
         region: str,
+        account_id: pulumi.Input[str],
+        partition: pulumi.Input[str],
         tags: Mapping[str, str],
         protect: bool,
         flow_log_retention_days: int | None,
@@ -40,6 +42,8 @@ class Network(pulumi.ComponentResource):
         """
         :param plan: `PlatformConfig.network`: zones, CIDRs, NAT layout.
         :param region: `PlatformConfig.region`; names the endpoints' services.
+        :param account_id: the stack's account; the flow-logs role trusts only its flow logs.
+        :param partition: `aws`, `aws-cn`, ...: the partition of the flow logs' ARNs.
         :param flow_log_retention_days: days to keep flow logs, or None for no flow logs
             (`cluster.network.flowLogs`).
         :param ecr_endpoints: `cluster.network.ecrEndpoints`: add ECR's interface endpoints.
@@ -138,7 +142,10 @@ class Network(pulumi.ComponentResource):
             self._ecr_endpoints(name, cluster_name, region, vpc, private_subnets, tags)
 
         if flow_log_retention_days is not None:
-            self._flow_logs(name, cluster_name, vpc, tags, flow_log_retention_days)
+            trust = pulumi.Output.all(partition, account_id).apply(
+                lambda resolved: policies.to_json(policies.flow_logs_trust_policy(resolved[0], region, resolved[1]))
+            )
+            self._flow_logs(name, cluster_name, vpc, trust, tags, flow_log_retention_days)
 
         self.vpc_id = vpc.id
         self.public_subnet_ids = [subnet.id for subnet in public_subnets]
@@ -187,7 +194,9 @@ class Network(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=vpc),
             )
 
-    def _flow_logs(self, name: str, cluster_name: str, vpc: ec2.Vpc, tags: Mapping[str, str], retention_days: int) -> None:
+    def _flow_logs(
+        self, name: str, cluster_name: str, vpc: ec2.Vpc, trust: pulumi.Input[str], tags: Mapping[str, str], retention_days: int
+    ) -> None:
         log_group = cloudwatch.LogGroup(
             f"{name}-flow-logs",
             name=f"/aws/vpc/{cluster_name}/flow-logs",
@@ -198,7 +207,7 @@ class Network(pulumi.ComponentResource):
         role = iam.Role(
             f"{name}-flow-logs",
             name=f"{cluster_name}-vpc-flow-logs",
-            assume_role_policy=policies.to_json(policies.service_trust_policy("vpc-flow-logs.amazonaws.com")),
+            assume_role_policy=trust,
             tags=dict(tags),
             opts=pulumi.ResourceOptions(parent=vpc),
         )

@@ -37,12 +37,16 @@ class GpuPlatform(pulumi.ComponentResource):
         tags = config.tags
         # Found once, used in every ARN of an AWS-owned policy: aws-cn and aws-us-gov have their own.
         partition = aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition
+        # The account every trust policy names (aws:SourceAccount).
+        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
 
         self.network = Network(
             f"{name}-network",
             config.network,
             cluster_name=name,
             region=config.region,
+            account_id=account_id,
+            partition=partition,
             tags=tags,
             protect=cluster_config.protect,
             flow_log_retention_days=(
@@ -67,6 +71,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-node-addons",
             [addon for addon in config.addon_versions if addon.name in BEFORE_NODES],
             cluster_name=name,
+            account_id=account_id,
             partition=partition,
             tags=tags,
             depends_on=[self.cluster.eks],
@@ -86,6 +91,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-addons",
             [addon for addon in config.addon_versions if addon.name not in BEFORE_NODES],
             cluster_name=name,
+            account_id=account_id,
             partition=partition,
             tags=tags,
             depends_on=[self.system_nodes.node_group],
@@ -120,7 +126,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-karpenter",
             cluster_name=name,
             region=config.region,
-            account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
+            account_id=account_id,
             partition=partition,
             chart_versions=config.charts,
             k8s_provider=self.cluster.provider,

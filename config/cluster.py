@@ -27,6 +27,11 @@ def _principal_arn(arn: str) -> str:
     return arn
 
 
+# The widest CIDR the public API endpoint may take: a /16 already spans a whole provider's block, and
+# an office or VPN egress range is a /24 or narrower.
+MIN_PUBLIC_CIDR_PREFIX = 16
+
+
 def _public_cidr(cidr: str) -> str:
     try:
         network = ipaddress.IPv4Network(cidr, strict=True)
@@ -34,6 +39,11 @@ def _public_cidr(cidr: str) -> str:
         raise ValueError(f"is not an IPv4 network CIDR such as 203.0.113.0/24 ({err})") from None
     if network.prefixlen == 0:
         raise ValueError("opens the API to the internet; list your office or VPN CIDRs instead")
+    if network.prefixlen < MIN_PUBLIC_CIDR_PREFIX:
+        raise ValueError(
+            f"opens the API to {network.num_addresses:,} addresses; list your office or VPN CIDRs, "
+            f"each /{MIN_PUBLIC_CIDR_PREFIX} or narrower"
+        )
     return cidr
 
 
@@ -113,8 +123,8 @@ class EndpointConfig(ConfigModel):
 
     public_access_cidrs: Annotated[list[PublicCidr], _unique("CIDR")] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the public API endpoint. Empty: the public endpoint is off and "
-        "the API is reachable only from inside the VPC. The private endpoint is always on.",
+        description="CIDRs allowed to reach the public API endpoint, each /16 or narrower. Empty: the public "
+        "endpoint is off and the API is reachable only from inside the VPC. The private endpoint is always on.",
     )
 
 

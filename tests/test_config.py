@@ -122,6 +122,12 @@ BAD_CONFIGS = [
         id="api-open-to-internet",
     ),
     pytest.param(
+        set_in(C, "endpoint", "publicAccessCidrs", value=["203.0.113.0/24", "100.64.0.0/10"]),
+        "gpu-platform:cluster.endpoint.publicAccessCidrs[1]: '100.64.0.0/10' opens the API to 4,194,304 addresses; "
+        "list your office or VPN CIDRs, each /16 or narrower",
+        id="api-open-to-a-wide-range",
+    ),
+    pytest.param(
         set_in(C, "systemNodes", "instanceTypes", value=["m7i.large", "m7i.large"]),
         "gpu-platform:cluster.systemNodes.instanceTypes: ['m7i.large', 'm7i.large'] lists instance type 'm7i.large' twice",
         id="duplicate-instance-type",

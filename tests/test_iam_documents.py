@@ -138,20 +138,50 @@ NODE_POLICIES = [
 ]
 
 
-def trust(service: str, *actions: str) -> dict[str, Any]:
+def trust(service: str, *actions: str, condition: dict[str, Any] | None = None) -> dict[str, Any]:
     action: Any = list(actions) if len(actions) > 1 else actions[0]
-    return {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": action}]}
+    statement: dict[str, Any] = {"Effect": "Allow", "Principal": {"Service": service}, "Action": action}
+    if condition:
+        statement["Condition"] = condition
+    return {"Version": "2012-10-17", "Statement": [statement]}
 
 
-# Who may assume each role. EKS Pod Identity needs sts:TagSession besides sts:AssumeRole (EKS user
-# guide, "pod-id-role"); EC2 and VPC flow logs need sts:AssumeRole only.
+def pod_identity(namespace: str, service_account: str) -> dict[str, Any]:
+    """EKS Pod Identity for one service account of this cluster in this account. It needs sts:TagSession
+    besides sts:AssumeRole and tags the session with the cluster, namespace and service account, which
+    the condition matches (EKS user guide, pod-id-role.html "Setting Conditions"; tag keys from
+    pod-id-abac.html "List of session tags added by EKS Pod Identity")."""
+    return trust(
+        "pods.eks.amazonaws.com",
+        "sts:AssumeRole",
+        "sts:TagSession",
+        condition={
+            "StringEquals": {
+                "aws:SourceAccount": ACCOUNT,
+                "aws:RequestTag/eks-cluster-name": CLUSTER,
+                "aws:RequestTag/kubernetes-namespace": namespace,
+                "aws:RequestTag/kubernetes-service-account": service_account,
+            }
+        },
+    )
+
+
+# Who may assume each role; EC2 and VPC flow logs need sts:AssumeRole only.
 ROLE_TRUST = {
-    f"{CLUSTER}-karpenter-controller": trust("pods.eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
-    f"{CLUSTER}-aws-ebs-csi-driver": trust("pods.eks.amazonaws.com", "sts:AssumeRole", "sts:TagSession"),
+    f"{CLUSTER}-karpenter-controller": pod_identity("kube-system", "karpenter"),
+    f"{CLUSTER}-aws-ebs-csi-driver": pod_identity("kube-system", "ebs-csi-controller-sa"),
     # The node roles are for EC2 only (upstream's node role also trusts Pod Identity, which nothing here uses).
     f"{CLUSTER}-karpenter-node": trust("ec2.amazonaws.com", "sts:AssumeRole"),
     f"{CLUSTER}-system-node": trust("ec2.amazonaws.com", "sts:AssumeRole"),
-    f"{CLUSTER}-vpc-flow-logs": trust("vpc-flow-logs.amazonaws.com", "sts:AssumeRole"),
+    # The VPC user guide's confused-deputy conditions ("IAM role for publishing flow logs to CloudWatch Logs").
+    f"{CLUSTER}-vpc-flow-logs": trust(
+        "vpc-flow-logs.amazonaws.com",
+        "sts:AssumeRole",
+        condition={
+            "StringEquals": {"aws:SourceAccount": ACCOUNT},
+            "ArnLike": {"aws:SourceArn": f"arn:{PARTITION}:ec2:{REGION}:{ACCOUNT}:vpc-flow-log/*"},
+        },
+    ),
 }
 
 # Managed policies attached to each role.
@@ -201,7 +231,7 @@ def test_no_other_managed_policy_is_declared():
 
 
 @pytest.mark.parametrize("role", sorted(ROLE_TRUST))
-def test_each_role_is_assumable_only_by_its_one_service(role):
+def test_each_role_is_assumable_only_by_its_one_service_on_behalf_of_this_stack(role):
     [found] = [r for r in declared("aws:iam/role:Role") if r.inputs["name"] == role]
     assert json.loads(found.inputs["assumeRolePolicy"]) == ROLE_TRUST[role]
 
@@ -298,3 +328,26 @@ def test_the_controller_and_the_ebs_driver_get_their_roles_through_pod_identity(
     assert ebs.inputs["podIdentityAssociations"] == [
         {"roleArn": f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-aws-ebs-csi-driver", "serviceAccount": "ebs-csi-controller-sa"}
     ]
+
+
+def test_each_pod_identity_role_trusts_only_the_service_account_its_association_names():
+    roles = {r.inputs["name"]: json.loads(r.inputs["assumeRolePolicy"]) for r in declared("aws:iam/role:Role")}
+    associations = [
+        (a.inputs["namespace"], a.inputs["serviceAccount"], a.inputs["roleArn"])
+        for a in declared("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    ] + [
+        ("kube-system", association["serviceAccount"], association["roleArn"])
+        for addon in declared("aws:eks/addon:Addon")
+        for association in addon.inputs.get("podIdentityAssociations") or ()
+    ]
+    pod_identity_roles = {
+        name for name, doc in roles.items() if doc["Statement"][0]["Principal"]["Service"] == "pods.eks.amazonaws.com"
+    }
+    assert {arn.rsplit("/", 1)[1] for _, _, arn in associations} == pod_identity_roles
+    for namespace, service_account, arn in associations:
+        [statement] = roles[arn.rsplit("/", 1)[1]]["Statement"]
+        tags = statement["Condition"]["StringEquals"]
+        assert (tags["aws:RequestTag/kubernetes-namespace"], tags["aws:RequestTag/kubernetes-service-account"]) == (
+            namespace,
+            service_account,
+        )

@@ -152,10 +152,18 @@ def ancestors(recording: Recording, resource) -> list[str]:
 def test_controller_role_is_assumable_only_through_eks_pod_identity():
     role = karpenter().named(ROLE, f"{COMPONENT}-controller-role")
     trust = json.loads(role.inputs["assumeRolePolicy"])
-    assert trust == policies.pod_identity_trust_policy()
     [statement] = trust["Statement"]
     assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    # Only for Karpenter's own service account on this cluster, in this account.
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "aws:SourceAccount": ACCOUNT_ID,
+            "aws:RequestTag/eks-cluster-name": CLUSTER,
+            "aws:RequestTag/kubernetes-namespace": "kube-system",
+            "aws:RequestTag/kubernetes-service-account": "karpenter",
+        }
+    }
     assert role.inputs["name"] == f"{CLUSTER}-karpenter-controller"
 
 

@@ -89,13 +89,13 @@ def test_controllers_run_on_the_system_nodes_and_node_exporter_everywhere():
     assert values["prometheus-node-exporter"]["tolerations"] == [{"operator": "Exists"}]
 
 
-def test_grafana_loads_dashboards_from_labelled_config_maps_and_has_no_password_in_values():
+def test_grafana_loads_dashboards_only_from_labelled_config_maps_in_monitoring_and_has_no_password_in_values():
     grafana = stack_values(config())["grafana"]
     assert grafana["sidecar"]["dashboards"] == {
         "enabled": True,
         "label": "grafana_dashboard",
         "labelValue": "1",
-        "searchNamespace": "ALL",
+        "searchNamespace": "monitoring",
     }
     assert "adminPassword" not in grafana and "admin" not in grafana  # the chart generates its own Secret
 

@@ -107,7 +107,20 @@ def test_ebs_csi_driver_gets_its_credentials_through_pod_identity(recording):
     assert association["roleArn"].endswith(f":role/{role.inputs['name']}")
     trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
     assert trust == [
-        {"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": "pods.eks.amazonaws.com"},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+            # Only the driver's controller service account on this cluster, in this account.
+            "Condition": {
+                "StringEquals": {
+                    "aws:SourceAccount": "111122223333",
+                    "aws:RequestTag/eks-cluster-name": recording.outputs["clusterName"],
+                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                    "aws:RequestTag/kubernetes-service-account": "ebs-csi-controller-sa",
+                }
+            },
+        }
     ]
     [attachment] = [a for a in recording.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment") if a.parent == role.urn]
     assert attachment.inputs["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"

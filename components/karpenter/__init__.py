@@ -216,7 +216,11 @@ class Karpenter(pulumi.ComponentResource):
         self.controller_role = iam.Role(
             f"{name}-controller-role",
             name=f"{cluster_name}-karpenter-controller",
-            assume_role_policy=policies.to_json(policies.pod_identity_trust_policy()),
+            assume_role_policy=pulumi.Output.from_input(account_id).apply(
+                lambda account: policies.to_json(
+                    policies.pod_identity_trust_policy(account, cluster_name, NAMESPACE, SERVICE_ACCOUNT)
+                )
+            ),
             tags=tags,
             opts=child,
         )

@@ -36,21 +36,65 @@ def cluster_access_policy(partition: str, name: str) -> str:
     return f"arn:{partition}:eks::aws:cluster-access-policy/{name}"
 
 
-def service_trust_policy(service: str, *, tag_session: bool = False) -> dict[str, Any]:
-    """A role that only `service` may assume (`ec2.amazonaws.com`, `pods.eks.amazonaws.com`, ...).
-
-    EKS Pod Identity also needs `sts:TagSession`: it tags the session with the cluster, namespace and
-    service account, which is what lets policies scope by them.
-    """
+def service_trust_policy(
+    service: str, *, tag_session: bool = False, conditions: dict[str, dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """A role that only `service` may assume (`ec2.amazonaws.com`, `pods.eks.amazonaws.com`, ...),
+    and, with `conditions`, only on behalf of what they name (operator -> key -> value)."""
     actions = ["sts:AssumeRole", "sts:TagSession"] if tag_session else "sts:AssumeRole"
-    return {
-        "Version": POLICY_VERSION,
-        "Statement": [{"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}],
-    }
+    statement: dict[str, Any] = {"Effect": "Allow", "Principal": {"Service": service}, "Action": actions}
+    if conditions:
+        statement["Condition"] = conditions
+    return {"Version": POLICY_VERSION, "Statement": [statement]}
 
 
-def pod_identity_trust_policy() -> dict[str, Any]:
-    return service_trust_policy("pods.eks.amazonaws.com", tag_session=True)
+POD_IDENTITY_SERVICE = "pods.eks.amazonaws.com"
+# Session tags EKS Pod Identity puts on every AssumeRole it makes for a pod (EKS user guide,
+# pod-id-abac.html, "List of session tags added by EKS Pod Identity": eks-cluster-arn,
+# eks-cluster-name, kubernetes-namespace, kubernetes-service-account, kubernetes-pod-name,
+# kubernetes-pod-uid). The trust policy matches the three that name one service account of one cluster.
+POD_IDENTITY_CLUSTER_TAG = "eks-cluster-name"
+POD_IDENTITY_NAMESPACE_TAG = "kubernetes-namespace"
+POD_IDENTITY_SERVICE_ACCOUNT_TAG = "kubernetes-service-account"
+
+
+def pod_identity_trust_policy(account_id: str, cluster_name: str, namespace: str, service_account: str) -> dict[str, Any]:
+    """A role EKS Pod Identity assumes for one service account of one cluster in this account, and nothing else.
+
+    EKS Pod Identity needs `sts:TagSession` besides `sts:AssumeRole`: it tags the session with the
+    cluster, namespace and service account, and those tags are what the condition matches (EKS user
+    guide, pod-id-role.html, "Setting Conditions"). Without them, any Pod Identity association in the
+    account, on any cluster, could name this role. `aws:SourceAccount` keeps another account's EKS
+    from assuming it on its clusters' behalf (the confused deputy).
+    """
+    return service_trust_policy(
+        POD_IDENTITY_SERVICE,
+        tag_session=True,
+        conditions={
+            "StringEquals": {
+                "aws:SourceAccount": account_id,
+                f"aws:RequestTag/{POD_IDENTITY_CLUSTER_TAG}": cluster_name,
+                f"aws:RequestTag/{POD_IDENTITY_NAMESPACE_TAG}": namespace,
+                f"aws:RequestTag/{POD_IDENTITY_SERVICE_ACCOUNT_TAG}": service_account,
+            }
+        },
+    )
+
+
+FLOW_LOGS_SERVICE = "vpc-flow-logs.amazonaws.com"
+
+
+def flow_logs_trust_policy(partition: str, region: str, account_id: str) -> dict[str, Any]:
+    """A role only the VPC flow logs of this account and region may assume: the confused-deputy
+    conditions of the VPC user guide ("IAM role for publishing flow logs to CloudWatch Logs"),
+    `aws:SourceAccount` and an `aws:SourceArn` among the account's flow logs."""
+    return service_trust_policy(
+        FLOW_LOGS_SERVICE,
+        conditions={
+            "StringEquals": {"aws:SourceAccount": account_id},
+            "ArnLike": {"aws:SourceArn": f"arn:{partition}:ec2:{region}:{account_id}:vpc-flow-log/*"},
+        },
+    )
 
 
 def flow_logs_delivery_policy(log_group_arn: str) -> dict[str, Any]:

@@ -181,7 +181,9 @@ def stack_values(config: MonitoringConfig) -> dict[str, Any]:
                     "enabled": True,
                     "label": next(iter(dashboards.DASHBOARD_LABEL)),
                     "labelValue": next(iter(dashboards.DASHBOARD_LABEL.values())),
-                    "searchNamespace": "ALL",
+                    # Only the platform's own ConfigMaps: a tenant's labelled ConfigMap would otherwise
+                    # become a dashboard every Grafana user sees (the chart's default is ALL).
+                    "searchNamespace": NAMESPACE,
                 }
             },
         },
