@@ -59,7 +59,7 @@ def test_its_config_validates(stack, capsys):
 def test_it_renders_manifests_helm_releases_plan_and_summary(rendered):
     assert sorted(p.name for p in rendered.iterdir()) == ["helm", "manifests.yaml", "plan.json", "summary.md"]
     assert {"karpenter-crd.yaml", "karpenter.yaml"} <= {p.name for p in (rendered / "helm").iterdir()}
-    documents = list(yaml.safe_load_all((rendered / "manifests.yaml").read_text()))
+    documents = list(yaml.load_all((rendered / "manifests.yaml").read_text(), Loader=yaml.CSafeLoader))
     assert documents and all(doc["apiVersion"] and doc["kind"] and doc["metadata"]["name"] for doc in documents)
     plan = json.loads((rendered / "plan.json").read_text())
     assert {"urn", "type", "name", "parent", "provider", "dependencies", "propertyDependencies", "inputs"} <= set(plan[0])
