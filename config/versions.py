@@ -101,6 +101,11 @@ CHARTS: dict[str, ChartPin] = {
     "dra-driver-nvidia-gpu": ChartPin(
         chart="oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", version="0.4.1"
     ),
+    # kubeflow/trainer tag v2.3.0 (Kubeflow Trainer v2: TrainJob, TrainingRuntime, ClusterTrainingRuntime),
+    # published by .github/workflows/publish-helm-charts.yaml. Its CRDs are chart templates, so `helm
+    # upgrade` upgrades them. It brings JobSet as a dependency at the version its Chart.yaml pins
+    # (0.12.0, the JobSet API kubernetes-sigs/kueue v0.19.2's go.mod builds its TrainJob integration on).
+    "kubeflow-trainer": ChartPin(chart="oci://ghcr.io/kubeflow/charts/kubeflow-trainer", version="2.3.0"),
 }
 
 
@@ -142,6 +147,9 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     "gpu-operator": HelmInstall(timeout_seconds=600),
     # Controller on the system nodes; its kubelet plugin DaemonSet has no GPU node to wait for yet.
     "dra-driver-nvidia-gpu": HelmInstall(timeout_seconds=600),
+    # The trainer's controller (ghcr.io) and JobSet's (registry.k8s.io), each generating its own
+    # webhook certificate before it turns ready.
+    "kubeflow-trainer": HelmInstall(timeout_seconds=600),
     # Pre-install admission-webhook Jobs (certgen), then operator, Grafana with its sidecars,
     # kube-state-metrics and node-exporter on every node: the most images of any release.
     "kube-prometheus-stack": HelmInstall(timeout_seconds=900),

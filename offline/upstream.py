@@ -33,6 +33,9 @@ class Subchart:
     tag: str  # `{version}` stands for the dependency's version, `{parent_tag}` for the parent's tag (a local subchart)
     chart: str  # folder holding Chart.yaml and values.yaml at the tag
     license: str = "Apache-2.0"
+    # Globs (at the subchart's tag) of the CRDs in its crds/, which Helm installs with the parent's
+    # release (a dependency's crds/ counts as the parent's) and, like any crds/, never upgrades.
+    crds: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,15 @@ CHART_SOURCES: dict[str, ChartSource] = {
         "kubernetes-sigs/dra-driver-nvidia-gpu", "v{version}", "deployments/helm/dra-driver-nvidia-gpu",
         crds=("deployments/helm/dra-driver-nvidia-gpu/crds/*.yaml",),
     ),
+    # The chart renders its CRDs from templates/crd (gated on `crds.enabled`), generated from
+    # manifests/base/crds; JobSet, which the TrainJob controller creates, comes as a dependency
+    # (Chart.yaml `jobset`, condition `jobset.install`) whose CRD sits in the subchart's crds/.
+    "kubeflow-trainer": ChartSource(
+        "kubeflow/trainer", "v{version}", "charts/kubeflow-trainer", crds=("manifests/base/crds/trainer.kubeflow.org_*.yaml",),
+        subcharts=(
+            Subchart("jobset", "kubernetes-sigs/jobset", "v{version}", "charts/jobset", crds=("charts/jobset/crds/*.yaml",)),
+        ),
+    ),
 }
 
 
@@ -162,14 +174,21 @@ def subchart_values(chart: str, version: str) -> dict[str, dict[str, Any]]:
 
 
 def crd_documents(versions: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Every CRD the given `{chart: version}` install. Shared parsed documents: read, don't change."""
+    """Every CRD the given `{chart: version}` install, their vendored subcharts' crds/ included.
+
+    Shared parsed documents: read, don't change.
+    """
     return [
         document
         for chart, version in versions.items()
-        for path in sorted((chart_dir(chart, version) / "crds").glob("*.yaml"))
+        for path in _crd_paths(chart_dir(chart, version))
         for document in _crd_file(chart, version, path)
         if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition"
     ]
+
+
+def _crd_paths(directory: Path) -> list[Path]:
+    return [*sorted((directory / "crds").glob("*.yaml")), *sorted((directory / "charts").glob("*/crds/*.yaml"))]
 
 
 @functools.cache

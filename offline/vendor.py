@@ -121,6 +121,10 @@ def vendor_chart(chart: str, version: str, repos: Repositories, root: Path) -> l
         for name in ("Chart.yaml", "values.yaml"):
             target = out / "charts" / sub.name / name
             rows.append(_copy(repos, sub.repository, sub_tag, f"{sub.chart}/{name}", root, target, sub.license))
+        for pattern in sub.crds:
+            for path in repos.glob(sub.repository, sub_tag, pattern):
+                target = out / "charts" / sub.name / "crds" / PurePosixPath(path).name
+                rows.append(_copy(repos, sub.repository, sub_tag, path, root, target, sub.license))
     return rows
 
 
