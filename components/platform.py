@@ -8,7 +8,7 @@ import pulumi_aws as aws
 from config import PlatformConfig
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, monitoring, queueing
+from . import autoscaling, monitoring, queueing, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .autoscaling import Autoscaling
 from .cluster import Cluster
@@ -21,6 +21,7 @@ from .node_pools import CPU_AMI_FAMILY, NodePools
 from .queueing import Queueing
 from .system_nodes import SystemNodeGroup
 from .tenants import Tenants
+from .training import Training
 
 
 class GpuPlatform(pulumi.ComponentResource):
@@ -160,6 +161,15 @@ class GpuPlatform(pulumi.ComponentResource):
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
             depends_on=scraped_controllers_ready,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # The trainer after Kueue, whose TrainJob webhook must queue the first TrainJob.
+        self.training = Training(
+            f"{name}-training",
+            chart=config.charts[training.CHART_KEY],
+            provider=self.cluster.provider,
+            depends_on=controllers_ready,
+            queueing=[self.queueing.release],
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.gpu_operator = GpuOperator(

@@ -19,6 +19,8 @@ KEDA = "keda"
 KUEUE = "kueue-system"
 GPU_OPERATOR = "gpu-operator"
 DRA_DRIVER = "dra-driver-nvidia-gpu"
+# Kubeflow Trainer and the JobSet controller it brings, where upstream's manifests put them.
+TRAINER = "kubeflow-system"
 
 # The namespaces the platform creates for its controllers, each with the one Pod Security level it
 # enforces, audits and warns at.
@@ -34,6 +36,10 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
     KUEUE: "restricted",
     # KEDA's pods meet `restricted` with the chart's defaults (non-root, no capabilities).
     KEDA: "restricted",
+    # The trainer's manager (container: non-root, no privilege escalation, all capabilities dropped,
+    # RuntimeDefault seccomp) and JobSet's controller (the same, non-root and seccomp set on the pod)
+    # meet `restricted` with the charts' defaults.
+    TRAINER: "restricted",
 }
 
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).

@@ -25,7 +25,7 @@ exceed slightly: the check errs on the safe side.
 
 **Requests** come from two places: each chart's defaults at its pinned version (`CHART_DEFAULTS`,
 tested against the vendored upstream/<chart>/<version>/values.yaml) and the values the program sets
-(`KARPENTER`, `KUEUE`, `KEDA_OPERATOR`, `KEDA_METRICS_SERVER`: the components read these, so the
+(`KARPENTER`, `KUEUE`, `KEDA_OPERATOR`, `KEDA_METRICS_SERVER`, `TRAINER`: the components read these, so the
 check and the render share one number). The EKS add-ons' manifests are not public; their rows are
 documented estimates from the upstream projects they package (`ADDON_ESTIMATES`).
 """
@@ -239,6 +239,16 @@ CHART_DEFAULTS: dict[str, dict[str, dict[str, ChartPod]]] = {
             ),
         },
     },
+    "kubeflow-trainer": {
+        "2.3.0": {
+            # `manager.resources: {}`: unsized upstream; the program sets TRAINER.
+            "manager": ChartPod(("manager", "resources"), replicas=("manager", "replicas")),
+            "jobset-controller": ChartPod(
+                ("controller", "resources"), {"cpu": "500m", "memory": "128Mi"},
+                replicas=("controller", "replicas"), subchart="jobset",
+            ),
+        },
+    },
     "kube-prometheus-stack": {
         "88.5.3": {
             # Prometheus and Alertmanager are unsized; their config-reloader sidecar is not (OPERATOR_RELOADER).
@@ -283,6 +293,10 @@ KUEUE = ControllerSizing(replicas=2)
 # the HPA's external metrics, and while it is down no ScaledObject scales.
 KEDA_OPERATOR = ControllerSizing(replicas=2)
 KEDA_METRICS_SERVER = ControllerSizing(replicas=2)
+# Kubeflow Trainer's manager: the requests its values.yaml suggests in a comment (`manager.resources`,
+# kubeflow/trainer v2.3.0 charts/kubeflow-trainer/values.yaml), no limit. One replica: its webhooks
+# cover only the trainer's own kinds, so while it restarts no TrainJob can be created, nothing else.
+TRAINER = ControllerSizing(replicas=1, resources={"requests": {"cpu": "100m", "memory": "300Mi"}})
 
 
 # --- EKS add-ons ---------------------------------------------------------------------------------------
@@ -416,7 +430,7 @@ def plan_system_capacity(
     max_pods = min(INSTANCE_SHAPES[name].max_pods for name in instance_types)
     rows = {name: _chart_rows(name, charts[name].version) for name in CHART_DEFAULTS}
     karpenter, kueue, keda = rows["karpenter"], rows["kueue"], rows["keda"]
-    gpu, kps = rows["gpu-operator"], rows["kube-prometheus-stack"]
+    gpu, kps, trainer = rows["gpu-operator"], rows["kube-prometheus-stack"], rows["kubeflow-trainer"]
     pods = [
         karpenter.pod("controller", "karpenter", KARPENTER, one_per_node=True),
         kueue.pod("controller-manager", "kueue-controller-manager", KUEUE),
@@ -426,6 +440,8 @@ def plan_system_capacity(
         gpu.pod("operator", "gpu-operator"),
         gpu.pod("nfd-master", "nfd-master"),
         gpu.pod("nfd-gc", "nfd-gc"),
+        trainer.pod("manager", "kubeflow-trainer-controller-manager", TRAINER),
+        trainer.pod("jobset-controller", "jobset-controller"),
         kps.pod("prometheus", "prometheus", ControllerSizing(prometheus_replicas), sidecar=OPERATOR_RELOADER),
         kps.pod("alertmanager", "alertmanager", sidecar=OPERATOR_RELOADER),
         kps.pod("prometheus-operator", "prometheus-operator"),

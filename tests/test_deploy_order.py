@@ -97,6 +97,13 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
                 ("prometheus.enabled", "prometheus.serviceMonitor.selfMonitor"), "prometheus/servicemonitor.yaml"),
         Renders("monitoring.coreos.com/v1", "PrometheusRule", ("defaultRules.create",), "prometheus/rules-1.14/*.yaml"),
     ),
+    # kubeflow/trainer v2.3.0 charts/kubeflow-trainer/templates/ renders no custom kind (its runtimes are
+    # applied by a hook Job from a ConfigMap); its jobset subchart, kubernetes-sigs/jobset v0.12.0
+    # charts/jobset/templates/, values under the parent's `jobset` key.
+    "kubeflow-trainer": (
+        Renders("monitoring.coreos.com/v1", "ServiceMonitor", ("jobset.prometheus.enable",), "jobset: prometheus/monitor.yaml"),
+        Renders("cert-manager.io/v1", "Certificate", ("jobset.certManager.enable",), "jobset: certmanager/certificate.yaml"),
+    ),
     # CRDs only.
     "karpenter-crd": (),
     "prometheus-operator-crds": (),
