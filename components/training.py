@@ -73,6 +73,7 @@ READ = ("get", "list", "watch")
 WRITE = ("create", "delete", "deletecollection", "patch", "update")
 # Every authenticated user (EKS maps each access entry's principal into it).
 AUTHENTICATED = "system:authenticated"
+RUNTIME_READER = "gpu-platform:training:cluster-runtime-reader"
 
 
 class Training(pulumi.ComponentResource):
@@ -86,7 +87,7 @@ class Training(pulumi.ComponentResource):
     namespace: pulumi.CustomResource
     release: k8s.helm.v3.Release
     runtime: pulumi.CustomResource
-    cluster_roles: dict[str, pulumi.CustomResource]
+    access: dict[tuple[str, str], pulumi.CustomResource]  # (kind, name) of each ClusterRole and ClusterRoleBinding
 
     def __init__(
         self,
@@ -116,8 +117,10 @@ class Training(pulumi.ComponentResource):
             opts=children.opts(self.namespace, *queueing),
         )
         self.runtime = declare(f"{name}-runtime-{TORCH_RUNTIME}", torch_runtime(), children.opts(self.release))
-        self.cluster_roles = {
-            manifest["metadata"]["name"]: declare(f"{name}-{manifest['kind'].lower()}-{_slug(manifest)}", manifest, children.opts())
+        self.access = {
+            (manifest["kind"], manifest["metadata"]["name"]): declare(
+                f"{name}-{manifest['kind'].lower()}-{_slug(manifest)}", manifest, children.opts()
+            )
             for manifest in access_manifests()
         }
         self.register_outputs({"namespace": NAMESPACE, "chartVersion": self.release.version, "runtime": TORCH_RUNTIME})
@@ -206,9 +209,6 @@ def access_manifests() -> list[dict[str, Any]]:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": AUTHENTICATED}],
         },
     ]
-
-
-RUNTIME_READER = "gpu-platform:training:cluster-runtime-reader"
 
 
 def _aggregated(role: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
