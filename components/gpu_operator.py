@@ -55,9 +55,6 @@ DRA_RELEASE_NAME = "dra-driver-nvidia-gpu"
 DRA_CHART_KEY = "dra-driver-nvidia-gpu"
 # The DRA driver's name, which is also the domain of every attribute and capacity it publishes.
 DRA_DRIVER = "gpu.nvidia.com"
-# DeviceClasses the DRA chart installs: whole GPUs, and MIG devices that already exist on a node.
-GPU_DEVICE_CLASS = "gpu.nvidia.com"
-MIG_DEVICE_CLASS = "mig.nvidia.com"
 
 # The EKS API spells taint effects differently from Kubernetes.
 
@@ -271,15 +268,13 @@ def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernete
 
 def _device_request(template: ClaimTemplateConfig) -> dict[str, Any]:
     exactly: dict[str, Any] = {"allocationMode": "ExactCount", "count": template.count}
+    exactly["deviceClassName"] = template.device_class
+    selector = None
     if template.mig_profile is not None:
-        exactly["deviceClassName"] = MIG_DEVICE_CLASS
         selector = f"{_attribute('profile')} == '{template.mig_profile}'"
-    else:
-        exactly["deviceClassName"] = GPU_DEVICE_CLASS
-        selector = None
-        if template.min_memory_gib is not None:
-            # The driver publishes memory in bytes as a quantity; compareTo orders quantities.
-            selector = f"device.capacity['{DRA_DRIVER}'].memory.compareTo(quantity('{template.min_memory_gib}Gi')) >= 0"
+    elif template.min_memory_gib is not None:
+        # The driver publishes memory in bytes as a quantity; compareTo orders quantities.
+        selector = f"device.capacity['{DRA_DRIVER}'].memory.compareTo(quantity('{template.min_memory_gib}Gi')) >= 0"
     if selector is not None:
         exactly["selectors"] = [{"cel": {"expression": selector}}]
     return {"name": "gpu", "exactly": exactly}

@@ -28,12 +28,15 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from config import namespaces
+from config.autoscaling import SERVER_STARTUP_SECONDS
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
 from config.labels import (
     APP_NAME_LABEL,
+    DRA_DEVICE_CLASSES,
     LOCAL_QUEUE,
     NAMESPACE_NAME_LABEL,
     TENANT_LABEL,
+    device_class_resource,
 )
 from config.system_capacity import KUEUE
 from config.tenants import QueueingConfig
@@ -64,6 +67,32 @@ TRAINING_OPERATOR_FRAMEWORKS: tuple[str, ...] = (
 # v1beta1's `enable` (fairsharing.Enabled is `cfg.FairSharing != nil`) and has no default for the
 # strategies, which validation requires. These are v1beta1's defaults and the docs' example.
 FAIR_SHARING_PREEMPTION_STRATEGIES: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+# waitForPodsReady: an admitted workload whose pods are not all ready by `timeout` is evicted, its
+# quota released, and requeued after a backoff (v1beta2 defaults.go turns it on with a 30-minute
+# timeout; we size it). The timeout covers the slowest normal start of the platform's model server:
+# Karpenter gives a NodeClaim 5 minutes to launch and 15 to register its node before replacing it
+# (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/lifecycle/liveness.go, LaunchTimeout and
+# registrationTimeout); the GPU Operator readies the node and the server's image (vLLM's is ~10 GB) is
+# pulled; then the server's startup probe allows SERVER_STARTUP_SECONDS to load the model.
+NODE_LAUNCH_SECONDS = (5 + 15) * 60
+NODE_SETUP_SECONDS = 10 * 60
+PODS_READY_TIMEOUT_SECONDS = NODE_LAUNCH_SECONDS + NODE_SETUP_SECONDS + SERVER_STARTUP_SECONDS
+# Requeue backoff after an eviction: base x 2^(n-1) plus jitter, capped (pkg/controller/core/
+# workload_controller.go via workload.UpdateRequeueState); these are v1beta2's defaults, written out.
+# No backoffLimitCount: a model server's pod is requeued for as long as it exists, never deactivated.
+REQUEUE_BACKOFF_BASE_SECONDS = 60
+REQUEUE_BACKOFF_MAX_SECONDS = 3600
+
+# Resources Kueue leaves out of its accounting (pkg/workload/workload.go, dropExcludedResources: a
+# prefix match on the resource name). With the default quotaCheckStrategy BlockUndeclared a workload
+# requesting any resource its ClusterQueue does not cover is never admitted
+# (pkg/scheduler/flavorassigner/flavorassigner.go); IgnoreUndeclared would be no better, since it would
+# also let a GPU resource a tenant has no quota for (another pool's MIG profile) through. These are
+# node-local and come with every node the pod's flavor selects, so no tenant can take them from another:
+# scratch disk, huge pages, and the VPC CNI's devices (`vpc.amazonaws.com/efa` on EFA instances,
+# `vpc.amazonaws.com/pod-eni` for security groups per pod).
+EXCLUDED_RESOURCE_PREFIXES: tuple[str, ...] = ("ephemeral-storage", "hugepages-", "vpc.amazonaws.com/")
 
 # The chart's own `managerConfig.controllerManagerConfigYaml` at v0.19.2 (comments dropped). Our
 # YAML replaces it whole, so we start from it and change only what `manager_config` says.
@@ -157,7 +186,7 @@ class Queueing(pulumi.ComponentResource):
             release_name=RELEASE_NAME,
             pin=chart,
             namespace=NAMESPACE,
-            values=kueue_values(),
+            values=kueue_values(flavors),
             opts=children.opts(self.namespace),
         )
         installed = [self.release]
@@ -212,7 +241,7 @@ class Queueing(pulumi.ComponentResource):
 
 # --- controller builders -------------------------------------------------------------------------
 
-def kueue_values() -> dict[str, Any]:
+def kueue_values(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
     """Helm values: two replicas on the system nodes, our controller config; the chart's defaults otherwise."""
     return {
         "controllerManager": {
@@ -237,14 +266,14 @@ def kueue_values() -> dict[str, Any]:
             ],
             **on_system_nodes(),
         },
-        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml()},
+        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(flavors)},
         # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
         **CHART_SCRAPE_VALUES["kueue"],
     }
 
 
-def manager_config() -> dict[str, Any]:
-    """The controller's Configuration: the chart's default plus exactly four changes.
+def manager_config(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
+    """The controller's Configuration: the chart's default plus exactly these changes.
 
     1. Integrations: the training operator's kinds besides the chart's list (`batch/job`, `pod`, ...).
     2. Jobs without a queue name in tenant namespaces are managed (`manageJobsWithoutQueueName`)
@@ -255,6 +284,10 @@ def manager_config() -> dict[str, Any]:
        managed. With the tenant's LocalQueue named `default`, such jobs run under its quota.
     3. Fair sharing on: a `fairSharing` section (see FAIR_SHARING_PREEMPTION_STRATEGIES).
     4. ClusterQueue resource metrics on (`metrics.enableClusterQueueResources`), for quota alerts.
+    5. `waitForPodsReady`: admitted work that never starts gives its quota back (PODS_READY_TIMEOUT_SECONDS).
+    6. `resources`: node-local resources left out of quota (EXCLUDED_RESOURCE_PREFIXES), and, where a
+       pool allocates GPUs through DRA, the driver's DeviceClasses mapped to quota resources
+       (`device_class_mappings`).
     """
     config = copy.deepcopy(CHART_DEFAULT_MANAGER_CONFIG)
     frameworks = config["integrations"]["frameworks"]
@@ -264,11 +297,45 @@ def manager_config() -> dict[str, Any]:
     config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_PREEMPTION_STRATEGIES)}
     # Per-ClusterQueue usage and quota gauges, which the quota alert and the tenant dashboard read.
     config["metrics"] = {**config["metrics"], "enableClusterQueueResources": True}
+    config["waitForPodsReady"] = {
+        "timeout": duration(PODS_READY_TIMEOUT_SECONDS),
+        "requeuingStrategy": {
+            "timestamp": "Eviction",
+            "backoffBaseSeconds": REQUEUE_BACKOFF_BASE_SECONDS,
+            "backoffMaxSeconds": REQUEUE_BACKOFF_MAX_SECONDS,
+        },
+    }
+    resources: dict[str, Any] = {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)}
+    mappings = device_class_mappings(flavors)
+    if mappings:
+        resources["deviceClassMappings"] = mappings
+    config["resources"] = resources
     return config
 
 
-def manager_config_yaml() -> str:
-    return yaml.safe_dump(manager_config(), sort_keys=False, default_flow_style=False)
+def device_class_mappings(flavors: Sequence[FlavorPlan]) -> list[dict[str, Any]]:
+    """Each DRA device class to the quota resource a DRA flavor carries, when any pool allocates through DRA.
+
+    Kueue charges a pod's ResourceClaimTemplate devices to the resource its class maps to; a class
+    with no mapping makes the workload inadmissible (pkg/dra/claims.go,
+    GetResourceRequestsForResourceClaimTemplates). The driver's two GPU classes are mapped together,
+    so a pool changing between whole GPUs and MIG does not change (and restart) Kueue.
+    """
+    if not any(flavor.pool.dra_device_class for flavor in flavors):
+        return []
+    return [
+        {"name": device_class_resource(device_class), "deviceClassNames": [device_class]}
+        for device_class in DRA_DEVICE_CLASSES
+    ]
+
+
+def manager_config_yaml(flavors: Sequence[FlavorPlan]) -> str:
+    return yaml.safe_dump(manager_config(flavors), sort_keys=False, default_flow_style=False)
+
+
+def duration(seconds: int) -> str:
+    """A Go duration (metav1.Duration): 2700 -> "45m", 90 -> "90s"."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
 
 
 def every_tenant_namespace() -> dict[str, Any]:

@@ -76,6 +76,14 @@ class ServingConfig(ConfigModel):
         return image
 
 
+# How long the platform's model server has to load its model: its startup probe fails this many
+# times, this many seconds apart, before the kubelet restarts the container (liveness and readiness
+# wait for it). Kueue's waitForPodsReady timeout is derived from it.
+SERVER_STARTUP_PROBE_FAILURES = 90
+SERVER_PROBE_PERIOD_SECONDS = 10
+SERVER_STARTUP_SECONDS = SERVER_STARTUP_PROBE_FAILURES * SERVER_PROBE_PERIOD_SECONDS
+
+
 class InferenceDeploymentConfig(ConfigModel):
     """An inference Deployment in the tenant's namespace that KEDA scales."""
 

@@ -16,10 +16,13 @@ from .labels import (
     DEVICE_PLUGIN_DEPLOY_LABEL,
     DRA_ALLOCATION,
     GPU_ALLOCATION_LABEL,
+    GPU_DEVICE_CLASS,
     GPU_MODEL_LABEL,
     GPU_RESOURCE,
     MIG_CONFIG_LABEL,
+    MIG_DEVICE_CLASS,
     POOL_LABEL,
+    device_class_resource,
 )
 from .node_pools import SPOT, NodePoolConfig, delete_timeout
 from .versions import AMI_RELEASES
@@ -54,9 +57,23 @@ class GpuPoolPlan:
         return self.name
 
     @property
+    def dra_device_class(self) -> str | None:
+        """The DeviceClass a DRA pool's devices belong to: MIG devices on a MIG pool, whole GPUs otherwise."""
+        if self.config.allocation != "dra":
+            return None
+        return MIG_DEVICE_CLASS if self.config.sharing.mode == "mig" else GPU_DEVICE_CLASS
+
+    @property
     def schedulable_units(self) -> dict[str, int]:
-        """What the scheduler (and Kueue) can hand out when the pool is at its limit, by resource name."""
+        """What the scheduler (and Kueue) can hand out when the pool is at its limit, by resource name.
+
+        A DRA pool advertises no extended resource: its devices are claimed through its DeviceClass,
+        and counted under that class's quota resource.
+        """
         sharing = self.config.sharing
+        if self.dra_device_class is not None:
+            per_gpu = sum(sharing.mig_layout.values()) if sharing.mode == "mig" and sharing.mig_layout else 1
+            return {device_class_resource(self.dra_device_class): self.gpu_limit * per_gpu}
         if sharing.mode == "timeSlicing":
             assert sharing.replicas is not None
             return {GPU_RESOURCE: self.gpu_limit * sharing.replicas}

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 
 from .capacity import GpuPoolPlan, mig_resource
 from .errors import Problems, show
-from .labels import CAPACITY_TYPE_LABEL, CPU_POOL_NAME, GPU_RESOURCE, POOL_LABEL
+from .labels import (
+    CAPACITY_TYPE_LABEL,
+    CPU_POOL_NAME,
+    DEVICE_CLASS_RESOURCE_SUFFIX,
+    GPU_RESOURCE,
+    POOL_LABEL,
+    device_class_resource,
+)
 from .namespaces import RESERVED_NAMESPACES
 from .tenants import FlavorQuota, QueueingConfig, TenantConfig
 
@@ -46,8 +53,16 @@ class FlavorPlan:
 
     @property
     def resources_per_unit(self) -> dict[str, int]:
-        """What one unit of quota is in Kubernetes resources: a GPU, a slice, or a GPU's MIG devices."""
+        """What one unit of quota is in Kubernetes resources: a GPU, a slice, or a GPU's MIG devices.
+
+        On a DRA pool those are devices of its DeviceClass, counted under the class's quota resource
+        (`config.labels.device_class_resource`), never `nvidia.com/gpu`, which DRA nodes do not advertise.
+        """
         sharing = self.pool.config.sharing
+        device_class = self.pool.dra_device_class
+        if device_class is not None:
+            devices = sum(sharing.mig_layout.values()) if sharing.mode == "mig" and sharing.mig_layout else 1
+            return {device_class_resource(device_class): devices}
         if sharing.mode == "mig" and sharing.mig_layout:
             if self.pool.mig_strategy == "single":
                 return {GPU_RESOURCE: sum(sharing.mig_layout.values())}
@@ -132,8 +147,12 @@ class TenantPlan:
             "services.nodeports": "0",
         }
         for resource in self.covered_resources[2:]:
-            # Extended resources cannot be overcommitted: only the `requests.` form exists for them.
-            hard[f"requests.{resource}"] = str(admissible.get(resource, 0))
+            if resource.endswith(DEVICE_CLASS_RESOURCE_SUFFIX):
+                # Devices claimed from a DRA DeviceClass: the quota counts them under this very name.
+                hard[resource] = str(admissible.get(resource, 0))
+            else:
+                # Extended resources cannot be overcommitted: only the `requests.` form exists for them.
+                hard[f"requests.{resource}"] = str(admissible.get(resource, 0))
         return dict(sorted(hard.items()))
 
 

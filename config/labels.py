@@ -35,6 +35,22 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Every GPU node carries this taint: an untainted GPU node would take CPU pods, which would then keep
 # an idle GPU node (and its bill) alive. GPU pods tolerate it; the GPU Operator's operands do too.
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+# The DeviceClasses NVIDIA's DRA driver chart installs (kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1,
+# deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml): whole GPUs, and MIG
+# devices. Claim templates request them; Kueue's deviceClassMappings map them to quota resources.
+GPU_DEVICE_CLASS = "gpu.nvidia.com"
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+DRA_DEVICE_CLASSES: tuple[str, ...] = (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS)
+# The resource a ResourceQuota counts a DeviceClass's claimed devices under (Kubernetes
+# pkg/quota/v1/evaluator/core/resource_claims.go, V1ResourceByDeviceClass: `<class>` +
+# corev1.ResourceClaimsPerClass). Kueue's quota resource for the class has the same name, so the
+# ClusterQueue and the namespace's ResourceQuota count the same devices under one name.
+DEVICE_CLASS_RESOURCE_SUFFIX = ".deviceclass.resource.k8s.io/devices"
+
+
+def device_class_resource(device_class: str) -> str:
+    """`gpu.nvidia.com` -> `gpu.nvidia.com.deviceclass.resource.k8s.io/devices`."""
+    return device_class + DEVICE_CLASS_RESOURCE_SUFFIX
 
 # --- the system node group ------------------------------------------------------------------------
 # Controllers (Karpenter, the GPU Operator, Prometheus, KEDA, Kueue) select these nodes by the label

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from .base import ConfigModel
+from .labels import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 # Karpenter's own patterns (karpenter.sh_nodepools.yaml at v1.14.1), so a typo fails here, not in the API server.
@@ -344,9 +345,14 @@ class ClaimTemplateConfig(ConfigModel):
         None,
         alias="minMemoryGiB",
         ge=1,
-        description="Whole GPUs with at least this much memory (gpu.nvidia.com); an 80 GB GPU publishes about 79.6Gi.",
+        description="Whole GPUs with at least this much memory (gpu.nvidia.com); an 80 GB GPU publishes about 79.6Gi. "
+        "Refused with Kueue 0.19, which admits a claim with a selector only once a matching device is published.",
     )
-    mig_profile: str | None = Field(None, description="A MIG device of this profile, e.g. `3g.40gb` (mig.nvidia.com).")
+    mig_profile: str | None = Field(
+        None,
+        description="A MIG device of this profile, e.g. `3g.40gb` (mig.nvidia.com). Refused with Kueue 0.19, as "
+        "minMemoryGiB; without it a claim takes any MIG device of the DRA pools.",
+    )
 
     @field_validator("name", "namespace")
     @classmethod
@@ -354,6 +360,11 @@ class ClaimTemplateConfig(ConfigModel):
         if not _DNS_LABEL.match(value):
             raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
         return value
+
+    @property
+    def device_class(self) -> str:
+        """The DRA driver's DeviceClass the claim's devices come from: MIG devices or whole GPUs."""
+        return MIG_DEVICE_CLASS if self.mig_profile is not None else GPU_DEVICE_CLASS
 
     @model_validator(mode="after")
     def _one_selector(self) -> ClaimTemplateConfig:

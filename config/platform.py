@@ -17,6 +17,7 @@ from pydantic import BaseModel, RootModel, ValidationError
 
 from .autoscaling import AutoscalingConfig
 from .capacity import GpuPoolPlan, plan_gpu_pools
+from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
@@ -187,6 +188,8 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
                     f"{NAMESPACE}:gpu.dra.claimTemplates[{index}].namespace",
                     f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
                 )
+        if gpu.dra.enabled:
+            check_claim_templates(gpu.dra.claim_templates, tenant_plans, gpu_pools, problems)
     problems.raise_if_any()
 
     assert isinstance(region, str)

@@ -175,6 +175,13 @@ def _gpu_pools(config: PlatformConfig) -> str:
         "Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU "
         "(us-east-1 prices, 2026-07-20; config/catalog.py).\n"
     )
+    dra = [pool.name for pool in config.gpu_pools if pool.dra_device_class is not None]
+    if dra:
+        note += (
+            f"DRA pools ({', '.join(dra)}) advertise no `nvidia.com/gpu`: pods claim their GPUs through a "
+            "ResourceClaimTemplate, and Kueue and the namespace's ResourceQuota count them as devices of the "
+            "claim's DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`).\n"
+        )
     return "## GPU pools (Karpenter)\n\n" + table(
         [
             "pool",
@@ -217,7 +224,8 @@ def _tenants(config: PlatformConfig) -> str:
             ]
         )
     note = (
-        "\nGuaranteed and borrowable amounts are in each flavor's units (GPUs; GPU slices on time-sliced pools). "
+        "\nGuaranteed and borrowable amounts are in each flavor's units (GPUs; GPU slices on time-sliced pools; "
+        "on DRA pools GPUs claimed through ResourceClaimTemplates). "
         "Monthly cost: the guaranteed GPUs at on-demand prices, 730 hours.\n"
     )
     return "## Tenants\n\n" + table(

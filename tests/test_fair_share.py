@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from config import ConfigError
+from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX
 
 from .conftest import fixture_document, load
 
@@ -155,7 +156,10 @@ def test_resource_quota_is_never_below_what_kueue_can_admit(fixture_stack):
             for resource, (nominal, borrowing, _) in quota.resources().items():
                 if resource in ("cpu", "memory"):
                     continue
-                assert int(hard[f"requests.{resource}"]) >= nominal + borrowing, (tenant.name, resource)
+                # Devices of a DRA DeviceClass are counted under the class's name, without `requests.`
+                # (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go, V1ResourceByDeviceClass).
+                key = resource if resource.endswith(DEVICE_CLASS_RESOURCE_SUFFIX) else f"requests.{resource}"
+                assert int(hard[key]) >= nominal + borrowing, (tenant.name, resource)
 
 
 def test_mig_quotas_become_each_profile_per_gpu():

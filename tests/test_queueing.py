@@ -119,8 +119,16 @@ def test_gpu_flavors_follow_in_the_order_the_tenant_lists_them(config):
 def test_covered_resources_are_cpu_memory_and_every_gpu_resource(config):
     for plan in config.tenants:
         covered = group(queueing.cluster_queue(plan))["coveredResources"]
-        assert covered[:3] == ["cpu", "memory", "nvidia.com/gpu"]
+        assert covered[:2] == ["cpu", "memory"] and "nvidia.com/gpu" in covered
         assert covered == plan.covered_resources
+
+
+def test_dra_resources_are_covered_where_a_tenant_has_dra_quota():
+    covered = {name: group(q)["coveredResources"] for name, q in queues(_config("single-pool-dra")).items()}
+    assert covered == {
+        "ml-research": ["cpu", "memory", "gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "nvidia.com/gpu"],
+        "inference": ["cpu", "memory", "nvidia.com/gpu"],
+    }
 
 
 def test_mig_resources_are_covered_where_a_tenant_has_mig_quota():
@@ -257,7 +265,7 @@ def _unknown_keys(values: Any, defaults: Any, path: str = "") -> list[str]:
 
 
 def test_every_helm_value_is_a_key_of_the_pinned_chart(config):
-    assert _unknown_keys(queueing.kueue_values(), _chart_defaults()) == []
+    assert _unknown_keys(queueing.kueue_values(config.flavors), _chart_defaults()) == []
 
 
 def test_chart_default_config_is_the_pinned_charts(config):
@@ -266,21 +274,29 @@ def test_chart_default_config_is_the_pinned_charts(config):
 
 
 def test_controller_runs_on_the_system_nodes_with_two_replicas(config):
-    manager = queueing.kueue_values()["controllerManager"]
+    manager = queueing.kueue_values(config.flavors)["controllerManager"]
     assert manager["nodeSelector"] == {"CriticalAddonsOnly": "true"}
     assert manager["tolerations"] == [{"key": "CriticalAddonsOnly", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
     assert manager["replicas"] == 2 and manager["podDisruptionBudget"] == {"enabled": True, "minAvailable": 1}
 
 
 def _controller_config(config: PlatformConfig) -> dict[str, Any]:
-    return yaml.safe_load(queueing.kueue_values()["managerConfig"]["controllerManagerConfigYaml"])
+    return yaml.safe_load(queueing.kueue_values(config.flavors)["managerConfig"]["controllerManagerConfigYaml"])
 
 
 def test_controller_config_changes_the_chart_default_only_where_documented(config):
     ours = _controller_config(config)
     default = yaml.safe_load(_chart_defaults()["managerConfig"]["controllerManagerConfigYaml"])
     changed = {key for key in ours.keys() | default.keys() if ours.get(key) != default.get(key)}
-    assert changed == {"integrations", "manageJobsWithoutQueueName", "managedJobsNamespaceSelector", "fairSharing", "metrics"}
+    assert changed == {
+        "integrations",
+        "manageJobsWithoutQueueName",
+        "managedJobsNamespaceSelector",
+        "fairSharing",
+        "metrics",
+        "waitForPodsReady",
+        "resources",
+    }
     assert ours["metrics"] == {**default["metrics"], "enableClusterQueueResources": True}
     # Integrations are only added to: nothing the chart enables is dropped.
     default_frameworks = default["integrations"]["frameworks"]
@@ -304,6 +320,59 @@ def test_jobs_without_a_queue_name_are_managed_in_tenant_namespaces_only(config)
 
 
 
+def test_admitted_work_that_never_starts_gives_its_quota_back_after_the_slowest_model_server_start(config):
+    from config.autoscaling import SERVER_STARTUP_SECONDS
+
+    ready = _controller_config(config)["waitForPodsReady"]
+    # apis/config/v1beta2/configuration_types.go (v0.19.2): WaitForPodsReady{timeout, blockAdmission,
+    # requeuingStrategy{timestamp, backoffLimitCount, backoffBaseSeconds, backoffMaxSeconds}, recoveryTimeout}.
+    assert set(ready) <= {"timeout", "blockAdmission", "requeuingStrategy", "recoveryTimeout"}
+    assert set(ready["requeuingStrategy"]) <= {"timestamp", "backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"}
+    # Karpenter's launch (5 min) and registration (15 min) timeouts, node setup and image pull (10 min),
+    # then the server's startup probe (15 min): 45 minutes, more than Kueue's 30-minute default.
+    assert SERVER_STARTUP_SECONDS == 15 * 60
+    assert ready["timeout"] == "45m"
+    # Evicted work is requeued with backoff and never deactivated (no backoffLimitCount).
+    assert ready["requeuingStrategy"] == {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}
+
+
+def test_the_model_servers_startup_probe_allows_the_startup_kueue_waits_for():
+    from components.autoscaling.vllm import server_deployment
+    from config.autoscaling import SERVER_STARTUP_SECONDS
+
+    platform = _config("multi-pool")
+    tenant_plan, deployment = next((t, d) for t in platform.tenants for d in t.config.inference if d.serving)
+    flavor = next(q.flavor for q in tenant_plan.quotas if q.flavor.name == deployment.flavor)
+    [container] = server_deployment(tenant_plan, deployment, flavor)["spec"]["template"]["spec"]["containers"]
+    probe = container["startupProbe"]
+    assert probe["failureThreshold"] * probe["periodSeconds"] == SERVER_STARTUP_SECONDS
+
+
+def test_node_local_resources_are_left_out_of_quota_and_every_other_resource_is_checked(config):
+    resources = _controller_config(config)["resources"]
+    # BlockUndeclared stays Kueue's default (cmd/kueue/main.go quotaCheckStrategy): a GPU resource the
+    # tenant has no quota for keeps its pod out; IgnoreUndeclared would let it through uncounted.
+    assert "quotaCheckStrategy" not in resources
+    # dropExcludedResources (pkg/workload/workload.go) matches prefixes: none may catch a GPU resource.
+    prefixes = resources["excludeResourcePrefixes"]
+    assert prefixes == ["ephemeral-storage", "hugepages-", "vpc.amazonaws.com/"]
+    for flavor in config.flavors:
+        for resource in flavor.resources_per_unit:
+            assert not any(resource.startswith(prefix) for prefix in prefixes), resource
+    for resource in ("vpc.amazonaws.com/efa", "ephemeral-storage", "hugepages-2Mi"):
+        assert any(resource.startswith(prefix) for prefix in prefixes)
+
+
+def test_dra_device_classes_are_mapped_only_where_a_pool_allocates_through_dra(config):
+    resources = _controller_config(config)["resources"]
+    has_dra = any(flavor.pool.config.allocation == "dra" for flavor in config.flavors)
+    assert ("deviceClassMappings" in resources) is has_dra
+    for mapping in resources.get("deviceClassMappings", []):
+        # At most 16 mappings of at most 8 classes each (pkg/config/validation.go, validateDeviceClassMappings).
+        assert 1 <= len(mapping["deviceClassNames"]) <= 8
+    assert len(resources.get("deviceClassMappings", [])) <= 16
+
+
 def test_fair_sharing_is_on_with_valid_strategies(config):
     # v1beta2 has no `enable`: the section's presence turns it on, and it needs preemptionStrategies.
     assert _controller_config(config)["fairSharing"] == {
@@ -312,7 +381,7 @@ def test_fair_sharing_is_on_with_valid_strategies(config):
 
 
 def test_controller_config_is_deterministic(config):
-    assert queueing.manager_config_yaml() == queueing.manager_config_yaml()
+    assert queueing.manager_config_yaml(config.flavors) == queueing.manager_config_yaml(config.flavors)
 
 
 # --- conformance against the upstream schemas ----------------------------------------------------------
@@ -332,8 +401,8 @@ def test_kueue_objects_validate_against_the_v1beta2_crds(config):
     assert {m["apiVersion"] for m in manifests} == {"kueue.x-k8s.io/v1beta2"}
 
 
-def test_helm_values_pass_the_chart_conformance_check():
-    assert chart_values_problems("kueue", queueing.kueue_values()) == []
+def test_helm_values_pass_the_chart_conformance_check(config):
+    assert chart_values_problems("kueue", queueing.kueue_values(config.flavors)) == []
 
 
 # --- the component under mocks --------------------------------------------------------------------------

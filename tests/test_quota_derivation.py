@@ -20,6 +20,8 @@ MIG_1G = "nvidia.com/mig-1g.10gb"
 MIG_2G = "nvidia.com/mig-2g.20gb"
 MIG_3G = "nvidia.com/mig-3g.40gb"
 GPU = "nvidia.com/gpu"
+# Whole GPUs claimed through DRA: devices of the driver's gpu.nvidia.com DeviceClass.
+DRA_GPU = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
 
 
 def plan(fixture: str) -> PlatformConfig:
@@ -53,6 +55,9 @@ FLAVOR_UNITS = [
     ("multi-pool", "a100-spot", {GPU: 1}, 12, 144, 16, "GPUs"),
     # g6e.12xlarge gives 12 vCPU / 96 GiB per GPU, .24xlarge and .48xlarge 24 / 192: the most is 24 / 192.
     ("multi-pool", "l40s-on-demand", {GPU: 1}, 24, 192, 16, "GPUs"),
+    # g6.xlarge 4 vCPU 16 GiB, g6.2xlarge 8 / 32, one L4 each: the most is 8 / 32. A unit is one device
+    # of the DRA driver's whole-GPU class, never nvidia.com/gpu (DRA nodes do not advertise it).
+    ("single-pool-dra", "l4-dra-on-demand", {DRA_GPU: 1}, 8, 32, 2, "GPUs"),
 ]
 
 
@@ -97,6 +102,8 @@ POOLS = [
     ("multi-pool", "gpu-a100", 16, {GPU: 16}, 43.92, "v20260903", True),
     # g6e.12xlarge is cheapest per GPU: 10.49264 / 4 x 16 = 41.97056; Bottlerocket's pinned release.
     ("multi-pool", "gpu-l40s", 16, {GPU: 16}, 41.97, "v1.57.0", True),
+    # 2 L4s through DRA, as devices of gpu.nvidia.com; g6.xlarge at 0.8048 USD/h x 2 = 1.6096.
+    ("single-pool-dra", "gpu-l4-dra", 2, {DRA_GPU: 2}, 1.61, "v20260903", True),
 ]
 
 
@@ -148,6 +155,12 @@ RESOURCE_QUOTAS = [
     ("single-pool", "ml-research", {
         **BASE, "requests.cpu": "352", "requests.memory": "2688Gi", "limits.memory": "2688Gi",
         "requests.nvidia.com/gpu": "20", "services.loadbalancers": "0",
+    }),
+    # single-pool's numbers plus the DRA flavor: cpu 352 + 2 x 8 = 368; memory 2688 + 2 x 32 = 2752 GiB;
+    # the two L4s counted under the DeviceClass's quota name, as a claim charges them.
+    ("single-pool-dra", "ml-research", {
+        **BASE, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
+        "requests.nvidia.com/gpu": "20", DRA_GPU: "2", "services.loadbalancers": "0",
     }),
     # cpu 16 + (12 + 4) x 16 = 272; memory 64 + 16 x 128 = 2112 GiB; lending changes nothing here.
     ("single-pool", "inference", {

@@ -1,0 +1,98 @@
+"""GPUs through DRA claim templates, as Kueue admits them: what a pod is charged, and where it fits.
+
+Kueue (kubernetes-sigs/kueue v0.19.2, KueueDRAIntegration on by default: pkg/features/kube_features.go)
+charges a pod that uses a ResourceClaimTemplate in pkg/dra/claims.go,
+GetResourceRequestsForResourceClaimTemplates:
+1. each `exactly` request with allocationMode ExactCount counts `count` devices of its deviceClassName
+   (countDevicesPerClass; FirstAvailable, AllocationMode All and adminAccess make the pod inadmissible);
+2. a request with CEL selectors is admitted only when enough matching devices are already published in
+   ResourceSlices (validateCELSelectorsAgainstDevices: "insufficient matching devices", retried);
+3. each class is looked up in `resources.deviceClassMappings` (pkg/dra/mapper.go, Lookup); an unmapped
+   class makes the workload inadmissible;
+4. the mapped resource is charged like any other against the ClusterQueue's flavors.
+
+The platform maps each of the driver's classes to `device_class_resource(class)` (components/queueing.py)
+and gives DRA flavors quota in it (`FlavorPlan.resources_per_unit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .capacity import GpuPoolPlan
+from .errors import Problems
+from .fair_share import TenantPlan
+from .labels import device_class_resource
+from .node_pools import ClaimTemplateConfig
+
+ROOT = "gpu-platform:gpu.dra.claimTemplates"
+
+
+def claim_charge(template: ClaimTemplateConfig) -> dict[str, int]:
+    """What Kueue charges one pod that uses the template: `count` devices of its class, under the mapped resource."""
+    return {device_class_resource(template.device_class): template.count}
+
+
+def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
+    """The tenant's flavors where a pod charged this much fits nominal plus borrowing, in the queue's order."""
+    return [
+        quota.flavor.name
+        for quota in tenant.quotas
+        if all(amount <= sum(quota.resources().get(resource, (0, 0, None))[:2]) for resource, amount in charge.items())
+    ]
+
+
+def devices_per_node(pool: GpuPoolPlan) -> int:
+    """Devices of its class the pool's largest node publishes: a claim's devices all come from one node."""
+    layout = pool.config.sharing.mig_layout
+    per_gpu = sum(layout.values()) if pool.config.sharing.mode == "mig" and layout else 1
+    return max(t.gpus for t in pool.instance_types) * per_gpu
+
+
+def check_claim_templates(
+    templates: Sequence[ClaimTemplateConfig],
+    tenants: Sequence[TenantPlan],
+    pools: Sequence[GpuPoolPlan],
+    problems: Problems,
+) -> None:
+    """Every claim template's pods can be admitted by Kueue and placed on one node of a DRA pool."""
+    by_namespace = {tenant.namespace: tenant for tenant in tenants}
+    for index, template in enumerate(templates):
+        key = f"{ROOT}[{index}]"
+        selector = "minMemoryGiB" if template.min_memory_gib is not None else "migProfile" if template.mig_profile else None
+        if selector is not None:
+            problems.add(
+                f"{key}.{selector}",
+                "makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching devices are "
+                "already published (pkg/dra/claims.go); DRA pools scale from zero for admitted pods only, so it "
+                f"would wait forever: remove {selector} to take any device of class {template.device_class}",
+            )
+        pools_of_class = [pool for pool in pools if pool.dra_device_class == template.device_class]
+        if not pools_of_class:
+            dra_pools = [pool.name for pool in pools if pool.dra_device_class is not None]
+            if template.mig_profile is None and dra_pools:
+                # (MIG claims without a MIG pool, and claims without any DRA pool: config/platform.py says so.)
+                problems.add(
+                    key,
+                    f"takes whole GPUs (class {template.device_class}), but every DRA pool ({', '.join(dra_pools)}) is "
+                    "partitioned into MIG devices (class mig.nvidia.com): add a DRA pool without MIG",
+                )
+            continue
+        most = max(devices_per_node(pool) for pool in pools_of_class)
+        if template.count > most:
+            problems.add(
+                f"{key}.count",
+                f"{template.count} devices of class {template.device_class} in one claim, but the largest node of "
+                f"the DRA pools ({', '.join(p.name for p in pools_of_class)}) has {most}: lower it to {most}",
+            )
+        tenant = by_namespace.get(template.namespace)
+        if tenant is None:
+            continue  # config/platform.py names the missing tenant
+        resource = device_class_resource(template.device_class)
+        if not admitting_flavors(tenant, claim_charge(template)):
+            problems.add(
+                key,
+                f"pods using it are charged {template.count} {resource}, and tenant {tenant.name} has no flavor with "
+                "that much quota (nominal + borrowing), so Kueue never admits them: give the tenant quota on a "
+                f"DRA flavor of class {template.device_class}",
+            )
