@@ -81,6 +81,20 @@ class FlavorPlan:
         return max(1, per_gpu // self._slices_per_gpu)
 
     @property
+    def server_cpu_millis_per_unit(self) -> int:
+        """Millicores a platform-served model server requests per unit: half the per-GPU vCPUs of the pool's
+        smallest instance type (so a replica fits any node of the pool beside the daemonsets), split among
+        the GPU's slices, so a time-sliced node holds a replica per slice and Kueue admits one per unit."""
+        per_gpu = min(t.vcpu * 1000 // t.gpus for t in self.pool.instance_types)
+        return per_gpu // 2 // self._slices_per_gpu
+
+    @property
+    def server_memory_mib_per_unit(self) -> int:
+        """MiB a platform-served model server requests per unit, sized as `server_cpu_millis_per_unit`."""
+        per_gpu = min(t.memory_gib * 1024 // t.gpus for t in self.pool.instance_types)
+        return per_gpu // 2 // self._slices_per_gpu
+
+    @property
     def _slices_per_gpu(self) -> int:
         sharing = self.pool.config.sharing
         return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1

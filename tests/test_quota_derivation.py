@@ -256,3 +256,33 @@ def test_what_kueue_can_admit_is_the_tenants_own_cpu_and_memory_plus_nominal_and
         "cpu": 896, "memory": 8064, GPU: 20, MIG_1G: 32, MIG_2G: 16, MIG_3G: 16,
     }
     assert tenant("single-pool", "inference").admissible() == {"cpu": 272, "memory": 2112, GPU: 16}
+
+
+# --- platform-served model servers: sized per unit, so Kueue admits one per unit ----------------------
+
+SERVER_SIZES = [
+    # g6e.xlarge is the smallest per GPU (4 vCPU, 32 GiB); half of it, split among 4 slices: 500m, 4 GiB.
+    ("single-pool", "l40s-on-demand", "500m", "4Gi"),
+    # p4d.24xlarge: half of 12 vCPU and 144 GiB per GPU.
+    ("multi-pool", "a100-spot", "6", "72Gi"),
+    # g6e.12xlarge is the smallest per GPU (12 vCPU, 96 GiB): half of it.
+    ("multi-pool", "l40s-on-demand", "6", "48Gi"),
+]
+
+
+@pytest.mark.parametrize("fixture, name, cpu, memory", SERVER_SIZES)
+def test_a_model_server_replica_gets_half_the_smallest_nodes_share_per_gpu_split_among_its_slices(fixture, name, cpu, memory):
+    from components.autoscaling.vllm import server_cpu_memory
+
+    assert server_cpu_memory(flavor(fixture, name), 1) == (cpu, memory)
+
+
+@pytest.mark.parametrize("fixture", ["single-pool", "multi-pool", "single-pool-dra"])
+def test_kueue_admits_as_many_model_server_replicas_as_the_flavors_units(fixture):
+    # A replica of n units requests n x the per-unit server share; Kueue admits n x cpu_per_unit and
+    # memory_gib_per_unit with each unit, so cpu and memory never admit fewer replicas than the GPU
+    # units the config check counts (config/fair_share.py, _check_inference).
+    for found in plan(fixture).flavors:
+        assert found.server_cpu_millis_per_unit <= found.cpu_per_unit * 1000, found.name
+        assert found.server_memory_mib_per_unit <= found.memory_gib_per_unit * 1024, found.name
+        assert found.server_cpu_millis_per_unit > 0 and found.server_memory_mib_per_unit > 0, found.name

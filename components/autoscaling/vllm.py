@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from config.autoscaling import InferenceDeploymentConfig
+from config.autoscaling import SERVER_PROBE_PERIOD_SECONDS, SERVER_STARTUP_PROBE_FAILURES, InferenceDeploymentConfig
 from config.fair_share import FlavorPlan, TenantPlan
 from config.labels import APP_NAME_LABEL, GPU_RESOURCE, LOCAL_QUEUE, QUEUE_NAME_LABEL
 
@@ -26,9 +26,6 @@ PRESTOP_DRAIN_SECONDS = 90
 # Longer than the whole warning (120 s + 30 s margin) so the kubelet never SIGKILLs a draining server
 # first; on on-demand nodes (consolidation, rollouts) it bounds drain + shutdown the same way.
 TERMINATION_GRACE_SECONDS = 150
-# Model download and load can take minutes: liveness waits for the startup probe, up to 15 minutes.
-STARTUP_PROBE_FAILURES = 90
-PROBE_PERIOD_SECONDS = 10
 CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is not writable as non-root
 
 # `pulumi up` does not wait for the server to serve. A replica becomes ready only after Kueue admits
@@ -67,7 +64,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     serving = deployment.serving
     assert serving is not None
     gpus = deployment.gpus_per_replica
-    cpu, memory_gib = server_cpu_memory(flavor, gpus)
+    cpu, memory = server_cpu_memory(flavor, gpus)
     args = ["--model", serving.model, "--port", str(serving.port)]
     if gpus > 1:
         args += ["--tensor-parallel-size", str(gpus)]  # otherwise vLLM uses one of the GPUs it holds
@@ -79,7 +76,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     if gpus > 1:
         # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.
         volumes.append(("/dev/shm", {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{2 * gpus}Gi"}}))
-    probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": PROBE_PERIOD_SECONDS}
+    probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": SERVER_PROBE_PERIOD_SECONDS}
     labels = deployment_labels(deployment)
     # Deep-copied: the manifest shares no dict between its fields (or with HPA_BEHAVIOR-like constants).
     return copy.deepcopy({
@@ -125,14 +122,15 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
                                 {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
                             ],
                             "resources": {
-                                "requests": {"cpu": str(cpu), "memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
-                                "limits": {"memory": f"{memory_gib}Gi", GPU_RESOURCE: str(gpus)},
+                                "requests": {"cpu": cpu, "memory": memory, GPU_RESOURCE: str(gpus)},
+                                "limits": {"memory": memory, GPU_RESOURCE: str(gpus)},
                             },
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "capabilities": {"drop": ["ALL"]},
                             },
-                            "startupProbe": {**probe, "failureThreshold": STARTUP_PROBE_FAILURES},
+                            # Model download and load can take minutes: liveness waits for the startup probe.
+                            "startupProbe": {**probe, "failureThreshold": SERVER_STARTUP_PROBE_FAILURES},
                             "readinessProbe": {**probe, "failureThreshold": 3},
                             "livenessProbe": {**probe, "failureThreshold": 6, "timeoutSeconds": 5},
                             # Keep serving in-flight requests while the endpoint removal propagates.
@@ -147,13 +145,11 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     })
 
 
-def server_cpu_memory(flavor: FlavorPlan, gpus: int) -> tuple[int, int]:
-    """vCPUs and GiB for a replica: half the per-GPU share of the pool's smallest instance type, per GPU,
-    so a replica fits any node of the pool beside the daemonsets. (A derived number: move it to
-    FlavorPlan in config/ when a second reader appears.)"""
-    vcpu_per_gpu = min(t.vcpu // t.gpus for t in flavor.pool.instance_types)
-    memory_per_gpu = min(t.memory_gib // t.gpus for t in flavor.pool.instance_types)
-    return max(1, vcpu_per_gpu // 2) * gpus, max(4, memory_per_gpu // 2) * gpus
+def server_cpu_memory(flavor: FlavorPlan, gpus: int) -> tuple[str, str]:
+    """cpu and memory quantities for a replica of `gpus` flavor units (`FlavorPlan.server_*_per_unit`)."""
+    cpu = flavor.server_cpu_millis_per_unit * gpus
+    memory = flavor.server_memory_mib_per_unit * gpus
+    return (str(cpu // 1000) if cpu % 1000 == 0 else f"{cpu}m"), (f"{memory // 1024}Gi" if memory % 1024 == 0 else f"{memory}Mi")
 
 
 def server_service(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
