@@ -176,11 +176,30 @@ def operator_values(pools: Sequence[GpuPoolPlan], gpu: GpuConfig) -> dict[str, A
         # GPU metrics for the monitoring stack; the operator skips the ServiceMonitor until its CRD exists.
         # honorLabels: the exporter labels each GPU with the `namespace`, `pod` and `container` using it;
         # without it Prometheus renames them exported_* and every per-workload query (KEDA's) finds nothing.
-        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True, "honorLabels": True}},
+        "dcgmExporter": dcgm_exporter_values(pools),
         # NFD's master and garbage collector are controllers too; its workers keep the subchart
         # defaults, whose tolerations already include the GPU taint, so they label GPU nodes.
         "node-feature-discovery": {"master": on_system_nodes(), "gc": on_system_nodes()},
     }
+
+
+def dcgm_exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
+    """The operator's dcgm-exporter: scraped with its own labels; per-pod series on time-sliced GPUs.
+
+    NVIDIA/dcgm-exporter (the release GPU Operator v26.7.0 deploys; upstream/metrics/dcgm-exporter/):
+    without KUBERNETES_VIRTUAL_GPUS (pkg/cmd/app.go, default false) a shared GPU's series name one of the
+    pods sharing it (internal/pkg/transformation/kubernetes.go, toDeviceToPod keeps the last), so the
+    others' per-pod queries, KEDA's included, find nothing. With it the exporter writes a copy of each
+    series per pod, and for DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED each pod's own share, which it
+    finds by mapping the GPU's processes to pods through /proc/<pid>/cgroup (pidmapper.go): hence
+    hostPID. The chart's env and hostPID apply to every node's exporter, so both are on whenever a
+    pool time-slices; whole and MIG GPUs map to pods the same way either way.
+    """
+    values: dict[str, Any] = {"enabled": True, "serviceMonitor": {"enabled": True, "honorLabels": True}}
+    if any(pool.config.sharing.mode == "timeSlicing" for pool in pools):
+        values["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+        values["hostPID"] = True
+    return values
 
 
 def time_slicing_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:

@@ -61,6 +61,13 @@ SYSTEM_NODE_TAINT = {"key": "CriticalAddonsOnly", "value": "true", "effect": "NO
 # --- workloads ------------------------------------------------------------------------------------
 # The recommended label naming an application; Services and PodDisruptionBudgets select by it.
 APP_NAME_LABEL = "app.kubernetes.io/name"
+# The convention a model server's pods follow to be scraped, the platform's vLLM servers and a tenant's
+# own alike: the pod carries SERVING_METRICS_LABEL: "true" and serves Prometheus text at /metrics on a
+# container port named SERVING_METRICS_PORT. One PodMonitor per tenant namespace with inference
+# deployments selects exactly these pods; the queue-depth trigger reads what it scrapes.
+SERVING_METRICS_LABEL = "gpu-platform/serving-metrics"
+SERVING_METRICS_PORT = "http"
+SERVING_METRICS_PATH = "/metrics"
 
 # --- namespaces -----------------------------------------------------------------------------------
 # Every tenant namespace carries this label with the tenant's name as its value; Kueue manages the

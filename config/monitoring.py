@@ -12,6 +12,9 @@ from .errors import duplicates
 
 _RETENTION = re.compile(r"^[0-9]+(h|d|w|y)$")
 _RECEIVER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+_ABSOLUTE_URL = re.compile(r"^https?://[^\s/#?]+(/[^\s#?]*)?$")
+# The runbooks as this repository publishes them (docs/runbooks.md); each alert links to its section.
+DEFAULT_RUNBOOK_BASE_URL = "https://github.com/gpu-platform/gpu-platform/blob/main/docs/runbooks.md"
 Severity = Literal["critical", "warning", "info"]
 
 
@@ -69,6 +72,19 @@ class MonitoringConfig(ConfigModel):
     idle_gpu_hours: int = Field(
         1, ge=1, le=48, description="Hours a GPU may stay allocated at ~0% utilisation before the waste alert fires."
     )
+    runbook_base_url: str = Field(
+        DEFAULT_RUNBOOK_BASE_URL,
+        description="Absolute URL of the runbooks page (docs/runbooks.md as your fork publishes it, or an internal "
+        "wiki page with the same `#<alertname>` anchors); every alert's `runbook_url` is this plus `#<alert name in "
+        "lowercase>`. The default is this repository's docs.",
+    )
+
+    @field_validator("runbook_base_url")
+    @classmethod
+    def _absolute_url(cls, url: str) -> str:
+        if not _ABSOLUTE_URL.match(url):
+            raise ValueError("is not an absolute http(s) URL without a fragment, e.g. 'https://wiki.example.com/gpu-runbooks'")
+        return url
 
     @field_validator("retention")
     @classmethod

@@ -109,6 +109,12 @@ CHARTS: dict[str, ChartPin] = {
 }
 
 
+# The vLLM release whose metrics the queue-depth trigger and the dashboards read (vllm/v1/metrics/loggers.py,
+# vendored in upstream/metrics/vllm/). A stack's `serving.image` picks the image it runs; one of another
+# release may name its metrics differently.
+VLLM = "v0.11.0"
+
+
 @dataclass(frozen=True)
 class HelmInstall:
     """How `pulumi up` installs and upgrades a chart's release (pulumi-kubernetes helm.v3.Release).

@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     vendor.add_argument("--from-git", action="append", default=[], metavar="DIR",
                         help="a git dir to read a repository from instead of cloning it: owner/name=DIR, or a DIR "
                         "whose origin remote or `<owner>+<name>` folder names it (repeatable)")
+    metrics = commands.add_parser("vendor-metrics", help="fetch the pinned exporters' metric definitions into upstream/metrics/")
+    metrics.add_argument("--from-git", action="append", default=[], metavar="DIR", help="as for `vendor`")
+    metrics.add_argument("--from-wheel", action="append", default=[], metavar="PACKAGE=WHEEL",
+                         help="a released wheel to read a PyPI source from (vllm=vllm-0.11.0-...whl)")
+    commands.add_parser("metrics-inventory", help="regenerate upstream/metrics-inventory.json from upstream/metrics/")
     args = parser.parse_args(argv)
 
     if args.command == "validate":
@@ -50,6 +55,16 @@ def main(argv: list[str] | None = None) -> int:
         from .vendor import main as vendor_main
 
         return vendor_main(args.charts, args.from_git)
+
+    if args.command == "vendor-metrics":
+        from .metrics_inventory import vendor_metric_sources
+
+        return vendor_metric_sources(args.from_git, args.from_wheel)
+
+    if args.command == "metrics-inventory":
+        from .metrics_inventory import write_inventory
+
+        return write_inventory()
 
     try:
         stack = load_stack(args.stack)

@@ -7,10 +7,17 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
+from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
-from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+from config.labels import (
+    SERVING_METRICS_LABEL,
+    SERVING_METRICS_PATH,
+    SERVING_METRICS_PORT,
+    SYSTEM_NODE_LABELS,
+    SYSTEM_NODE_TAINT,
+)
 
 from .deploy_path import render_deploy_path
 
@@ -274,8 +281,9 @@ def _capacity(config: PlatformConfig) -> str:
 
 def _alerts(config: PlatformConfig) -> str:
     rows = [
-        [f"`{a.name}`", a.severity, f"`{a.expr.replace('|', chr(92) + '|')}`" + (f" for {a.for_}" if a.for_ != "0m" else "")]
-        for a in alert_rules(config.monitoring.idle_gpu_hours)
+        [f"[`{a.name}`]({a.runbook_url(config.monitoring.runbook_base_url)})", a.severity,
+         a.watches + (f", for {a.for_}" if a.for_ != "0m" else ""), a.quiet]
+        for a in alert_rules(config.monitoring)
     ]
     receivers = (
         ", ".join(f"`{r.name}` ({', '.join(r.severities)})" for r in config.monitoring.receivers) or "none (alerts are dropped)"
@@ -283,8 +291,16 @@ def _alerts(config: PlatformConfig) -> str:
     return (
         "## Alerts\n\n"
         f"Prometheus keeps {config.monitoring.retention} on a {config.monitoring.storage_gib} GiB gp3 volume; "
-        f"receivers: {receivers}.\n\n"
-        + table(["alert", "severity", "condition"], rows)
+        f"receivers: {receivers}. Each alert links to its runbook.\n\n"
+        + table(["alert", "severity", "watches", "quiet when"], rows)
+        + "\n**When metrics go missing.** An alert whose series is gone goes quiet rather than firing; the lost "
+        "scrape itself fires kube-prometheus-stack's own `TargetDown` (its default general rules), and a renamed "
+        "metric or label is caught before deploy by the metric inventory test. A KEDA trigger whose query "
+        "returns nothing reads 0: the deployment scales down to its `minReplicas` and gives its GPUs back, and "
+        "`KedaTriggerWithoutData` fires after 15 minutes. A trigger whose query fails (Prometheus down or the "
+        "query refused) is an error: after 3 failed polls (45 s) KEDA holds the replicas running at that moment "
+        f"(at least {config.autoscaling.fallback_replicas}), never scales a loaded deployment down, and scales "
+        "again at the first answer; `KedaScalerErrors` fires after 10 minutes.\n"
     )
 
 
@@ -308,9 +324,14 @@ def _autoscaling(config: PlatformConfig) -> str:
             ]
         )
     note = (
-        "\nKEDA polls Prometheus every 15 s; an empty query is an error, and after 3 in a row KEDA holds at least "
-        f"{config.autoscaling.fallback_replicas} replica(s) (never fewer than it runs). Scale-down is paced by the "
-        "HPA's 300 s stabilisation window (KEDA's cooldown applies only to scaling to zero, which the platform does not do).\n"
+        "\nKEDA polls Prometheus every 15 s; an empty answer reads as 0, a failed query is an error, and after 3 "
+        f"errors in a row KEDA holds the replicas it runs (at least {config.autoscaling.fallback_replicas}) until "
+        "Prometheus answers (see Alerts, when metrics go missing). Scale-down is paced by the HPA's 300 s "
+        "stabilisation window (KEDA's cooldown applies only to scaling to zero, which the platform does not do).\n"
+        f"Queue depth is read from what each tenant namespace's `{SERVING_POD_MONITOR}` PodMonitor scrapes: pods "
+        f'labelled `{SERVING_METRICS_LABEL}: "true"` with a container port named `{SERVING_METRICS_PORT}` serving '
+        f"`{SERVING_METRICS_PATH}`. The platform's own servers are; a tenant-run server (model server `tenant`) "
+        "must follow the same convention, or its queue-depth trigger reads 0.\n"
     )
     return "## Autoscaling\n\n" + table(
         ["deployment", "class", "replicas", "GPUs at max", "GPU target", "queue target", "cooldown", "model server"], rows

@@ -25,7 +25,7 @@ from offline.engine import RecordedResource, run_program
 from offline.openapi import Finding
 from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import FIXTURES, chart_values_problems, fixture_document, load, stand_in_namespaces
+from .conftest import FIXTURES, chart_values_problems, fixture_document, load, render_fixture, stand_in_namespaces
 
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
@@ -134,10 +134,13 @@ def test_gpu_average_is_not_divided_by_replicas_but_queue_sum_is():
 
 
 @pytest.mark.parametrize("scaled", _every_scaled_object(), ids=lambda s: f"{s['metadata']['namespace']}/{s['metadata']['name']}")
-def test_an_empty_query_result_is_an_error_not_an_idle_scaler(scaled):
+def test_an_empty_query_reads_as_zero_so_the_fallback_never_holds_replicas_for_missing_series(scaled):
+    # kedacore/keda v2.20.2 pkg/scalers/prometheus_scaler.go: an empty result is 0 with ignoreNullValues
+    # true, an error otherwise; pkg/fallback/fallback.go: after failureThreshold errors
+    # currentReplicasIfHigher serves max(current, fallback) replicas for as long as the errors last.
     for trigger in scaled["spec"]["triggers"]:
         assert trigger["type"] == "prometheus"
-        assert trigger["metadata"]["ignoreNullValues"] == "false"
+        assert trigger["metadata"]["ignoreNullValues"] == "true"
         assert trigger["metadata"]["serverAddress"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
 
 
@@ -309,7 +312,7 @@ def test_queries_compute_the_deployments_own_load_in_prometheus(tmp_path):
         PROMTOOL_TEST.format(
             gpu=autoscaling.gpu_utilization_query("inference", "chat"),
             queue=autoscaling.queue_depth_query("inference", "chat"),
-            # A running deployment with no GPU series stays empty: KEDA reports the error.
+            # A deployment with no GPU series stays empty: KEDA reads 0 and counts an empty response.
             broken=autoscaling.gpu_utilization_query("inference", "chat-v3"),
         )
     )
@@ -545,11 +548,26 @@ def test_adding_a_deployment_only_adds_resources():
     assert all(after[name] == inputs for name, inputs in before.items())
 
 
-def test_a_platform_served_model_is_scraped_for_its_queue_depth(embeddings):
-    monitor = _kind(embeddings, "PodMonitor")
+def test_a_platform_served_model_follows_the_serving_convention_its_tenants_pod_monitor_scrapes(embeddings):
     deployment = _kind(embeddings, "Deployment")
+    plan, _ = _deployment(_config("multi-pool"), "llm-training", "embeddings")
+    monitor = autoscaling.serving_pod_monitor(plan)
     assert monitor["metadata"]["namespace"] == deployment["metadata"]["namespace"]
-    assert monitor["spec"]["selector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    template_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= template_labels.items()
     [endpoint] = monitor["spec"]["podMetricsEndpoints"]
     ports = {p["name"] for p in deployment["spec"]["template"]["spec"]["containers"][0]["ports"]}
     assert endpoint["port"] in ports and endpoint["path"] == "/metrics"
+    assert "PodMonitor" not in {m["kind"] for m in embeddings}, "one PodMonitor per namespace scrapes each server once"
+
+
+def test_every_tenant_with_inference_gets_one_serving_pod_monitor_and_no_other_tenant_does():
+    for name in FIXTURES:
+        config = _config(name)
+        monitors = [
+            r.inputs for r in render_fixture(name).resources
+            if r.inputs.get("kind") == "PodMonitor" and r.name.endswith("-serving-metrics")
+        ]
+        expected = sorted(plan.namespace for plan in config.tenants if plan.config.inference)
+        assert sorted(m["metadata"]["namespace"] for m in monitors) == expected
+        assert all(m["metadata"]["name"] == autoscaling.SERVING_POD_MONITOR for m in monitors)

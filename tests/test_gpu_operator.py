@@ -253,6 +253,19 @@ def test_dcgm_exporter_runs_with_its_service_monitor():
     assert exporter["serviceMonitor"]["enabled"] is True
 
 
+@pytest.mark.parametrize(
+    ("pools", "virtual"), [(POOLS, True), ((L40S_SLICED,), True), ((H100_MIG, A10G_WHOLE), False), ((), False)],
+    ids=["all", "time-sliced", "mig-and-whole", "none"],
+)
+def test_time_sliced_gpus_are_attributed_to_every_pod_sharing_them(pools, virtual):
+    # NVIDIA/dcgm-exporter pkg/cmd/app.go: KUBERNETES_VIRTUAL_GPUS (default false) maps a shared GPU to
+    # every pod holding a slice of it; the per-pod shares come from /proc/<pid>/cgroup, hence hostPID.
+    exporter = operator_values(pools, gpu_config())["dcgmExporter"]
+    assert (exporter.get("env"), exporter.get("hostPID")) == (
+        ([{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}], True) if virtual else (None, None)
+    )
+
+
 @pytest.mark.parametrize("pools", [POOLS, (), (L40S_SLICED,)], ids=["all", "none", "one"])
 def test_every_value_set_exists_in_the_pinned_chart_and_its_nfd_subchart(pools):
     assert chart_values_problems("gpu-operator", operator_values(pools, gpu_config())) == []

@@ -20,9 +20,10 @@ from components.monitoring import (
 )
 from components.monitoring.alerts import check_promql
 from config.labels import SYSTEM_NODE_TAINT
-from config.monitoring import MonitoringConfig
+from config.monitoring import MonitoringConfig, ReceiverConfig
 from config.versions import CHARTS, ChartPin
 from offline.engine import SECRET, Recording, run_program
+from offline.upstream import chart_values
 
 from .conftest import chart_values_problems
 
@@ -140,6 +141,17 @@ def test_without_receivers_everything_goes_to_the_null_receiver_and_no_secret_is
     assert stack_values(config())["alertmanager"]["alertmanagerSpec"]["secrets"] == []
 
 
+def test_alertmanager_keeps_the_charts_inhibit_rules_info_inhibitor_included():
+    # kube-prometheus-stack 88.5.3 values.yaml alertmanager.config.inhibit_rules: a config that sets the
+    # list replaces it (Helm replaces lists), so the platform's repeats the chart's, InfoInhibitor's too.
+    chart = chart_values(KPS, CHARTS[KPS].version)["alertmanager"]["config"]["inhibit_rules"]
+    for receivers in ([], RECEIVERS):
+        ours = alertmanager_config([ReceiverConfig.model_validate(r) for r in receivers])["inhibit_rules"]
+        assert ours == chart
+    assert {"source_matchers": ["alertname = InfoInhibitor"], "target_matchers": ["severity = info"],
+            "equal": ["namespace"]} in chart
+
+
 # --- dashboards --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("dashboard", dashboards.dashboards(), ids=lambda d: d.uid)
@@ -161,7 +173,7 @@ def test_dashboards_are_deterministic_json_in_labelled_config_maps(dashboard):
 
 def test_fleet_dashboard_breaks_gpus_down_by_node_pool_and_model():
     text = dashboards.gpu_fleet().as_json()
-    for needle in ("Hostname", "label_gpu_platform_node_pool", "modelName", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"):
+    for needle in ("hostname", "label_gpu_platform_node_pool", "modelName", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP"):
         assert needle in text
 
 

@@ -7,7 +7,7 @@ Upstream, checked at these exact versions:
 - KEDA itself: kedacore/keda v2.20.2, pkg/scalers/prometheus_scaler.go (trigger metadata keys,
   `ignoreNullValues` default true, active = value > activationThreshold), pkg/fallback/fallback.go and
   apis/keda/v1alpha1/scaledobject_types.go (CheckFallbackValid), pkg/scaling/executor/scale_scaledobjects.go,
-  pkg/metricscollector/prommetrics.go (the operator's metric names);
+  pkg/metricscollector/prommetrics.go (the operator's metric names, vendored in upstream/metrics/keda/);
 - the Prometheus Service: prometheus-community/helm-charts kube-prometheus-stack-88.5.3,
   charts/kube-prometheus-stack/templates/prometheus/service.yaml and _helpers.tpl (fullname).
 
@@ -37,13 +37,14 @@ import pulumi_kubernetes as k8s
 from config import namespaces
 from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
 from config.fair_share import TenantPlan
+from config.labels import SERVING_METRICS_LABEL, SERVING_METRICS_PATH, SERVING_METRICS_PORT
 from config.system_capacity import KEDA_METRICS_SERVER, KEDA_OPERATOR
 from config.versions import ChartPin
 
 from ..lib.helm import helm_release
 from ..lib.namespaces import controller_namespace
 from ..lib.placement import on_system_nodes
-from ..lib.prometheus import PROMETHEUS_RELEASE, PROMETHEUS_URL
+from ..lib.prometheus import PROMETHEUS_RELEASE, PROMETHEUS_URL, gpu_busy_percent
 from ..lib.resources import Children, declare
 from .vllm import deployment_labels, server_manifests
 
@@ -52,10 +53,14 @@ RELEASE_NAME = "keda"
 CHART_KEY = "keda"
 API_VERSION = "keda.sh/v1alpha1"
 
-# Metrics the triggers read: the dcgm-exporter's per-GPU utilisation (labelled with the pod using
-# the GPU) and vLLM's queue of requests waiting for a batch slot.
-GPU_UTILIZATION_METRIC = "DCGM_FI_DEV_GPU_UTIL"
+# Metrics the triggers read: the dcgm-exporter's per-GPU utilisation, labelled with the pod using the
+# GPU (components.lib.prometheus.gpu_busy_percent: MIG instances by their graphics-engine activity),
+# and vLLM's queue of requests waiting for a batch slot (upstream/metrics/vllm/loggers.py,
+# labels model_name and engine; the scrape adds namespace and pod).
 QUEUE_DEPTH_METRIC = "vllm:num_requests_waiting"
+# The PodMonitor each tenant namespace with inference deployments gets: it scrapes every pod following
+# the serving convention (config/labels.py), the platform's vLLM servers and the tenant's own.
+SERVING_POD_MONITOR = "inference-servers"
 
 # ReplicaSet pod names are `<deployment>-<pod-template-hash>-<5 random>`; both generated parts come
 # from apimachinery's rand alphabet (SafeEncodeString for the hash, rand.String(5) for generateName):
@@ -139,6 +144,12 @@ class Autoscaling(pulumi.ComponentResource):
 
         self.scaled_objects = {}
         for tenant in tenants:
+            if tenant.config.inference:
+                declare(
+                    f"{name}-{tenant.name}-serving-metrics",
+                    serving_pod_monitor(tenant),
+                    in_cluster.opts(namespaces[tenant.name], self.release),
+                )
             for deployment in tenant.config.inference:
                 # ScaledObjects need KEDA's CRDs (and its webhook); everything needs the namespace.
                 after = [namespaces[tenant.name], self.release]
@@ -194,13 +205,13 @@ def pod_name_pattern(deployment: str) -> str:
 
 
 def gpu_utilization_query(namespace: str, deployment: str) -> str:
-    """Average GPU utilisation (%) over the deployment's GPUs.
+    """Average GPU utilisation (%) over the deployment's GPUs, time-slices or MIG instances.
 
     Deployments keep at least one replica (config refuses minReplicas 0: their own pods emit both
-    metrics), so an empty result always means something is broken, and `ignoreNullValues: false`
-    makes it an error.
+    metrics), so an empty result means no replica runs yet or its GPU series lost their pod labels;
+    it reads as 0 (`ignoreNullValues`, see _prometheus_trigger) and alert KedaTriggerWithoutData says so.
     """
-    return f'avg({GPU_UTILIZATION_METRIC}{{{_selector(namespace, deployment)}}})'
+    return f"avg({gpu_busy_percent(_selector(namespace, deployment))})"
 
 
 def queue_depth_query(namespace: str, deployment: str) -> str:
@@ -268,14 +279,44 @@ def _prometheus_trigger(
         "serverAddress": PROMETHEUS_URL,
         "query": query,
         "threshold": str(threshold),
-        # KEDA's default (true) reads an empty result as 0: a renamed metric or lost scrape would
-        # silently idle the scaler. As an error it counts towards the fallback and shows in
-        # keda_scaler_detail_errors_total.
-        "ignoreNullValues": "false",
+        # An empty result reads as 0 (pkg/scalers/prometheus_scaler.go), so the HPA gives replicas back
+        # down to minReplicas. As an error ("false") it would count towards the fallback, whose
+        # currentReplicasIfHigher then holds the replicas of the moment for as long as the series is
+        # missing: a server whose metrics are not scraped would keep its peak GPUs forever. KEDA
+        # counts every empty answer in keda_scaler_empty_upstream_responses_total either way, which
+        # alert KedaTriggerWithoutData watches.
+        "ignoreNullValues": "true",
     }
     if activation is not None:
         metadata["activationThreshold"] = str(activation)
     return {"type": "prometheus", "name": name, "metricType": metric_type, "metadata": metadata}
+
+
+# --- scraping the model servers ---------------------------------------------------------------------
+
+def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
+    """The tenant's PodMonitor: every pod of its namespace that follows the serving convention.
+
+    The platform declares the scrape, so a trigger never depends on a PodMonitor a tenant may or may
+    not be allowed to create: a server the tenant runs itself is scraped by labelling its pods
+    SERVING_METRICS_LABEL: "true" and naming the metrics port SERVING_METRICS_PORT; the platform's own
+    servers carry the same label. One monitor
+    per namespace scrapes each pod once, so the queue-depth sum counts every replica once. The
+    tenant's NetworkPolicy admits scrapes from the monitoring namespace.
+    """
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": SERVING_POD_MONITOR,
+            "namespace": tenant.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "gpu-platform"},
+        },
+        "spec": {
+            "selector": {"matchLabels": {SERVING_METRICS_LABEL: "true"}},
+            "podMetricsEndpoints": [{"port": SERVING_METRICS_PORT, "path": SERVING_METRICS_PATH, "interval": "15s"}],
+        },
+    }
 
 
 # --- everything one deployment adds, for tests and the render --------------------------------------------

@@ -1,8 +1,10 @@
 """The vLLM model server the platform runs for an inference deployment that sets `serving`.
 
-Deployment, Service, PodDisruptionBudget and PodMonitor in the tenant's namespace; KEDA (the package's
-`__init__.py`) scales the Deployment. Against vLLM's OpenAI-compatible server: `/health` answers once the
-engine is up, `/metrics` exports `vllm:num_requests_waiting` (the queue-depth trigger's metric).
+Deployment, Service and PodDisruptionBudget in the tenant's namespace; KEDA (the package's `__init__.py`)
+scales the Deployment, and the tenant's serving PodMonitor (declared there) scrapes its pods, which
+follow the SERVING_METRICS_LABEL convention of config/labels.py. Against vLLM's OpenAI-compatible
+server: `/health` answers once the engine is up, `/metrics` exports `vllm:num_requests_waiting` (the
+queue-depth trigger's metric).
 """
 
 from __future__ import annotations
@@ -12,12 +14,19 @@ from typing import Any
 
 from config.autoscaling import SERVER_PROBE_PERIOD_SECONDS, SERVER_STARTUP_PROBE_FAILURES, InferenceDeploymentConfig
 from config.fair_share import FlavorPlan, TenantPlan
-from config.labels import APP_NAME_LABEL, GPU_RESOURCE, LOCAL_QUEUE, QUEUE_NAME_LABEL
+from config.labels import (
+    APP_NAME_LABEL,
+    GPU_RESOURCE,
+    LOCAL_QUEUE,
+    QUEUE_NAME_LABEL,
+    SERVING_METRICS_LABEL,
+    SERVING_METRICS_PORT,
+)
 
 from ..lib.placement import gpu_toleration
 
 SERVER_CONTAINER = "vllm"
-HTTP_PORT_NAME = "http"
+HTTP_PORT_NAME = SERVING_METRICS_PORT  # vLLM serves the API and /metrics on one port
 HEALTH_PATH = "/health"  # vLLM's OpenAI server answers 200 once the engine is up
 # A spot instance gets a two-minute warning, on which Karpenter cordons and drains the node. The pod
 # keeps serving in-flight requests for PRESTOP_DRAIN_SECONDS after it is taken out of the Service's
@@ -36,7 +45,8 @@ CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is no
 # DefaultDeploymentTimeoutMins, await/service.go shouldWaitForPods, v4.32.0), then fails the update.
 # With the annotation (metadata/annotations.go AnnotationSkipAwait) both are applied and left to the
 # controllers. A server that never becomes ready shows as a Kueue workload left pending, or as its
-# ScaledObject's trigger failing: with no replica running its query finds no metrics. For a
+# ScaledObject's triggers reading no data (alert KedaTriggerWithoutData): with no replica running its
+# queries find no series. For a
 # Deployment it also skips the wait on delete (metadata/overrides.go allowsSkipAwaitWithDelete): the
 # NodePools it depends on are deleted after it and drain whatever is still terminating.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
@@ -49,7 +59,6 @@ def server_manifests(tenant: TenantPlan, deployment: InferenceDeploymentConfig) 
         "server": server_deployment(tenant, deployment, flavor),
         "service": server_service(tenant, deployment),
         "pdb": server_disruption_budget(tenant, deployment),
-        "metrics": server_pod_monitor(tenant, deployment),
     }
 
 
@@ -95,7 +104,8 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
             # (at maxReplicas the surge pod waits for quota, which stalls the rollout instead).
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
-                "metadata": {"labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE}},
+                # The serving label: the tenant's serving PodMonitor scrapes the pod.
+                "metadata": {"labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE, SERVING_METRICS_LABEL: "true"}},
                 "spec": {
                     "automountServiceAccountToken": False,
                     "nodeSelector": dict(flavor.node_labels),
@@ -195,24 +205,6 @@ def server_disruption_budget(tenant: TenantPlan, deployment: InferenceDeployment
 
 
 def deployment_labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
-    """Labels of everything declared for one inference deployment; the Service, PodDisruptionBudget and
-    PodMonitor select the server's pods by them."""
+    """Labels of everything declared for one inference deployment; the Service and PodDisruptionBudget
+    select the server's pods by them."""
     return {APP_NAME_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
-
-
-def server_pod_monitor(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, Any]:
-    """Prometheus scrapes the server's own metrics: the queue-depth trigger reads vllm:num_requests_waiting.
-
-    (A tenant that deploys its own server declares this itself; the tenant's NetworkPolicy admits scrapes
-    from the monitoring namespace.)
-    """
-    assert deployment.serving is not None
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PodMonitor",
-        "metadata": {"name": deployment.name, "namespace": tenant.namespace, "labels": deployment_labels(deployment)},
-        "spec": {
-            "selector": {"matchLabels": deployment_labels(deployment)},
-            "podMetricsEndpoints": [{"port": HTTP_PORT_NAME, "path": "/metrics", "interval": "15s"}],
-        },
-    }

@@ -28,3 +28,32 @@ CHART_SCRAPE_VALUES: dict[str, dict[str, Any]] = {
     # RoleBinding for Prometheus; ClusterQueue quota/usage gauges are opt-in in the manager config.
     "kueue": {"enablePrometheus": True},
 }
+
+# --- GPU series as the GPU Operator's dcgm-exporter writes them -----------------------------------
+# NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go (upstream/metrics/dcgm-exporter/):
+# every GPU series names its node in `hostname` (renamed from `Hostname` by NVIDIA/dcgm-exporter#655),
+# its GPU in `gpu` and `UUID`, and a MIG instance in `GPU_I_ID` and `GPU_I_PROFILE` too.
+DCGM_NODE = "hostname"
+# One GPU, or one MIG instance of it: the labels that identify a device in every DCGM series.
+DCGM_DEVICE = (DCGM_NODE, "gpu", "UUID", "GPU_I_ID", "GPU_I_PROFILE", "modelName")
+# kube-state-metrics writes a resource name with `.`, `/` and `-` as `_` (nvidia.com/mig-1g.10gb ->
+# nvidia_com_mig_1g_10gb): whole GPUs or time-slices, and every MIG profile of the mixed strategy.
+KSM_GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
+_MIG_INSTANCE = 'GPU_I_PROFILE!=""'
+
+
+def gpu_busy_percent(selector: str = "") -> str:
+    """How busy each GPU or MIG instance is, in percent, as one expression for rules and triggers alike.
+
+    A MIG-enabled GPU reports no DCGM_FI_DEV_GPU_UTIL for its instances (DCGM does not support the field
+    in MIG mode), so for every GPU that has MIG instances this takes each instance's
+    DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0-1 ratio, in the exporter's default counters) instead, and leaves
+    out whatever utilisation the parent reports. `selector` narrows both (e.g. a namespace and pods).
+    """
+    inner = f"{selector}, " if selector else ""
+    whole = f"DCGM_FI_DEV_GPU_UTIL{{{selector}}}" if selector else "DCGM_FI_DEV_GPU_UTIL"
+    mig = f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{inner}{_MIG_INSTANCE}}}"
+    return (
+        f"({whole} unless on ({DCGM_NODE}, gpu) DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{_MIG_INSTANCE}}}) "
+        f"or 100 * {mig}"
+    )

@@ -16,6 +16,7 @@ Upstream, checked at these exact versions:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,6 +54,23 @@ PVC_RETENTION: dict[str, dict[str, str]] = {
 
 # kube-state-metrics exports only the node labels listed here as kube_node_labels' label_* labels.
 NODE_LABELS_ALLOWLIST = f"nodes=[{POOL_LABEL},{GPU_MODEL_LABEL}]"
+
+# kube-prometheus-stack 88.5.3's own inhibit rules (values.yaml alertmanager.config.inhibit_rules), which a
+# config that sets `inhibit_rules` replaces (Helm replaces lists): a critical alert silences the warning and
+# info alerts of the same name and namespace, a warning the info ones; the chart's InfoInhibitor alert
+# (general.rules, firing while a namespace has info alerts and nothing worse) silences that namespace's info
+# alerts, and nothing silences InfoInhibitor itself but the last rule, which drops it. A test keeps this
+# list equal to the vendored chart's.
+INHIBIT_RULES: tuple[dict[str, list[str]], ...] = (
+    {
+        "source_matchers": ["severity = critical"],
+        "target_matchers": ["severity =~ warning|info"],
+        "equal": ["namespace", "alertname"],
+    },
+    {"source_matchers": ["severity = warning"], "target_matchers": ["severity = info"], "equal": ["namespace", "alertname"]},
+    {"source_matchers": ["alertname = InfoInhibitor"], "target_matchers": ["severity = info"], "equal": ["namespace"]},
+    {"target_matchers": ["alertname = InfoInhibitor"]},
+)
 
 # Scrape every namespace: with these false, an empty selector means "all", not "this release's".
 _SELECTED_KINDS = ("rule", "serviceMonitor", "podMonitor", "probe", "scrapeConfig")
@@ -122,7 +140,7 @@ class Monitoring(pulumi.ComponentResource):
         )
 
         # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
-        rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, alerts.all_groups(config.idle_gpu_hours))
+        rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, config)
         declare(f"{name}-rules-{RULES_NAME}", rule, children.opts(self.release))
         for dashboard in dashboards.dashboards():
             manifest = dashboards.dashboard_config_map(dashboard, NAMESPACE)
@@ -207,19 +225,7 @@ def alertmanager_config(receivers: Sequence[ReceiverConfig]) -> dict[str, Any]:
         )
     return {
         "global": {"resolve_timeout": "5m"},
-        # The chart's defaults: a critical alert silences the warning/info alerts of the same name and namespace.
-        "inhibit_rules": [
-            {
-                "source_matchers": ["severity = critical"],
-                "target_matchers": ["severity =~ warning|info"],
-                "equal": ["namespace", "alertname"],
-            },
-            {
-                "source_matchers": ["severity = warning"],
-                "target_matchers": ["severity = info"],
-                "equal": ["namespace", "alertname"],
-            },
-        ],
+        "inhibit_rules": copy.deepcopy(list(INHIBIT_RULES)),
         "route": {
             "receiver": NULL_RECEIVER,
             "group_by": ["namespace", "alertname"],

@@ -1,20 +1,28 @@
 """Alerting and recording rules as data, and the PrometheusRule objects built from them.
 
-Every metric name and label here was read upstream at the version the platform pins:
-- DCGM: NVIDIA/dcgm-exporter 4.5.3-4.8.2, etc/dcp-metrics-included.csv (the file the GPU Operator's
-  exporter loads, DCGM_EXPORTER_COLLECTORS in assets/state-dcgm-exporter/0800_daemonset.yaml) and
-  internal/pkg/transformation/const.go (`pod`, `namespace`, `container` of the GPU's workload).
+Every metric name and label here is in the metric inventory (upstream/metrics-inventory.json, generated
+from the exporters' own files in upstream/metrics/ at the pinned versions); tests/test_inventory.py
+checks each expression against it. The files each rule relies on:
+- dcgm-exporter (upstream/metrics/dcgm-exporter/: etc/dcp-metrics-included.csv, the counters the GPU
+  Operator's exporter loads; internal/pkg/rendermetrics/render_metrics.go, the labels; and
+  internal/pkg/transformation/const.go, `pod`, `namespace`, `container` of the GPU's workload).
   DCGM_FI_DEV_ECC_DBE_VOL_TOTAL is commented out there, so uncorrectable memory errors are watched
-  through the row-remapping fields (Ampere and newer), which are on.
-- kube-state-metrics (chart 8.4.0): kube_pod_container_resource_requests{resource="nvidia_com_gpu"},
-  kube_pod_status_phase.
-- Karpenter v1.14: kubernetes-sigs/karpenter pkg/controllers/metrics/nodepool/controller.go,
-  karpenter_nodepools_{usage,limit}{nodepool, resource_type} (resource_type is the resource name).
-- Kueue v0.19: pkg/metrics/metrics.go, kueue_pending_workloads{cluster_queue, status},
-  kueue_admitted_workloads_total, kueue_cluster_queue_{resource_usage,nominal_quota}{cluster_queue,
-  flavor, resource} (the last two only with `metrics.enableClusterQueueResources: true`).
-- KEDA v2.20: pkg/metricscollector/prommetrics.go, keda_scaler_detail_errors_total{namespace,
-  scaledObject, scaler, ...}; scraped without honorLabels, its `namespace` arrives as `exported_namespace`.
+  through the row-remapping fields (Ampere and newer), which are on. With KUBERNETES_VIRTUAL_GPUS (set
+  for time-sliced pools, components/gpu_operator.py) the exporter writes a copy of each device series
+  per pod sharing the GPU (internal/pkg/transformation/kubernetes.go, Process): per-device rules take
+  the `max` over the copies.
+- kube-state-metrics (upstream/metrics/kube-state-metrics/, docs/metrics/*.md):
+  kube_pod_container_resource_requests, kube_pod_status_phase, kube_pod_owner, kube_replicaset_owner,
+  kube_horizontalpodautoscaler_*.
+- Karpenter (upstream/metrics/karpenter/, pkg/controllers/metrics/nodepool/controller.go):
+  karpenter_nodepools_{usage,limit}{nodepool, resource_type}.
+- Kueue (upstream/metrics/kueue/, pkg/metrics/metrics.go): kueue_pending_workloads,
+  kueue_admitted_workloads_total, kueue_cluster_queue_{resource_usage,nominal_quota}; every series has
+  `replica_role` (pkg/util/roletracker: `leader`, `follower`, `standalone`), and each of the manager's
+  replicas exports the gauges, so rules read the leader's (or a standalone manager's) only.
+- KEDA (upstream/metrics/keda/, pkg/metricscollector/prommetrics.go): keda_scaler_detail_errors_total,
+  keda_scaler_empty_upstream_responses_total; scraped without honorLabels, their `namespace` arrives
+  as `exported_namespace`.
 """
 
 from __future__ import annotations
@@ -24,24 +32,40 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.labels import GPU_RESOURCE
+from config.monitoring import MonitoringConfig
+
+from ..lib.prometheus import DCGM_DEVICE, DCGM_NODE, KSM_GPU_RESOURCES, gpu_busy_percent
 
 # --- recording rules other code reads ---------------------------------------------------------
-# Dashboards and the KEDA scalers query these names; renaming one breaks them.
+# Dashboards query these names; renaming one breaks them.
+DEVICE_GPU_UTILISATION = "device:dcgm_gpu_utilization:max"
 NAMESPACE_GPU_UTILISATION = "namespace:dcgm_gpu_utilization:avg"
 POD_GPU_UTILISATION = "namespace_pod:dcgm_gpu_utilization:avg"
-NAMESPACE_GPUS_ALLOCATED = "namespace:gpu_allocated:sum"
+NAMESPACE_GPU_REQUESTS = "namespace_resource:gpu_requests:sum"
+PODS_AT_MIN_REPLICAS = "namespace_pod:autoscaled_at_min_replicas:max"
 
-# The runbooks live beside this code; the annotation names the file and section in this repository.
-RUNBOOK_BASE = "docs/runbooks.md"
 SEVERITIES = ("critical", "warning", "info")
 
-# GPUs requested by running pods, as kube-state-metrics spells the resource (`.` and `/` become `_`).
-_GPU_REQUESTS = 'kube_pod_container_resource_requests{resource="nvidia_com_gpu"}'
+# One GPU (device-level fields: temperature, XIDs, row remapping) and one GPU or MIG instance (fields a
+# MIG instance reports for itself: utilisation, framebuffer).
+_GPU = ", ".join(label for label in DCGM_DEVICE if not label.startswith("GPU_I_"))
+_DEVICE = ", ".join(DCGM_DEVICE)
+# GPUs and MIG devices requested by running pods, as kube-state-metrics spells the resources.
+_GPU_REQUESTS = f"kube_pod_container_resource_requests{{{KSM_GPU_RESOURCES}}}"
 _RUNNING = 'kube_pod_status_phase{phase="Running"} == 1'
 # A GPU's series carries its workload's namespace and pod only while one holds it (honorLabels on the
-# exporter's ServiceMonitor); joining with requests drops GPUs that belong to no running pod.
-_GPU_UTIL_OF_WORKLOADS = f"DCGM_FI_DEV_GPU_UTIL and on (namespace, pod) ({_GPU_REQUESTS} > 0)"
-
+# exporter's ServiceMonitor; otherwise the scrape's own namespace and pod, the exporter's, which request
+# no GPU); joining with requests keeps the GPUs of workloads only.
+_BUSY_OF_WORKLOADS = f"({gpu_busy_percent()}) and on (namespace, pod) ({_GPU_REQUESTS} > 0)"
+# Kueue's leader (or its only, standalone manager); followers export the same gauges.
+KUEUE_LEADER = 'replica_role=~"leader|standalone"'
+# Kueue names resources as Kubernetes does: whole GPUs and the mixed strategy's MIG profiles.
+_KUEUE_GPU = f'resource=~"{GPU_RESOURCE}|nvidia.com/mig-.+"'
+# vLLM reserves gpu_memory_utilization (0.9 by default: vllm/config/cache.py at v0.11.0) of a GPU's memory
+# when it starts, so a healthy replica sits at ~91% of used + free; pressure is less than 3% left.
+MEMORY_PRESSURE_RATIO = 0.97
+# How long after the exporter's last-XID gauge changes the XID alert keeps firing.
+XID_WINDOW = "15m"
 
 @dataclass(frozen=True)
 class RecordingRule:
@@ -54,7 +78,8 @@ class RecordingRule:
 
 @dataclass(frozen=True)
 class AlertRule:
-    """One alert: what fires, for how long, how bad, and what the person paged reads first."""
+    """One alert: what fires, for how long, how bad, what the person paged reads first, and (for the
+    summary) what it watches and when it stays quiet."""
 
     name: str
     expr: str
@@ -62,12 +87,13 @@ class AlertRule:
     summary: str
     description: str
     for_: str = "0m"
+    watches: str = ""
+    quiet: str = ""
 
-    @property
-    def runbook_url(self) -> str:
-        return f"{RUNBOOK_BASE}#{self.name.lower()}"
+    def runbook_url(self, base_url: str) -> str:
+        return f"{base_url}#{self.name.lower()}"
 
-    def as_rule(self) -> dict[str, Any]:
+    def as_rule(self, runbook_base_url: str) -> dict[str, Any]:
         rule: dict[str, Any] = {"alert": self.name, "expr": self.expr}
         if self.for_ != "0m":
             rule["for"] = self.for_
@@ -75,7 +101,7 @@ class AlertRule:
         rule["annotations"] = {
             "summary": self.summary,
             "description": self.description,
-            "runbook_url": self.runbook_url,
+            "runbook_url": self.runbook_url(runbook_base_url),
         }
         return rule
 
@@ -85,81 +111,118 @@ class RuleGroup:
     name: str
     rules: tuple[RecordingRule | AlertRule, ...]
 
-    def as_group(self) -> dict[str, Any]:
-        return {"name": self.name, "rules": [rule.as_rule() for rule in self.rules]}
+    def as_group(self, runbook_base_url: str) -> dict[str, Any]:
+        rules = [
+            rule.as_rule(runbook_base_url) if isinstance(rule, AlertRule) else rule.as_rule() for rule in self.rules
+        ]
+        return {"name": self.name, "rules": rules}
 
 
 def recording_rules() -> RuleGroup:
-    """Per-tenant GPU use: the numbers dashboards and scalers share."""
+    """GPU use per device, pod and tenant: the numbers dashboards and alerts share."""
+    hpa = "kube_horizontalpodautoscaler_%s"
+    # Deployments their HPA (KEDA's) holds at minReplicas, named as `deployment`...
+    at_minimum = (
+        f"({hpa % 'status_current_replicas'} <= on (namespace, horizontalpodautoscaler) {hpa % 'spec_min_replicas'}) "
+        f"* on (namespace, horizontalpodautoscaler) group_left (scaletargetref_name) "
+        f'{hpa % "info"}{{scaletargetref_kind="Deployment"}}'
+    )
+    # ...and each pod with the Deployment that owns its ReplicaSet.
+    pod_deployment = (
+        'label_replace(kube_pod_owner{owner_kind="ReplicaSet"}, "replicaset", "$1", "owner_name", "(.*)") '
+        "* on (namespace, replicaset) group_left (deployment) "
+        'label_replace(kube_replicaset_owner{owner_kind="Deployment"}, "deployment", "$1", "owner_name", "(.*)")'
+    )
     return RuleGroup(
         "gpu-platform.recording",
         (
-            RecordingRule(POD_GPU_UTILISATION, f"avg by (namespace, pod) ({_GPU_UTIL_OF_WORKLOADS})"),
-            RecordingRule(NAMESPACE_GPU_UTILISATION, f"avg by (namespace) ({_GPU_UTIL_OF_WORKLOADS})"),
+            # One series per GPU or MIG instance, whatever the number of pods sharing it.
+            RecordingRule(DEVICE_GPU_UTILISATION, f"max by ({_DEVICE}) ({gpu_busy_percent()})"),
+            RecordingRule(POD_GPU_UTILISATION, f"avg by (namespace, pod) ({_BUSY_OF_WORKLOADS})"),
+            RecordingRule(NAMESPACE_GPU_UTILISATION, f"avg by (namespace) ({_BUSY_OF_WORKLOADS})"),
             RecordingRule(
-                NAMESPACE_GPUS_ALLOCATED,
-                f"sum by (namespace) ({_GPU_REQUESTS} and on (namespace, pod) ({_RUNNING}))",
+                NAMESPACE_GPU_REQUESTS,
+                f"sum by (namespace, resource) ({_GPU_REQUESTS} and on (namespace, pod) ({_RUNNING}))",
+            ),
+            RecordingRule(
+                PODS_AT_MIN_REPLICAS,
+                f"max by (namespace, pod) (({pod_deployment}) and on (namespace, deployment) "
+                f'label_replace({at_minimum}, "deployment", "$1", "scaletargetref_name", "(.*)"))',
             ),
         ),
     )
 
 
-def alert_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
-    """Every alert, grouped by what it watches. `idle_gpu_hours` comes from `monitoring.idleGpuHours`."""
+def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
+    """Every alert, grouped by what it watches (`monitoring.idleGpuHours` sets the idle alert's wait)."""
+    idle_gpu_hours = config.idle_gpu_hours
+    node = f"{{{{ $labels.{DCGM_NODE} }}}}"
     gpus = RuleGroup(
         "gpu-platform.gpus",
         (
             AlertRule(
                 "HighGPUUtilization",
-                "avg(DCGM_FI_DEV_GPU_UTIL) > 90",
+                f"avg({DEVICE_GPU_UTILISATION}) > 90",
                 "warning",
                 "GPU fleet above 90% utilisation",
-                "Average utilisation over every GPU has been {{ $value | humanize }}% for 5 minutes: "
+                "Average utilisation over every GPU and MIG instance has been {{ $value | humanize }}% for 5 minutes: "
                 "new work will queue; check pool limits and tenant quotas.",
                 "5m",
+                watches="average utilisation of every GPU and MIG instance (MIG instances by graphics-engine activity)",
+                quiet="while the fleet averages 90% or less; with no GPU series at all it has nothing to average",
             ),
             AlertRule(
                 "GPUMemoryPressure",
-                "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) > 0.9",
+                f"max by ({_DEVICE}) (DCGM_FI_DEV_FB_USED) / (max by ({_DEVICE}) (DCGM_FI_DEV_FB_USED) "
+                f"+ max by ({_DEVICE}) (DCGM_FI_DEV_FB_FREE)) > {MEMORY_PRESSURE_RATIO}",
                 "warning",
-                "GPU memory above 90% on {{ $labels.Hostname }} GPU {{ $labels.gpu }}",
-                "Framebuffer use is {{ $value | humanizePercentage }} on GPU {{ $labels.gpu }} of {{ $labels.Hostname }} "
-                "(pod {{ $labels.namespace }}/{{ $labels.pod }}); the workload is close to CUDA out-of-memory.",
-                "2m",
+                f"GPU memory above {MEMORY_PRESSURE_RATIO:.0%} on {node} GPU {{{{ $labels.gpu }}}}",
+                f"Framebuffer use is {{{{ $value | humanizePercentage }}}} on GPU {{{{ $labels.gpu }}}} "
+                f"{{{{ $labels.GPU_I_PROFILE }}}} of {node}; its workload is close to CUDA out-of-memory.",
+                "10m",
+                watches=f"framebuffer used / (used + free) of each GPU or MIG instance, above {MEMORY_PRESSURE_RATIO}",
+                quiet="on a vLLM replica, which reserves 90% of its GPU's memory (gpu_memory_utilization) and stays below",
             ),
             AlertRule(
                 "GPUXidError",
-                "DCGM_FI_DEV_XID_ERRORS > 0",
+                f"max by ({_GPU}) (DCGM_FI_DEV_XID_ERRORS > 0 and changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0)",
                 "warning",
-                "XID {{ $value }} on {{ $labels.Hostname }} GPU {{ $labels.gpu }}",
-                "The NVIDIA driver reported XID {{ $value }} on GPU {{ $labels.gpu }} of {{ $labels.Hostname }} "
-                "(pod {{ $labels.namespace }}/{{ $labels.pod }}). 13/31/43 are usually the application's; "
-                "48, 63, 64, 74, 79, 94, 95 point at the hardware.",
+                f"XID {{{{ $value }}}} on {node} GPU {{{{ $labels.gpu }}}}",
+                f"The NVIDIA driver reported XID {{{{ $value }}}} on GPU {{{{ $labels.gpu }}}} of {node} in the last "
+                f"{XID_WINDOW}. 13/31/43 are usually the application's; 48, 63, 64, 74, 79, 94, 95 point at the hardware.",
+                watches="DCGM_FI_DEV_XID_ERRORS, the last XID a GPU reported, changing to a non-zero value",
+                quiet=f"{XID_WINDOW} after the last new XID: the gauge keeps the last XID forever, so it fires on a change only",
             ),
             AlertRule(
                 "GPUTemperatureHigh",
-                "DCGM_FI_DEV_GPU_TEMP > 85",
+                f"max by ({_GPU}) (DCGM_FI_DEV_GPU_TEMP) > 85",
                 "warning",
-                "GPU at {{ $value }}°C on {{ $labels.Hostname }}",
-                "GPU {{ $labels.gpu }} of {{ $labels.Hostname }} has been above 85°C for 10 minutes; it throttles "
+                f"GPU at {{{{ $value }}}}°C on {node}",
+                f"GPU {{{{ $labels.gpu }}}} of {node} has been above 85°C for 10 minutes; it throttles "
                 "its clocks and may shut down.",
                 "10m",
+                watches="each GPU's temperature",
+                quiet="while every GPU stays at or below 85°C",
             ),
             AlertRule(
                 "GPURowRemapFailure",
-                "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0",
+                f"max by ({_GPU}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
                 "critical",
-                "GPU memory row remapping failed on {{ $labels.Hostname }}",
-                "GPU {{ $labels.gpu }} ({{ $labels.UUID }}) of {{ $labels.Hostname }} could not remap a failing memory "
+                f"GPU memory row remapping failed on {node}",
+                f"GPU {{{{ $labels.gpu }}}} ({{{{ $labels.UUID }}}}) of {node} could not remap a failing memory "
                 "row: its memory is no longer reliable. Drain the node and replace the instance.",
+                watches="DCGM_FI_DEV_ROW_REMAP_FAILURE of each GPU",
+                quiet="until the GPU reports a failed remap; it resolves when the instance is gone",
             ),
             AlertRule(
                 "GPUUncorrectableMemoryErrors",
-                "increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h]) > 0",
+                f"max by ({_GPU}) (increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h])) > 0",
                 "warning",
-                "Uncorrectable GPU memory errors on {{ $labels.Hostname }}",
-                "GPU {{ $labels.gpu }} of {{ $labels.Hostname }} remapped rows after uncorrectable (double-bit) ECC "
+                f"Uncorrectable GPU memory errors on {node}",
+                f"GPU {{{{ $labels.gpu }}}} of {node} remapped rows after uncorrectable (double-bit) ECC "
                 "errors in the last hour; the remap takes effect after a GPU reset.",
+                watches="new rows remapped after uncorrectable ECC errors, per GPU, over an hour",
+                quiet="an hour after the last new remap; rows remapped before that do not count",
             ),
         ),
     )
@@ -168,12 +231,14 @@ def alert_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
         (
             AlertRule(
                 "GPUsAllocatedButIdle",
-                f"{POD_GPU_UTILISATION} < 1",
+                f"{POD_GPU_UTILISATION} < 1 unless on (namespace, pod) {PODS_AT_MIN_REPLICAS}",
                 "info",
                 "Idle GPUs held by {{ $labels.namespace }}/{{ $labels.pod }}",
                 f"Pod {{{{ $labels.pod }}}} in {{{{ $labels.namespace }}}} holds GPUs it has not used (below 1% "
                 f"utilisation) for {idle_gpu_hours}h: capacity other tenants are waiting for.",
                 f"{idle_gpu_hours}h",
+                watches="running pods holding GPUs or MIG devices below 1% utilisation",
+                quiet="for the pods of a Deployment its autoscaler holds at minReplicas (an idle server kept warm)",
             ),
             AlertRule(
                 "NodePoolAtGPULimit",
@@ -184,26 +249,34 @@ def alert_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
                 "Karpenter has provisioned every GPU NodePool {{ $labels.nodepool }} may have; pending GPU pods "
                 "stay pending until capacity frees up or nodePools[].gpus is raised.",
                 "15m",
+                watches="Karpenter's GPUs provisioned per NodePool against the NodePool's limit",
+                quiet="while any NodePool has GPUs left under its limit",
             ),
             AlertRule(
                 "KueueWorkloadsPendingTooLong",
-                "sum by (cluster_queue) (kueue_pending_workloads) > 0 "
-                "unless on (cluster_queue) sum by (cluster_queue) (increase(kueue_admitted_workloads_total[30m])) > 0",
+                f"sum by (cluster_queue) (kueue_pending_workloads{{{KUEUE_LEADER}}}) > 0 "
+                f"unless on (cluster_queue) sum by (cluster_queue) "
+                f"(increase(kueue_admitted_workloads_total{{{KUEUE_LEADER}}}[30m])) > 0",
                 "warning",
                 "ClusterQueue {{ $labels.cluster_queue }} admitted nothing for 30 minutes",
                 "{{ $value }} workloads are pending in ClusterQueue {{ $labels.cluster_queue }} and none was admitted "
                 "in the last 30 minutes.",
                 "30m",
+                watches="the Kueue leader's pending workloads per ClusterQueue, and its admissions",
+                quiet="while the queue admits something every 30 minutes, or has nothing pending",
             ),
             AlertRule(
                 "ClusterQueueAtGPUQuota",
-                f'sum by (cluster_queue, flavor) (kueue_cluster_queue_resource_usage{{resource="{GPU_RESOURCE}"}}) '
-                f'>= sum by (cluster_queue, flavor) (kueue_cluster_queue_nominal_quota{{resource="{GPU_RESOURCE}"}} > 0)',
+                f"sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_resource_usage{{{KUEUE_LEADER}, {_KUEUE_GPU}}}) "
+                f">= sum by (cluster_queue, flavor, resource) "
+                f"(kueue_cluster_queue_nominal_quota{{{KUEUE_LEADER}, {_KUEUE_GPU}}} > 0)",
                 "info",
-                "ClusterQueue {{ $labels.cluster_queue }} uses its whole {{ $labels.flavor }} GPU quota",
-                "Tenant {{ $labels.cluster_queue }} has used its nominal GPU quota in flavor {{ $labels.flavor }} for "
-                "an hour; further work borrows or waits.",
+                "ClusterQueue {{ $labels.cluster_queue }} uses its whole {{ $labels.flavor }} {{ $labels.resource }} quota",
+                "Tenant {{ $labels.cluster_queue }} has used its nominal {{ $labels.resource }} quota in flavor "
+                "{{ $labels.flavor }} for an hour; further work borrows or waits.",
                 "1h",
+                watches="each ClusterQueue's GPU and MIG-device usage against its nominal quota, per flavor",
+                quiet="while usage stays under the nominal quota in every flavor and resource",
             ),
         ),
     )
@@ -215,35 +288,52 @@ def alert_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
                 "sum by (exported_namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m])) > 0",
                 "warning",
                 "KEDA scaler {{ $labels.scaler }} of {{ $labels.exported_namespace }}/{{ $labels.scaledObject }} is failing",
-                "KEDA cannot read the trigger of {{ $labels.exported_namespace }}/{{ $labels.scaledObject }}; after "
-                "its failure threshold it holds the fallback replica count instead of scaling.",
+                "KEDA cannot read the trigger of {{ $labels.exported_namespace }}/{{ $labels.scaledObject }} (Prometheus "
+                "unreachable or the query refused); after 3 failed polls it holds the current replicas (at least the "
+                "fallback) instead of scaling.",
                 "10m",
+                watches="errors of KEDA's Prometheus queries (Prometheus down, a refused query)",
+                quiet="while every query answers, empty answers included (those read as 0)",
+            ),
+            AlertRule(
+                "KedaTriggerWithoutData",
+                "sum by (exported_namespace, scaledResource, triggerName) "
+                "(increase(keda_scaler_empty_upstream_responses_total[10m])) > 0",
+                "warning",
+                "Trigger {{ $labels.triggerName }} of {{ $labels.exported_namespace }}/{{ $labels.scaledResource }} "
+                "reads no data",
+                "KEDA's query for trigger {{ $labels.triggerName }} of {{ $labels.exported_namespace }}/"
+                "{{ $labels.scaledResource }} has returned no series for 15 minutes; it reads as 0, so the deployment "
+                "scales as if idle. No replica is running, or its metrics are not scraped.",
+                "15m",
+                watches="KEDA triggers whose query returns no series (no replica running, or its metrics unscraped)",
+                quiet="while every trigger's query returns a series",
             ),
         ),
     )
     return (gpus, capacity, autoscaling)
 
 
-def all_groups(idle_gpu_hours: int) -> tuple[RuleGroup, ...]:
-    return (recording_rules(), *alert_groups(idle_gpu_hours))
+def all_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
+    return (recording_rules(), *alert_groups(config))
 
 
-def alerts(idle_gpu_hours: int) -> list[AlertRule]:
-    return [rule for group in alert_groups(idle_gpu_hours) for rule in group.rules if isinstance(rule, AlertRule)]
+def alerts(config: MonitoringConfig) -> list[AlertRule]:
+    return [rule for group in alert_groups(config) for rule in group.rules if isinstance(rule, AlertRule)]
 
 
-def rule_file(groups: Sequence[RuleGroup]) -> dict[str, Any]:
+def rule_file(groups: Sequence[RuleGroup], runbook_base_url: str) -> dict[str, Any]:
     """The groups as a Prometheus rule file (what `promtool check rules` reads)."""
-    return {"groups": [group.as_group() for group in groups]}
+    return {"groups": [group.as_group(runbook_base_url) for group in groups]}
 
 
-def prometheus_rule(name: str, namespace: str, groups: Sequence[RuleGroup]) -> dict[str, Any]:
-    """A monitoring.coreos.com/v1 PrometheusRule holding `groups`."""
+def prometheus_rule(name: str, namespace: str, config: MonitoringConfig) -> dict[str, Any]:
+    """A monitoring.coreos.com/v1 PrometheusRule holding every group."""
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
-        "spec": rule_file(groups),
+        "spec": rule_file(all_groups(config), config.runbook_base_url),
     }
 
 

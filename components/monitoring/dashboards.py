@@ -3,7 +3,10 @@
 Grafana's dashboard sidecar loads every ConfigMap labelled `grafana_dashboard: "1"` (the label and
 value kube-prometheus-stack 88.5.3 sets in grafana.sidecar.dashboards). Node labels come from
 kube_node_labels, which kube-state-metrics exports only for the keys allow-listed in the chart values
-(see monitoring.NODE_LABELS_ALLOWLIST); DCGM series name their node in `Hostname`.
+(see monitoring.NODE_LABELS_ALLOWLIST); DCGM series name their node in `hostname`
+(upstream/metrics/dcgm-exporter/render_metrics.go), which the exporter takes from NODE_NAME, the
+node's name. Every query's metrics and labels are checked against the metric inventory
+(tests/test_inventory.py).
 """
 
 from __future__ import annotations
@@ -12,9 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from config.labels import GPU_MODEL_LABEL, GPU_RESOURCE, POOL_LABEL
+from config.labels import GPU_MODEL_LABEL, POOL_LABEL
 
-from .alerts import NAMESPACE_GPU_UTILISATION, NAMESPACE_GPUS_ALLOCATED
+from ..lib.prometheus import DCGM_NODE
+from .alerts import DEVICE_GPU_UTILISATION, KUEUE_LEADER, NAMESPACE_GPU_REQUESTS, NAMESPACE_GPU_UTILISATION
 
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 DATASOURCE = {"type": "prometheus", "uid": "prometheus"}  # the uid the chart's default datasource gets
@@ -28,11 +32,16 @@ def _prom_label(node_label: str) -> str:
 POOL = _prom_label(POOL_LABEL)
 MODEL = _prom_label(GPU_MODEL_LABEL)
 # Each GPU series with its node's pool and model (kube_node_labels names the node `node`).
-_NODE_LABELS = 'label_replace(kube_node_labels, "Hostname", "$1", "node", "(.*)")'
+_NODE_LABELS = f'label_replace(kube_node_labels, "{DCGM_NODE}", "$1", "node", "(.*)")'
+_NODE = f"{{{{{DCGM_NODE}}}}}"
+# Per GPU, whatever the number of pods sharing it (the exporter writes a copy per pod on time-sliced GPUs).
+_GPU_POWER = f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_POWER_USAGE)"
+_GPU_TEMP = f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_GPU_TEMP)"
+_DEVICE = f"{DCGM_NODE}, gpu, GPU_I_ID"
 
 
 def _by_pool(metric: str, aggregation: str = "avg") -> str:
-    return f"{aggregation} by ({POOL}) ({metric} * on (Hostname) group_left ({POOL}, {MODEL}) {_NODE_LABELS})"
+    return f"{aggregation} by ({POOL}) ({metric} * on ({DCGM_NODE}) group_left ({POOL}, {MODEL}) {_NODE_LABELS})"
 
 
 @dataclass(frozen=True)
@@ -63,68 +72,103 @@ def dashboards() -> tuple[Dashboard, ...]:
 
 
 def gpu_fleet() -> Dashboard:
+    """Per node, pool and model; MIG instances count as devices, busy by their graphics-engine activity."""
+    memory = f"max by ({_DEVICE}) (DCGM_FI_DEV_FB_%s)"
     return Dashboard(
         "gpu-fleet",
         "GPU fleet",
         (
-            Panel("GPU utilisation by node", (("avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)", "{{Hostname}}"),), "percent"),
-            Panel("GPU utilisation by pool", ((_by_pool("DCGM_FI_DEV_GPU_UTIL"), f"{{{{{POOL}}}}}"),), "percent"),
-            Panel("GPU utilisation by model", (("avg by (modelName) (DCGM_FI_DEV_GPU_UTIL)", "{{modelName}}"),), "percent"),
+            Panel(
+                "GPU utilisation by node", ((f"avg by ({DCGM_NODE}) ({DEVICE_GPU_UTILISATION})", _NODE),), "percent"
+            ),
+            Panel("GPU utilisation by pool", ((_by_pool(DEVICE_GPU_UTILISATION), f"{{{{{POOL}}}}}"),), "percent"),
+            Panel(
+                "GPU utilisation by model", (("avg by (modelName) (" + DEVICE_GPU_UTILISATION + ")", "{{modelName}}"),),
+                "percent",
+            ),
+            Panel(
+                "MIG instance utilisation by profile",
+                ((f'avg by (GPU_I_PROFILE) ({DEVICE_GPU_UTILISATION}{{GPU_I_PROFILE!=""}})', "{{GPU_I_PROFILE}}"),),
+                "percent",
+            ),
             Panel(
                 "GPU memory used by node",
                 (
                     (
-                        "sum by (Hostname) (DCGM_FI_DEV_FB_USED) / sum by (Hostname) (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
-                        "{{Hostname}}",
+                        f"sum by ({DCGM_NODE}) ({memory % 'USED'}) / "
+                        f"sum by ({DCGM_NODE}) ({memory % 'USED'} + {memory % 'FREE'})",
+                        _NODE,
                     ),
                 ),
                 "percentunit",
             ),
-            Panel("Power by pool", ((_by_pool("DCGM_FI_DEV_POWER_USAGE", "sum"), f"{{{{{POOL}}}}}"),), "watt"),
+            Panel("Power by pool", ((_by_pool(_GPU_POWER, "sum"), f"{{{{{POOL}}}}}"),), "watt"),
+            Panel("Temperature by node (hottest GPU)", ((f"max by ({DCGM_NODE}) ({_GPU_TEMP})", _NODE),), "celsius"),
             Panel(
-                "Temperature by node (hottest GPU)", (("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)", "{{Hostname}}"),), "celsius"
+                "GPUs and MIG instances by model",
+                ((f"count by (modelName, GPU_I_PROFILE) ({DEVICE_GPU_UTILISATION})", "{{modelName}} {{GPU_I_PROFILE}}"),),
+                "short",
+                "stat",
             ),
-            Panel("GPUs by model", (("count by (modelName) (DCGM_FI_DEV_GPU_UTIL)", "{{modelName}}"),), "short", "stat"),
-            Panel("XID errors", (("DCGM_FI_DEV_XID_ERRORS > 0", "{{Hostname}} GPU {{gpu}}"),), "short", "table"),
+            Panel(
+                "Last XID per GPU (non-zero)",
+                ((f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0", f"{_NODE} GPU {{{{gpu}}}}"),),
+                "short",
+                "table",
+            ),
         ),
     )
 
 
 def tenant_accounting() -> Dashboard:
-    quota = f'kube_resourcequota{{resource="requests.{GPU_RESOURCE}", type="%s"}}'
+    quota = 'kube_resourcequota{resource=~"requests.nvidia.com/(gpu|mig-.+)", type="%s"}'
+    kueue = f'{KUEUE_LEADER}, resource=~"nvidia.com/(gpu|mig-.+)"'
     return Dashboard(
         "gpu-tenants",
         "GPU tenant accounting",
         (
-            Panel("GPUs allocated by namespace", ((NAMESPACE_GPUS_ALLOCATED, "{{namespace}}"),)),
+            Panel(
+                "GPUs and MIG devices requested by namespace",
+                ((f"sum by (namespace, resource) ({NAMESPACE_GPU_REQUESTS})", "{{namespace}} {{resource}}"),),
+            ),
             Panel("GPU utilisation by namespace", ((NAMESPACE_GPU_UTILISATION, "{{namespace}}"),), "percent"),
             Panel(
-                "GPUs used (allocated x utilisation) by namespace",
-                ((f"{NAMESPACE_GPUS_ALLOCATED} * on (namespace) {NAMESPACE_GPU_UTILISATION} / 100", "{{namespace}}"),),
+                "Devices used (requested x utilisation) by namespace",
+                (
+                    (
+                        f"sum by (namespace) ({NAMESPACE_GPU_REQUESTS}) * on (namespace) {NAMESPACE_GPU_UTILISATION} / 100",
+                        "{{namespace}}",
+                    ),
+                ),
             ),
             Panel(
                 "GPU quota (ResourceQuota) against use",
                 (
-                    (f"sum by (namespace) ({quota % 'hard'})", "{{namespace}} hard"),
-                    (f"sum by (namespace) ({quota % 'used'})", "{{namespace}} used"),
+                    (f"sum by (namespace, resource) ({quota % 'hard'})", "{{namespace}} {{resource}} hard"),
+                    (f"sum by (namespace, resource) ({quota % 'used'})", "{{namespace}} {{resource}} used"),
                 ),
             ),
             Panel(
                 "ClusterQueue GPU usage against nominal quota",
                 (
                     (
-                        f'sum by (cluster_queue, flavor) (kueue_cluster_queue_resource_usage{{resource="{GPU_RESOURCE}"}})',
-                        "{{cluster_queue}} {{flavor}} used",
+                        f"sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_resource_usage{{{kueue}}})",
+                        "{{cluster_queue}} {{flavor}} {{resource}} used",
                     ),
                     (
-                        f'sum by (cluster_queue, flavor) (kueue_cluster_queue_nominal_quota{{resource="{GPU_RESOURCE}"}})',
-                        "{{cluster_queue}} {{flavor}} nominal",
+                        f"sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_nominal_quota{{{kueue}}})",
+                        "{{cluster_queue}} {{flavor}} {{resource}} nominal",
                     ),
                 ),
             ),
             Panel(
                 "Pending workloads by ClusterQueue",
-                (("sum by (cluster_queue, status) (kueue_pending_workloads)", "{{cluster_queue}} {{status}}"),),
+                (
+                    (
+                        f"sum by (cluster_queue, status) (kueue_pending_workloads{{{KUEUE_LEADER}}})",
+                        "{{cluster_queue}} {{status}}",
+                    ),
+                ),
             ),
         ),
     )
