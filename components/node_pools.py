@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.advertised import nodepool_limits
+from config.advertised import nodepool_limits, overlay_capacity
 from config.capacity import GpuPoolPlan
 from config.labels import (
     CAPACITY_TYPE_LABEL,
@@ -25,6 +25,11 @@ from .lib.resources import Children, declare
 CPU_AMI_FAMILY = "al2023"
 NODEPOOL_API = "karpenter.sh/v1"
 NODECLASS_API = "karpenter.k8s.aws/v1"
+# NodeOverlay is alpha in Karpenter 1.14 and acts only with the controller's `nodeOverlay` feature gate
+# on (kubernetes-sigs/karpenter pkg/cloudprovider/overlay/cloudprovider.go; components/karpenter sets it).
+NODEOVERLAY_API = "karpenter.sh/v1alpha1"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 class NodePools(pulumi.ComponentResource):
@@ -80,7 +85,13 @@ class NodePools(pulumi.ComponentResource):
                 ),
                 children.opts(custom_timeouts=timeouts),
             )
-            after = [node_class, *(spot if pool.uses_spot else [])]
+            # Overlays before the NodePool: Karpenter's first launches for it already see the capacity its
+            # nodes will report, instead of sizing a time-sliced pool by physical GPUs; and they go after it.
+            overlays = [
+                declare(f"{name}-{overlay['metadata']['name']}-overlay", overlay, children.opts())
+                for overlay in node_overlays(pool)
+            ]
+            after = [node_class, *overlays, *(spot if pool.uses_spot else [])]
             declare(f"{name}-{pool.name}", gpu_node_pool(pool), children.opts(*after, custom_timeouts=timeouts))
 
         cpu_timeouts = pulumi.CustomTimeouts(delete=cpu_pool.delete_timeout)
@@ -157,7 +168,7 @@ def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
             "spec": {
                 "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name},
                 "requirements": [
-                    requirement("node.kubernetes.io/instance-type", [t.name for t in pool.instance_types]),
+                    requirement(INSTANCE_TYPE_LABEL, [t.name for t in pool.instance_types]),
                     requirement(CAPACITY_TYPE_LABEL, list(config.capacity_types)),
                     requirement("kubernetes.io/arch", ["amd64"]),
                     requirement("kubernetes.io/os", ["linux"]),
@@ -178,6 +189,38 @@ def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
     if config.weight is not None:
         spec["weight"] = config.weight
     return {"apiVersion": NODEPOOL_API, "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}
+
+
+def node_overlays(pool: GpuPoolPlan) -> list[dict[str, Any]]:
+    """One NodeOverlay per instance type whose GPU resources Karpenter would otherwise get wrong.
+
+    Karpenter merges an overlay's `capacity` over the instance type's, resource by resource
+    (kubernetes-sigs/karpenter pkg/cloudprovider/types.go, ApplyCapacityOverlay), when its requirements
+    match the NodePool's name, template labels and the type (pkg/controllers/nodeoverlay/controller.go,
+    getOverlaidOfferings). Two overlays of equal weight setting one resource on one type conflict and
+    neither applies (store.go, isCapacityUpdateConflicting): each overlay here names one pool and one
+    type, so none overlap. Its name is `<pool>-<type>`; types hold no '-', so names cannot collide.
+    """
+    overlays = []
+    for instance_type in pool.instance_types:
+        capacity = overlay_capacity(pool, instance_type)
+        if capacity is None:
+            continue
+        overlays.append(
+            {
+                "apiVersion": NODEOVERLAY_API,
+                "kind": "NodeOverlay",
+                "metadata": {"name": f"{pool.name}-{instance_type.name}"},
+                "spec": {
+                    "requirements": [
+                        requirement(NODEPOOL_LABEL, [pool.name]),
+                        requirement(INSTANCE_TYPE_LABEL, [instance_type.name]),
+                    ],
+                    "capacity": {resource: str(units) for resource, units in capacity.items()},
+                },
+            }
+        )
+    return overlays
 
 
 def cpu_node_pool(config: CpuPoolConfig) -> dict[str, Any]:

@@ -130,7 +130,11 @@ def test_karpenter_knows_its_cluster_queue_and_region_and_takes_crds_from_their_
     [controller] = [r for r in recording.by_type(RELEASE) if r.inputs["name"] == "karpenter"]
     settings = controller.inputs["values"]
     # The fixture's cluster gpu-prod in us-east-1; the interruption queue is named for the cluster.
-    assert settings["settings"] == {"clusterName": "gpu-prod", "interruptionQueue": "gpu-prod"}
+    assert settings["settings"] == {
+        "clusterName": "gpu-prod",
+        "interruptionQueue": "gpu-prod",
+        "featureGates": {"nodeOverlay": True},
+    }
     assert settings["controller"]["env"] == [{"name": "AWS_REGION", "value": "us-east-1"}]
     assert settings["serviceAccount"] == {"name": "karpenter"}
     assert controller.inputs["skipCrds"] is True

@@ -331,6 +331,14 @@ def test_the_values_check_catches_a_misspelt_key():
     assert [line.split(": ")[1] for line in problems] == ["values.settings.interruptionQueueName", "values.replica"]
 
 
+def test_the_node_overlay_gate_is_on_so_gpu_overlays_apply():
+    # NodeOverlays change instance types only when the controller's NodeOverlay gate is on
+    # (kubernetes-sigs/karpenter pkg/cloudprovider/overlay/cloudprovider.go, GetInstanceTypes); the
+    # karpenter chart v1.14.1 turns settings.featureGates.nodeOverlay into FEATURE_GATES
+    # (charts/karpenter/templates/deployment.yaml) and leaves it false by default.
+    assert release("controller").inputs["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+
+
 def test_controller_runs_two_replicas_on_the_system_nodes():
     values = release("controller").inputs["values"]
     assert values["replicas"] == 2
@@ -345,7 +353,8 @@ def test_controller_runs_two_replicas_on_the_system_nodes():
 
 def test_controller_knows_its_cluster_and_interruption_queue_by_name():
     controller = release("controller")
-    assert controller.inputs["values"]["settings"] == {"clusterName": CLUSTER, "interruptionQueue": CLUSTER}
+    settings = controller.inputs["values"]["settings"]
+    assert (settings["clusterName"], settings["interruptionQueue"]) == (CLUSTER, CLUSTER)
     queue = karpenter().named("aws:sqs/queue:Queue", f"{COMPONENT}-interruption")
     assert queue.urn in controller.dependencies
 

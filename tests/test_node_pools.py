@@ -8,6 +8,7 @@ from config import ConfigError
 from config.labels import GPU_TAINT, MIG_CONFIG_LABEL, POOL_LABEL
 
 from .conftest import fixture_document, load, render_fixture, short
+from .recorded import waits_for
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -223,6 +224,43 @@ def test_each_pool_limits_gpus_to_what_it_declares_in_the_units_karpenter_counts
     assert pools["cpu"].inputs["spec"]["limits"] == {"cpu": 512, "memory": "2048Gi"}
 
 
+NODEOVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+
+
+def test_a_mig_pool_gets_an_overlay_per_type_advertising_its_mig_devices_and_no_whole_gpu():
+    overlays = objects(render_fixture("multi-pool"), NODEOVERLAY)
+    # Only the MIG pool needs one: the whole-GPU pools' nodes report what the provider already knows.
+    assert sorted(overlays) == ["gpu-h100-p5.48xlarge"]
+    spec = overlays["gpu-h100-p5.48xlarge"].inputs["spec"]
+    # Requirements match the NodePool's name and the type (kubernetes-sigs/karpenter
+    # pkg/controllers/nodeoverlay/controller.go, getOverlaidOfferings).
+    assert spec["requirements"] == [
+        {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu-h100"]},
+        {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": ["p5.48xlarge"]},
+    ]
+    # 8 H100s, each 3g.40gb + 2g.20gb + 2x 1g.10gb; mixed-strategy nodes report nvidia.com/gpu 0.
+    assert spec["capacity"] == {
+        "nvidia.com/gpu": "0",
+        "nvidia.com/mig-1g.10gb": "16",
+        "nvidia.com/mig-2g.20gb": "8",
+        "nvidia.com/mig-3g.40gb": "8",
+    }
+
+
+def test_a_time_sliced_pool_is_sized_by_its_shares():
+    overlays = objects(render_fixture("single-pool"), NODEOVERLAY)
+    # Four shares per L40S: the 48xlarge's 8 GPUs are 32 nvidia.com/gpu to Karpenter, as to the kubelet.
+    assert overlays["gpu-l40s-g6e.48xlarge"].inputs["spec"]["capacity"] == {"nvidia.com/gpu": "32"}
+    assert len(overlays) == 8
+
+
+def test_overlays_exist_before_their_node_pool_launches_anything():
+    recording = render_fixture("multi-pool")
+    pool = recording.named(NODEPOOL, "gpu-prod-pools-gpu-h100")
+    overlay = recording.named(NODEOVERLAY, "gpu-prod-pools-gpu-h100-p5.48xlarge-overlay")
+    assert overlay.urn in waits_for(recording, pool)
+
+
 def test_pool_requirements_pin_instance_types_and_capacity_types():
     pools = objects(render_fixture("single-pool"), NODEPOOL)
     requirements = {r["key"]: r["values"] for r in pools["gpu-l40s"].inputs["spec"]["template"]["spec"]["requirements"]}
@@ -303,3 +341,31 @@ def test_a_node_pool_waits_for_its_node_class(recording):
     classes = {r.inputs["metadata"]["name"]: r.urn for r in recording.by_type(NODECLASS)}
     for pool in recording.by_type(NODEPOOL):
         assert classes[pool.inputs["metadata"]["name"]] in pool.dependencies
+
+
+# --- time slices between tenants -----------------------------------------------------------------
+
+
+def test_a_time_sliced_pool_shared_by_two_tenants_is_refused_unless_the_pool_allows_it():
+    doc = fixture_document("single-pool")
+    del doc[P][0]["sharing"]["shareBetweenTenants"]
+    assert problems_of(doc) == [
+        "gpu-platform:tenants[1].gpu.l40s-on-demand: gives inference time slices of pool gpu-l40s, which ml-research "
+        "holds quota on too; time slices share a GPU's memory and faults between tenants: give the pool to one "
+        "tenant or set gpu-platform:nodePools[0].sharing.shareBetweenTenants: true"
+    ]
+
+
+def test_a_time_sliced_pool_of_one_tenant_needs_no_permission_to_share():
+    doc = fixture_document("single-pool")
+    del doc[P][0]["sharing"]["shareBetweenTenants"]
+    doc["gpu-platform:tenants"] = doc["gpu-platform:tenants"][:1]
+    doc["gpu-platform:tenants"][0]["gpu"]["l40s-on-demand"] = {"nominal": 12}
+    assert [tenant.name for tenant in load(doc).tenants] == ["ml-research"]
+
+
+def test_sharing_between_tenants_is_a_time_slicing_choice_only():
+    doc = pool_doc(sharing={"mode": "mig", "migLayout": {"1g.10gb": 7}, "shareBetweenTenants": True})
+    assert problems_of(doc) == [
+        "gpu-platform:nodePools[0].sharing: `shareBetweenTenants` applies to timeSlicing only, not mig"
+    ]

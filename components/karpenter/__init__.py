@@ -353,7 +353,15 @@ def controller_values(cluster_name: str, region: str, interruption_queue: pulumi
         # Karpenter must not run on nodes it manages (it could remove its own node); the system node
         # group is the on-demand capacity set aside for controllers.
         **on_system_nodes(),
-        "settings": {"clusterName": cluster_name, "interruptionQueue": interruption_queue},
+        "settings": {
+            "clusterName": cluster_name,
+            "interruptionQueue": interruption_queue,
+            # The GPU pools' NodeOverlays (components/node_pools.py) act only with this gate on: without it
+            # Karpenter sizes time-sliced and MIG nodes by physical GPUs and finds no type for nvidia.com/mig-*
+            # (kubernetes-sigs/karpenter pkg/cloudprovider/overlay/cloudprovider.go; chart key
+            # settings.featureGates.nodeOverlay, off by default in the 1.14.1 chart's values.yaml).
+            "featureGates": {"nodeOverlay": True},
+        },
         # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
         **CHART_SCRAPE_VALUES["karpenter"],
         "controller": {
