@@ -216,6 +216,11 @@ class SharingConfig(ConfigModel):
         None,
         description="mig: MIG profile -> instances on each GPU, e.g. `{3g.40gb: 1, 2g.20gb: 1, 1g.10gb: 2}`.",
     )
+    share_between_tenants: bool = Field(
+        False,
+        description="timeSlicing: let more than one tenant hold quota on the pool. Time slices of one GPU share its "
+        "memory and faults, so a tenant's pod can read or crash another's; refused unless set.",
+    )
 
     @model_validator(mode="after")
     def _fields_match_mode(self) -> SharingConfig:
@@ -227,6 +232,8 @@ class SharingConfig(ConfigModel):
             raise ValueError(f"`replicas` applies to timeSlicing only, not {self.mode}")
         if self.mode != "mig" and self.mig_layout is not None:
             raise ValueError(f"`migLayout` applies to mig only, not {self.mode}")
+        if self.mode != "timeSlicing" and self.share_between_tenants:
+            raise ValueError(f"`shareBetweenTenants` applies to timeSlicing only, not {self.mode}")
         return self
 
 

@@ -180,6 +180,8 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         flavors = plan_flavors(gpu_pools, queueing, problems)
         if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
             tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems, cluster.creator)
+    if isinstance(pools, NodePoolsConfig):
+        _check_time_slice_tenants(pools, tenant_plans, problems)
     if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):
         names = [tenant.name for tenant in tenants.root]
         for index, template in enumerate(gpu.dra.claim_templates):
@@ -287,6 +289,32 @@ def _check_system_capacity(
     for path, message in capacity_problems(plan, root):
         problems.add(path, message)
     return plan
+
+
+def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPlan], problems: Problems) -> None:
+    """A time-sliced pool serves one tenant unless it says `shareBetweenTenants`.
+
+    Time slices of a GPU share its memory and its faults: one tenant's pod can read another's memory
+    or take it down. A tenant holds quota on a pool when any flavor of it gives the tenant nominal or
+    borrowing units.
+    """
+    for index, pool in enumerate(pools.root):
+        if pool.sharing.mode != "timeSlicing" or pool.sharing.share_between_tenants:
+            continue
+        holders: list[tuple[int, str, str]] = []
+        for position, tenant in enumerate(tenants):
+            for quota in tenant.quotas:
+                if quota.flavor.pool.name == pool.name and (quota.quota.nominal or quota.quota.borrowing_limit):
+                    holders.append((position, tenant.name, quota.flavor.name))
+                    break
+        if len({name for _, name, _ in holders}) > 1:
+            position, name, flavor = holders[1]
+            problems.add(
+                f"{NAMESPACE}:tenants[{position}].gpu.{flavor}",
+                f"gives {name} time slices of pool {pool.name}, which {holders[0][1]} holds quota on too; time slices share "
+                f"a GPU's memory and faults between tenants: give the pool to one tenant or set "
+                f"{NAMESPACE}:nodePools[{index}].sharing.shareBetweenTenants: true",
+            )
 
 
 def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPlan], problems: Problems) -> None:

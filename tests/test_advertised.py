@@ -66,7 +66,7 @@ def test_time_slicing_advertises_replicas_per_gpu_and_limits_in_shares():
     # an initialised node counts against the limit (pkg/controllers/state/statenode.go, Capacity;
     # pkg/controllers/provisioning/scheduling/scheduler.go, updateRemainingResources). A limit in
     # physical GPUs would stop the pool at 1/replicas of its size.
-    pool = multi_pool(pool={"sharing": {"mode": "timeSlicing", "replicas": 4}})
+    pool = multi_pool(pool={"sharing": {"mode": "timeSlicing", "replicas": 4, "shareBetweenTenants": True}})
     assert advertised(pool, P5) == {GPU_RESOURCE: 32}
     # The overlay's value replaces the provider's for the same resource
     # (pkg/cloudprovider/types.go, ApplyCapacityOverlay: lo.Assign).
@@ -136,7 +136,7 @@ def test_a_pool_reaches_its_limit_less_what_no_type_fits_into(types, gpus, repli
     pool = doc["gpu-platform:nodePools"][2]
     pool.update(instanceTypes=types, gpus=gpus)
     if replicas:
-        pool["sharing"] = {"mode": "timeSlicing", "replicas": replicas}
+        pool["sharing"] = {"mode": "timeSlicing", "replicas": replicas, "shareBetweenTenants": True}
     assert guaranteed_units(pool_of(doc, "gpu-l40s")) == {GPU_RESOURCE: reached}
 
 
