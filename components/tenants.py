@@ -4,7 +4,7 @@ Access model. EKS access entries put each tenant principal into Kubernetes group
 (`gpu-platform:<tenant>:admins`, `gpu-platform:<tenant>:viewers`); RoleBindings in the tenant's
 namespace bind those groups to the built-in ClusterRoles `admin` and `view`. Why not EKS access
 policies: the built-in admin/edit/view ClusterRoles aggregate the rules CRD owners publish for them
-(Kueue's LocalQueues, the training operator's PyTorchJobs), which EKS's fixed access policies cannot
+(Kueue's LocalQueues, the trainer's TrainJobs and JobSets), which EKS's fixed access policies cannot
 grant. And a RoleBinding is namespaced, so a tenant gets nothing cluster-scoped, not even the right
 to relabel its own namespace (its Pod Security level and Kueue selector stay ours).
 EKS allows one access entry per principal, so a principal in several tenants gets one entry that
@@ -13,7 +13,7 @@ carries all its groups.
 Network model. Every pod in a tenant namespace is denied all traffic, then allowed: DNS to CoreDNS,
 its own namespace both ways, scrapes from `monitoring`, ingress from the namespaces the tenant names,
 and the internet (never the VPC's private ranges or the instance metadata service) when allowed.
-No egress to the Kubernetes API: the workloads tenants run (PyTorchJob and Kueue-admitted Job pods,
+No egress to the Kubernetes API: the workloads tenants run (TrainJob and Kueue-admitted Job pods,
 notebooks, inference servers) only talk to each other and to data; the operators that create and
 watch their pods run in their own namespaces. Pods that drive the API themselves (Spark's driver,
 KubeRay's autoscaler) need a network allowance the config does not have yet.

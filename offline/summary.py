@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from components import queueing, training
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
@@ -37,6 +40,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _capacity(config),
         _alerts(config),
         _autoscaling(config),
+        _job_kinds(recording),
         _addons(config),
         _access(config),
         render_deploy_path(recording, config.cluster.name),
@@ -336,6 +340,36 @@ def _autoscaling(config: PlatformConfig) -> str:
     return "## Autoscaling\n\n" + table(
         ["deployment", "class", "replicas", "GPUs at max", "GPU target", "queue target", "cooldown", "model server"], rows
     ) + note
+
+
+# Kueue's built-in integrations (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/{job,pod,deployment,
+# statefulset}: `FrameworkName`) and the kinds they queue.
+_BUILT_IN_FRAMEWORKS = {"batch/job": "batch/v1 Job", "pod": "v1 Pod", "deployment": "apps/v1 Deployment",
+                        "statefulset": "apps/v1 StatefulSet"}
+
+
+def _job_kinds(recording: Recording) -> str:
+    """The kinds Kueue's rendered config queues, and which release installs each one's CRD."""
+    releases = {r.inputs["name"]: r.inputs for r in recording.by_type("kubernetes:helm.sh/v3:Release")}
+    kueue = releases.get(queueing.RELEASE_NAME)
+    if kueue is None:
+        return "## Job kinds Kueue queues\n\nKueue is not installed.\n"
+    config = yaml.safe_load(kueue["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    trainer = releases.get(training.RELEASE_NAME)
+    rows: list[list[Any]] = []
+    for framework in config["integrations"]["frameworks"]:
+        if framework in _BUILT_IN_FRAMEWORKS:
+            rows.append([f"`{framework}`", _BUILT_IN_FRAMEWORKS[framework], "Kubernetes"])
+        elif trainer is not None and framework in training.QUEUED_KINDS:
+            rows.append([f"`{framework}`", training.QUEUED_KINDS[framework], f"{training.CHART_KEY} {trainer['version']}"])
+        else:
+            rows.append([f"`{framework}`", "-", "not installed: Kueue waits for its CRD"])
+    note = (
+        "\nIn tenant namespaces (`managedJobsNamespaceSelector`) a job without a queue name goes to the tenant's `default` "
+        "LocalQueue" + (" (`manageJobsWithoutQueueName`)" if config.get("manageJobsWithoutQueueName") else "")
+        + ". A Job, JobSet or TrainJob is admitted as one workload: all of its pods or none.\n"
+    )
+    return "## Job kinds Kueue queues\n\n" + table(["framework", "kind", "CRD installed by"], rows) + note
 
 
 def _addons(config: PlatformConfig) -> str:

@@ -8,6 +8,7 @@ trainjob, jobset; pkg/controller/jobframework), kubernetes/kubernetes' RBAC boot
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,13 +17,20 @@ import pytest
 import yaml
 
 from components import training
+from components.queueing import cluster_queue
+from components.tenants import limit_range
+from components.training import TORCH_RUNTIME, torch_runtime
 from config.labels import LOCAL_QUEUE, SYSTEM_NODE_LABELS, TENANT_LABEL
 from config.namespaces import CONTROLLER_NAMESPACES, TRAINER
 from config.versions import CHARTS
 from offline.engine import Recording
+from offline.helm_values import chart_key
+from offline.summary import render_summary
 from offline.upstream import chart_dir, chart_metadata, chart_values, crd_documents, subchart_values
+from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import chart_values_problems, render_fixture
+from .admission import Admission, Inadmissible, Tenancy, admit, pod_sets
+from .conftest import chart_values_problems, fixture_document, load, project_path, render_fixture
 from .recorded import kubernetes_objects, releases, waits_for
 
 PIN = CHARTS[training.CHART_KEY]
@@ -247,3 +255,144 @@ def test_the_training_roles_aggregate_into_the_built_in_roles_only():
             assert key in training.AGGREGATE_TO.values() and value == "true"
             # An aggregated role grants nothing cluster-scoped: bound through RoleBindings, it is namespaced.
             assert all(r["resources"] != ["clustertrainingruntimes"] for r in manifest["rules"])
+
+
+# --- the worked examples in docs/tenants.md -------------------------------------------------------------
+
+DOC = project_path("docs", "tenants.md")
+SECTION = "## Training jobs"
+_SNIPPET = re.compile(
+    r"<!-- snippet: manifest stack=fixture:(?P<stack>[\w-]+) tenant=(?P<tenant>[\w-]+) -->\n```yaml\n(?P<body>.*?)```", re.S
+)
+
+
+@dataclass(frozen=True)
+class Example:
+    stack: str
+    tenant: str
+    manifest: dict[str, Any]
+
+    def __str__(self) -> str:
+        return f"{self.manifest['kind']} {self.manifest['metadata']['name']}"
+
+
+def training_examples() -> list[Example]:
+    """The manifest blocks of the doc's training section, each with the fixture stack and tenant it names."""
+    text = DOC.read_text()
+    start = text.index(SECTION)
+    section = text[start : text.index("\n## ", start + len(SECTION))]
+    return [Example(m["stack"], m["tenant"], yaml.safe_load(m["body"])) for m in _SNIPPET.finditer(section)]
+
+
+EXAMPLES = training_examples()
+# Which flavor of the tenant's ClusterQueue Kueue admits each example on, within nominal quota.
+ADMITTED_ON = {
+    "TrainJob resnet-ddp": ("a100-spot",),
+    "Job notebook-alice": ("h100-on-demand",),
+    "Job l4-eval": ("l4-dra-on-demand",),
+}
+
+
+def test_the_training_section_has_a_whole_gpu_a_mig_and_a_dra_example():
+    assert sorted(map(str, EXAMPLES)) == sorted(ADMITTED_ON)
+
+
+def tenancy_of(recording: Recording, tenant: str) -> Admitting:
+    objects = [r.inputs for r in kubernetes_objects(recording)]
+    in_namespace = [o for o in objects if o["metadata"].get("namespace") == tenant]
+    [limit_range] = [o for o in in_namespace if o["kind"] == "LimitRange"]
+    [queue] = [o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == tenant]
+    return Admitting(
+        Tenancy(
+            default_requests=limit_range["spec"]["limits"][0]["defaultRequest"],
+            claim_templates={o["metadata"]["name"]: o for o in in_namespace if o["kind"] == "ResourceClaimTemplate"},
+            kueue_config=kueue_config(recording),
+            runtimes={o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterTrainingRuntime"},
+        ),
+        queue,
+    )
+
+
+@dataclass(frozen=True)
+class Admitting:
+    tenancy: Tenancy
+    cluster_queue: dict[str, Any]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=str)
+def test_each_training_example_is_valid_against_its_stacks_schemas(example):
+    recording = render_fixture(example.stack)
+    crds = CustomResourceDefinitions.installed_by(r.inputs for r in releases(recording).values())
+    version = load(fixture_document(example.stack)).cluster.kubernetes_version
+    assert example.manifest["metadata"]["namespace"] == example.tenant
+    assert object_findings(example.manifest, crds, version).findings == []
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=str)
+def test_each_training_example_is_admitted_whole_within_its_tenants_nominal_quota(example):
+    admitting = tenancy_of(render_fixture(example.stack), example.tenant)
+    admission = admit(pod_sets(example.manifest, admitting.tenancy), admitting.cluster_queue)
+    assert admission == Admission(ADMITTED_ON[str(example)], borrowing=False)
+
+
+def seed_job() -> dict[str, Any]:
+    [job] = [e.manifest for e in EXAMPLES if e.manifest["kind"] == "TrainJob"]
+    return job
+
+
+def data_science_queue(document: dict[str, Any]) -> tuple[Tenancy, dict[str, Any]]:
+    [plan] = [t for t in load(document).tenants if t.name == "data-science"]
+    tenancy = Tenancy(limit_range(plan)["spec"]["limits"][0]["defaultRequest"], {}, {}, {TORCH_RUNTIME: torch_runtime()})
+    return tenancy, cluster_queue(plan)
+
+
+def test_the_seed_job_shape_needs_eight_gpus_in_one_gang():
+    [pod_set] = pod_sets(seed_job(), data_science_queue(fixture_document("multi-pool"))[0])
+    assert pod_set.count == 8 and pod_set.total()["nvidia.com/gpu"] == 8
+
+
+def test_the_seed_job_shape_is_admitted_for_a_tenant_with_eight_gpus_nominal():
+    document = fixture_document("multi-pool")
+    assert document["gpu-platform:tenants"][2]["gpu"]["a100-spot"] == {"nominal": 8}
+    tenancy, queue = data_science_queue(document)
+    assert admit(pod_sets(seed_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
+
+
+def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavor():
+    document = fixture_document("multi-pool")
+    tenants = document["gpu-platform:tenants"]
+    tenants[2]["gpu"]["a100-spot"], tenants[2]["gpu"]["l40s-on-demand"] = {"nominal": 4}, {"nominal": 4}
+    # llm-training may borrow only what the cohort can then lend it on a100-spot.
+    tenants[0]["gpu"]["a100-spot"]["borrowingLimit"] = 4
+    tenancy, queue = data_science_queue(document)
+    with pytest.raises(Inadmissible, match="no flavor of ClusterQueue data-science holds PodSet node"):
+        admit(pod_sets(seed_job(), tenancy), queue)
+
+
+# --- the summary -----------------------------------------------------------------------------------------
+
+
+def summary_rows(summary: str, heading: str) -> dict[str, list[str]]:
+    section = summary[summary.index(heading) :].split("\n\n")[1]
+    return {cells[0].strip("`"): cells[1:] for cells in
+            ([c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()[2:])}
+
+
+def test_the_summary_lists_every_kind_kueue_queues_and_the_release_that_installs_its_crd():
+    recording = render_fixture("multi-pool")
+    rows = summary_rows(render_summary(recording, load(fixture_document("multi-pool"))), "## Job kinds Kueue queues")
+    assert list(rows) == kueue_config(recording)["integrations"]["frameworks"]
+    # The truth, from the CRDs each rendered release installs (upstream/<chart>/<version>/).
+    installed = {}
+    for release in releases(recording).values():
+        key = chart_key(release.inputs["chart"])
+        for crd in crd_documents({key: release.inputs["version"]}) if key else ():
+            names, group = crd["spec"]["names"], crd["spec"]["group"]
+            [version] = [v["name"] for v in crd["spec"]["versions"] if v["storage"]]
+            installed[f"{group}/{names['kind'].lower()}"] = [
+                f"{group}/{version} {names['kind']}", f"{key} {release.inputs['version']}"
+            ]
+    for framework, cells in rows.items():
+        if cells[1] != "Kubernetes":
+            assert cells == installed.get(framework, ["-", "not installed: Kueue waits for its CRD"]), framework
+    assert rows["trainer.kubeflow.org/trainjob"][1] == rows["jobset.x-k8s.io/jobset"][1] == f"kubeflow-trainer {PIN.version}"
