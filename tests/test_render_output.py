@@ -50,6 +50,7 @@ def test_a_render_writes_one_file_per_helm_release_beside_manifests_plan_and_sum
         "helm/karpenter.yaml",
         "helm/keda.yaml",
         "helm/kube-prometheus-stack.yaml",
+        "helm/kubeflow-trainer.yaml",
         "helm/kueue.yaml",
         "helm/prometheus-operator-crds.yaml",
         "manifests.yaml",
