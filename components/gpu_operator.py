@@ -25,7 +25,7 @@ import yaml
 
 from config import namespaces
 from config.capacity import GpuPoolPlan
-from config.labels import DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE
+from config.labels import DEVICE_PLUGIN_CONFIG_LABEL, DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE
 from config.node_pools import ClaimTemplateConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
@@ -211,7 +211,7 @@ def time_slicing_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
     configs: dict[str, dict[str, Any]] = {DEFAULT_SHARING_CONFIG: {"version": "v1"}}
     for pool in pools:
         sharing = pool.config.sharing
-        if sharing.mode == "timeSlicing":
+        if sharing.mode == "timeSlicing" and DEVICE_PLUGIN_CONFIG_LABEL in pool.labels:
             configs[pool.sharing_config_name] = {
                 "version": "v1",
                 "sharing": {"timeSlicing": {"resources": [{"name": GPU_RESOURCE, "replicas": sharing.replicas}]}},

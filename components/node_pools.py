@@ -79,6 +79,7 @@ class NodePools(pulumi.ComponentResource):
                     pool.ami_release,
                     pool.config.root_volume,
                     pool.has_instance_store,
+                    user_data=bottlerocket_user_data(pool),
                     cluster_name=cluster_name,
                     role=node_role_name,
                     tags={**tags, POOL_LABEL: pool.name},
@@ -113,6 +114,7 @@ def ec2_node_class(
     volume: RootVolumeConfig,
     instance_store: bool,
     *,
+    user_data: str | None = None,
     cluster_name: str,
     role: Any,
     tags: Mapping[str, str],
@@ -133,6 +135,8 @@ def ec2_node_class(
         },
         "tags": dict(sorted(tags.items())),
     }
+    if user_data is not None:
+        spec["userData"] = user_data
     if instance_store:
         # The local NVMe drives become one striped volume for images and ephemeral storage (model caches).
         spec["instanceStorePolicy"] = "RAID0"
@@ -142,6 +146,33 @@ def ec2_node_class(
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:
+    """Bottlerocket settings (TOML) that time-slice a pool's GPUs in Bottlerocket's own device plugin.
+
+    Bottlerocket's NVIDIA variant runs the device plugin as a host service, configured from
+    `settings.kubelet-device-plugins.nvidia` (bottlerocket-os/bottlerocket-core-kit
+    packages/nvidia-k8s-device-plugin/nvidia-k8s-device-plugin-conf.in). Its time-slicing defaults differ
+    from the GPU Operator's: `rename-by-default` true would advertise `nvidia.com/gpu.shared` and
+    `fail-requests-greater-than-one` true would refuse a pod asking for two slices, so both are set false
+    and a Bottlerocket slice is the same `nvidia.com/gpu` as an AL2023 one (config/advertised.py).
+    Karpenter merges these settings with its own (karpenter-provider-aws v1.14.1
+    pkg/providers/amifamily/bootstrap/bottlerocketsettings.go keeps unknown settings tables).
+    None for every other pool.
+    """
+    sharing = pool.config.sharing
+    if pool.config.ami_family != "bottlerocket" or sharing.mode != "timeSlicing":
+        return None
+    return (
+        "[settings.kubelet-device-plugins.nvidia]\n"
+        'device-sharing-strategy = "time-slicing"\n'
+        "\n"
+        "[settings.kubelet-device-plugins.nvidia.time-slicing]\n"
+        f"replicas = {sharing.replicas}\n"
+        "rename-by-default = false\n"
+        "fail-requests-greater-than-one = false\n"
+    )
 
 
 def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dict[str, Any]]:

@@ -88,7 +88,8 @@ class GpuPoolPlan:
     @property
     def labels(self) -> dict[str, str]:
         labels = {POOL_LABEL: self.name, GPU_MODEL_LABEL: self.gpu.label}
-        if self.config.sharing.mode == "timeSlicing":
+        if self.config.sharing.mode == "timeSlicing" and self.config.ami_family != "bottlerocket":
+            # Bottlerocket's own device plugin takes its time-slicing from the node class's user data.
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = self.sharing_config_name
         if self.config.sharing.mode == "mig":
             labels[MIG_CONFIG_LABEL] = self.sharing_config_name
@@ -229,6 +230,16 @@ def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, mig_strategy: 
             f"{key}.sharing.mode",
             f"'mig' is not possible on pool {pool.name}: its {gpu.name} GPUs do not support MIG "
             "(MIG needs A100, H100 or H200); use timeSlicing or none",
+        )
+        return
+    if pool.ami_family == "bottlerocket":
+        # Bottlerocket's own device plugin partitions at boot with one profile per GPU model and always
+        # the single strategy (bottlerocket-os/bottlerocket-core-kit packages/nvidia-k8s-device-plugin/
+        # nvidia-k8s-device-plugin-conf.in); the GPU Operator's MIG manager does not run there.
+        problems.add(
+            f"{key}.sharing.mode",
+            f"'mig' on Bottlerocket pool {pool.name} would not partition its GPUs: the GPU Operator's MIG manager "
+            "does not run on Bottlerocket; use amiFamily al2023 or sharing timeSlicing",
         )
         return
     if mig_strategy == "single" and len(sharing.mig_layout) > 1:

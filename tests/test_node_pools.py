@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tomllib
+
 import pytest
 
 from config import ConfigError
@@ -316,6 +318,39 @@ def test_bottlerocket_gets_an_encrypted_os_volume_and_a_sized_data_volume():
     mappings = objects(render_fixture("multi-pool"), NODECLASS)["gpu-l40s"].inputs["spec"]["blockDeviceMappings"]
     assert [m["deviceName"] for m in mappings] == ["/dev/xvda", "/dev/xvdb"]
     assert mappings[1]["ebs"]["volumeSize"] == "200Gi"
+
+
+def test_bottlerocket_time_slices_in_its_own_device_plugin_as_plain_nvidia_gpu():
+    # Bottlerocket's device plugin reads settings.kubelet-device-plugins.nvidia; its time-slicing defaults
+    # rename shares to nvidia.com/gpu.shared and refuse requests above one
+    # (bottlerocket-os/bottlerocket-core-kit packages/nvidia-k8s-device-plugin/nvidia-k8s-device-plugin-conf.in),
+    # so both are turned off to advertise what config/advertised.py and the overlays say.
+    spec = objects(render_fixture("single-pool"), NODECLASS)["gpu-l40s"].inputs["spec"]
+    assert spec["amiSelectorTerms"] == [{"alias": "bottlerocket@v1.57.0"}]
+    assert tomllib.loads(spec["userData"]) == {
+        "settings": {
+            "kubelet-device-plugins": {
+                "nvidia": {
+                    "device-sharing-strategy": "time-slicing",
+                    "time-slicing": {"replicas": 4, "rename-by-default": False, "fail-requests-greater-than-one": False},
+                }
+            }
+        }
+    }
+
+
+def test_node_classes_without_time_slicing_on_bottlerocket_carry_no_user_data():
+    for recording in (render_fixture("multi-pool"), render_fixture("single-pool-dra")):
+        for name, node_class in objects(recording, NODECLASS).items():
+            assert "userData" not in node_class.inputs["spec"], name
+
+
+def test_mig_on_bottlerocket_is_refused():
+    doc = pool_doc(amiFamily="bottlerocket")
+    assert problems_of(doc) == [
+        "gpu-platform:nodePools[0].sharing.mode: 'mig' on Bottlerocket pool gpu-h100 would not partition its GPUs: "
+        "the GPU Operator's MIG manager does not run on Bottlerocket; use amiFamily al2023 or sharing timeSlicing"
+    ]
 
 
 def test_destroy_removes_pools_and_node_classes_before_karpenter_and_its_aws_resources(recording):

@@ -94,8 +94,8 @@ def test_a_pool_on_both_capacity_types_is_one_flavor_unless_split():
 # --- pools: what Karpenter may launch and what it yields --------------------------------------------
 
 POOLS = [
-    # 8 GPUs x 4 slices; cheapest per GPU is g6e.xlarge at 1.861 USD/h: 8 x 1.861 = 14.888.
-    ("single-pool", "gpu-l40s", 8, {GPU: 32}, 14.89, "v20260903", True),
+    # 8 GPUs x 4 slices; cheapest per GPU is g6e.xlarge at 1.861 USD/h: 8 x 1.861 = 14.888; on Bottlerocket.
+    ("single-pool", "gpu-l40s", 8, {GPU: 32}, 14.89, "v1.57.0", True),
     # 32 GPUs, each 2x 1g + 1x 2g + 1x 3g; 55.04 / 8 = 6.88 USD per GPU-hour x 32 = 220.16.
     ("multi-pool", "gpu-h100", 32, {MIG_1G: 64, MIG_2G: 32, MIG_3G: 32}, 220.16, "v20260903", True),
     # 21.957642 / 8 x 16 = 43.915284.
@@ -118,7 +118,11 @@ def test_a_pool_yields_its_declared_gpus_at_the_cheapest_price_per_gpu(fixture, 
 
 
 POOL_LABELS = [
+    # Time-sliced on Bottlerocket: by Bottlerocket's device plugin, not the operator's, which stays off.
     ("single-pool", "gpu-l40s", {
+        "gpu-platform/node-pool": "gpu-l40s", "gpu-platform/gpu-model": "l40s", "nvidia.com/gpu.deploy.device-plugin": "false",
+    }),
+    ("single-pool-dra", "gpu-l40s", {
         "gpu-platform/node-pool": "gpu-l40s", "gpu-platform/gpu-model": "l40s", "nvidia.com/device-plugin.config": "gpu-l40s",
     }),
     ("multi-pool", "gpu-h100", {
