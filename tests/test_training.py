@@ -161,6 +161,15 @@ def test_kueue_queues_trainjobs_and_jobsets_and_labels_queue_less_ones_with_the_
     assert TENANT_LABEL not in namespaces[TRAINER]
 
 
+def test_a_trainjob_whose_pods_do_not_all_start_gives_its_quota_back():
+    # A TrainJob's PodsReady counts its JobSet's child Jobs that have every pod ready (or succeeded) against
+    # all of them (pkg/controller/jobs/trainjob/trainjob_controller.go, PodsReady); with waitForPodsReady,
+    # a workload not PodsReady by the timeout is evicted, its quota released, and requeued with backoff.
+    wait = kueue_config(render_fixture("multi-pool"))["waitForPodsReady"]
+    assert wait["timeout"] and wait["requeuingStrategy"]["timestamp"] == "Eviction"
+    assert wait.get("blockAdmission", False) is False
+
+
 # --- tenants' rights, resolved from the rendered bindings and roles -------------------------------------
 
 
