@@ -24,6 +24,7 @@ from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
+from .schedulability import check_schedulability
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
@@ -180,6 +181,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         flavors = plan_flavors(gpu_pools, queueing, problems)
         if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
             tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems, cluster.creator)
+            check_schedulability(flavors, tenant_plans, gpu_pools, problems)
     if isinstance(pools, NodePoolsConfig):
         _check_time_slice_tenants(pools, tenant_plans, problems)
     if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):

@@ -21,6 +21,7 @@ from config.labels import (
     SYSTEM_NODE_LABELS,
     SYSTEM_NODE_TAINT,
 )
+from config.schedulability import promises, unpromised
 
 from .deploy_path import render_deploy_path
 
@@ -38,6 +39,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _gpu_pools(config),
         _tenants(config),
         _capacity(config),
+        _schedulability(config),
         _alerts(config),
         _autoscaling(config),
         _job_kinds(recording),
@@ -281,6 +283,37 @@ def _capacity(config: PlatformConfig) -> str:
             ]
         )
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
+
+
+def _schedulability(config: PlatformConfig) -> str:
+    """The proof `offline check` runs (config/schedulability.py): every nominal quota, the nodes that carry it."""
+    rows = [
+        [
+            f"`{p.flavor.name}`",
+            f"`{p.resource}`",
+            p.quota if p.quota == p.promised_on_pool else f"{p.quota} ({p.promised_on_pool} on the pool)",
+            f"`{p.pool.name}`: " + (", ".join(p.advertised_by) or "none"),
+            f"`{p.limit_text}`" + ("" if p.reachable is None else f" (reaches {p.reachable})"),
+            "✓" if p.holds else "✗",
+        ]
+        for p in promises(config.flavors, config.tenants)
+    ]
+    if not rows:
+        return "## Schedulability\n\nNo flavor has nominal quota yet.\n"
+    note = (
+        "\nEach nominal quota, in the resource pods request, against the NodePool limit in the units Karpenter "
+        "counts (overlays applied; `nodes` for DRA pools, whose devices Karpenter does not count), and what the "
+        "pool surely reaches within it on the listed instance types.\n"
+    )
+    for spare in unpromised(config.flavors, config.tenants):
+        note += (
+            f"\n**Unpromised:** pool `{spare.pool.name}` reaches {spare.reachable} `{spare.resource}` but only "
+            f"{spare.promised} are nominal quota; Kueue admits work only against nominal quotas, so no tenant can "
+            f"borrow the other {spare.amount}: give them to a tenant's nominal quota or lower the pool's gpus.\n"
+        )
+    return "## Schedulability\n\n" + table(
+        ["flavor", "resource", "quota", "advertised by", "limit in Karpenter's units", "✓/✗"], rows
+    ) + note
 
 
 def _alerts(config: PlatformConfig) -> str:

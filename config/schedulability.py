@@ -1,0 +1,163 @@
+"""The schedulability proof: every GPU quota Kueue promises, Karpenter can launch.
+
+Kueue admits a tenant's work against its ClusterQueue's nominal quotas; the pods then need nodes. For
+each flavor and extended resource with nominal quota, this names the NodePool the flavor selects, the
+instance types whose nodes advertise the resource once configured (overlays applied:
+`config.advertised.advertised`; a DRA node publishes its devices in ResourceSlices instead,
+`config.advertised.dra_devices`), and the least the pool reaches before its limit, in the units
+Karpenter counts, stops it launching (`config.advertised.guaranteed_units`). The quota promised on
+all of the pool's flavors must fit in that, or admitted pods would wait for nodes Karpenter may not
+launch.
+
+Capacity the pool reaches beyond the nominal quotas promised on it is admitted to nobody: Kueue
+admits only against ClusterQueues' nominal quotas (borrowing lends another queue's unused nominal,
+pkg/cache/scheduler/clusterqueue_snapshot.go), and the platform's Cohorts hold no quota of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .advertised import NODES_RESOURCE, advertised, dra_devices, guaranteed_units, limit_units
+from .capacity import GpuPoolPlan
+from .errors import Problems
+from .fair_share import FlavorPlan, TenantPlan
+
+
+@dataclass(frozen=True)
+class Promise:
+    """One flavor's nominal quota of one extended resource, and what its pool can launch for it."""
+
+    flavor: FlavorPlan
+    resource: str
+    quota: int  # nominal quota on this flavor, every tenant's, in the resource's units
+    promised_on_pool: int  # nominal quota on every flavor of the pool, same resource
+    advertised_by: tuple[str, ...]  # the pool's instance types whose nodes carry the resource
+    limit: tuple[str, int] | None  # the NodePool limit Karpenter counts for it; None: unlimited
+    reachable: int | None  # resource units the pool surely reaches within that limit; None: unlimited
+
+    @property
+    def pool(self) -> GpuPoolPlan:
+        return self.flavor.pool
+
+    @property
+    def holds(self) -> bool:
+        return bool(self.advertised_by) and (self.reachable is None or self.promised_on_pool <= self.reachable)
+
+    @property
+    def limit_text(self) -> str:
+        return "none" if self.limit is None else f"{self.limit[0]}: {self.limit[1]}"
+
+
+@dataclass(frozen=True)
+class Unpromised:
+    """Capacity a pool reaches that no nominal quota covers, so Kueue admits nobody to it."""
+
+    pool: GpuPoolPlan
+    resource: str
+    reachable: int
+    promised: int
+
+    @property
+    def amount(self) -> int:
+        return self.reachable - self.promised
+
+
+def _per_node(pool: GpuPoolPlan, resource: str) -> dict[str, int]:
+    """Instance type -> units of `resource` one of its nodes in this pool offers."""
+    if pool.dra_device_class is not None:
+        return {t.name: dra_devices(pool, t) for t in pool.instance_types}
+    return {t.name: advertised(pool, t).get(resource, 0) for t in pool.instance_types}
+
+
+def _reach(pool: GpuPoolPlan, resource: str) -> tuple[tuple[str, int] | None, int | None]:
+    """The NodePool limit Karpenter counts for `resource`, and the units the pool surely reaches within it."""
+    limits = limit_units(pool)
+    if pool.dra_device_class is not None:
+        # Karpenter counts no DRA device, so the limit is in nodes; each node publishes at least the
+        # smallest type's devices.
+        nodes = limits[NODES_RESOURCE]
+        return (NODES_RESOURCE, nodes), nodes * min(_per_node(pool, resource).values())
+    if resource not in limits:
+        return None, None
+    return (resource, limits[resource]), guaranteed_units(pool)[resource]
+
+
+def promises(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> list[Promise]:
+    """Every flavor x extended resource with nominal quota > 0, in flavor order, resources sorted."""
+    nominal: dict[tuple[str, str], int] = {}
+    for tenant in tenants:
+        for quota in tenant.quotas:
+            for resource, (amount, _, _) in quota.resources().items():
+                if resource not in ("cpu", "memory"):
+                    key = (quota.flavor.name, resource)
+                    nominal[key] = nominal.get(key, 0) + amount
+    on_pool: dict[tuple[str, str], int] = {}
+    for flavor in flavors:
+        for resource in flavor.resources_per_unit:
+            key = (flavor.pool.name, resource)
+            on_pool[key] = on_pool.get(key, 0) + nominal.get((flavor.name, resource), 0)
+    rows = []
+    for flavor in flavors:
+        for resource in sorted(flavor.resources_per_unit):
+            quota = nominal.get((flavor.name, resource), 0)
+            if quota <= 0:
+                continue
+            limit, reachable = _reach(flavor.pool, resource)
+            per_node = _per_node(flavor.pool, resource)
+            rows.append(
+                Promise(
+                    flavor=flavor,
+                    resource=resource,
+                    quota=quota,
+                    promised_on_pool=on_pool[(flavor.pool.name, resource)],
+                    advertised_by=tuple(name for name, units in per_node.items() if units > 0),
+                    limit=limit,
+                    reachable=reachable,
+                )
+            )
+    return rows
+
+
+def unpromised(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> list[Unpromised]:
+    """Per pool and resource, what the pool reaches beyond the nominal quotas promised on it."""
+    rows = {}
+    for promise in promises(flavors, tenants):
+        if promise.reachable is not None and promise.reachable > promise.promised_on_pool:
+            key = (promise.pool.name, promise.resource)
+            rows[key] = Unpromised(promise.pool, promise.resource, promise.reachable, promise.promised_on_pool)
+    return list(rows.values())
+
+
+def check_schedulability(
+    flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan], pools: Sequence[GpuPoolPlan], problems: Problems
+) -> None:
+    """One line per pool and resource whose promised nominal quota its NodePool cannot launch.
+
+    A pool promised more than it declares is config/fair_share.py's refusal already; this catches what
+    the declaration hides: a limit that instance types of its sizes cannot fill.
+    """
+    index = {pool.name: position for position, pool in enumerate(pools)}
+    reported: set[tuple[str, str]] = set()
+    for promise in promises(flavors, tenants):
+        key = (promise.pool.name, promise.resource)
+        declared = promise.pool.schedulable_units.get(promise.resource, 0)
+        if promise.holds or key in reported or promise.promised_on_pool > declared:
+            continue
+        reported.add(key)
+        path = f"gpu-platform:nodePools[{index[promise.pool.name]}].gpus"
+        if not promise.advertised_by:
+            problems.add(
+                path,
+                f"no instance type of pool {promise.pool.name} advertises {promise.resource}, which flavor "
+                f"{promise.flavor.name} promises {promise.quota} of: change the pool's sharing or the quotas",
+            )
+            continue
+        problems.add(
+            path,
+            f"pool {promise.pool.name} is promised {promise.promised_on_pool} {promise.resource} (nominal quotas on "
+            f"its flavors), but its NodePool limit {promise.limit_text} lets Karpenter surely launch only "
+            f"{promise.reachable} on {', '.join(promise.advertised_by)}: lower the quotas to {promise.reachable} or "
+            "declare gpus that its instance types fill",
+        )
