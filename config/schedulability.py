@@ -88,10 +88,10 @@ def promises(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> li
     """Every flavor x extended resource with nominal quota > 0, in flavor order, resources sorted."""
     nominal: dict[tuple[str, str], int] = {}
     for tenant in tenants:
-        for quota in tenant.quotas:
-            for resource, (amount, _, _) in quota.resources().items():
+        for tenant_quota in tenant.quotas:
+            for resource, (amount, _, _) in tenant_quota.resources().items():
                 if resource not in ("cpu", "memory"):
-                    key = (quota.flavor.name, resource)
+                    key = (tenant_quota.flavor.name, resource)
                     nominal[key] = nominal.get(key, 0) + amount
     on_pool: dict[tuple[str, str], int] = {}
     for flavor in flavors:
