@@ -1,15 +1,9 @@
 """GPUs through DRA end to end: Kueue admits a pod that uses a ResourceClaimTemplate, and the quotas count it.
 
-The admission model below mirrors kubernetes-sigs/kueue v0.19.2 and runs on the rendered objects of the
-single-pool-dra fixture (its ResourceClaimTemplate, ClusterQueue, LimitRange and Kueue's own config):
-- pkg/dra/claims.go, countDevicesPerClass and GetResourceRequestsForResourceClaimTemplates: ExactCount
-  requests charge `count` devices of their class; FirstAvailable, AllocationMode All and adminAccess are
-  refused; requests with CEL selectors need matching devices already published; each class goes
-  through pkg/dra/mapper.go (Lookup), and an unmapped class is inadmissible;
-- pkg/workload/workload.go, dropExcludedResources: `resources.excludeResourcePrefixes` is a prefix match;
-- pkg/scheduler/flavorassigner/flavorassigner.go: with the default quotaCheckStrategy BlockUndeclared a
-  requested resource the queue does not cover is inadmissible; flavors are tried in order and the first
-  where every requested resource fits (nominal + borrowing, an idle cohort) is assigned.
+Admission runs tests/admission.py's model of kubernetes-sigs/kueue v0.19.2 (claim devices through
+`resources.deviceClassMappings`: pkg/dra/claims.go and mapper.go; flavors in order: pkg/scheduler/
+flavorassigner/flavorassigner.go) over the rendered objects of the single-pool-dra fixture: its
+ResourceClaimTemplate, ClusterQueue, LimitRange and Kueue's own config.
 """
 
 from __future__ import annotations
@@ -26,11 +20,13 @@ from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX, DRA_DEVICE_CLASSES, GPU_
 from config.node_pools import ClaimTemplateConfig
 from config.versions import KUBERNETES_VERSIONS
 
+from .admission import Inadmissible, Tenancy, admit, pod_sets
 from .conftest import fixture_document, load, render_fixture
 from .recorded import declared, kubernetes_objects, releases
 
 FIXTURE = "single-pool-dra"
-TEMPLATE = ("l4-gpu", "ml-research")
+TEMPLATE = "l4-gpu"  # in ml-research
+DRA_GPU = device_class_resource("gpu.nvidia.com")
 # A ResourceQuota or Kueue resource name: an optional DNS-subdomain prefix, '/', a name
 # (k8s.io/apimachinery validation IsQualifiedName, which Kueue applies as content.IsLabelKey to
 # deviceClassMappings names, pkg/config/validation.go, and ClusterQueue resources, pkg/webhooks/common.go).
@@ -45,79 +41,6 @@ def problems_of(document: dict[str, Any]) -> list[str]:
     return caught.value.problems
 
 
-class Inadmissible(Exception):
-    """Kueue leaves the workload pending, with this reason in its conditions."""
-
-
-# --- the model of Kueue v0.19.2 ---------------------------------------------------------------------
-
-def quantity(value: str) -> float:
-    """cpu and memory quantities as numbers (cores, GiB): enough of resource.Quantity for these objects."""
-    units = {"m": 1e-3, "Mi": 1 / 1024, "Gi": 1.0, "Ti": 1024.0}
-    for suffix, factor in units.items():
-        if value.endswith(suffix):
-            return float(value[: -len(suffix)]) * factor
-    return float(value)
-
-
-def claim_devices(claim_spec: dict[str, Any], published: int = 0) -> dict[str, int]:
-    """pkg/dra/claims.go countDevicesPerClass (and the CEL check of validateCELSelectorsAgainstDevices)."""
-    counts: dict[str, int] = {}
-    for request in claim_spec["devices"]["requests"]:
-        if "firstAvailable" in request:
-            raise Inadmissible("FirstAvailable device selection is not supported")
-        exactly = request["exactly"]
-        if exactly.get("adminAccess"):
-            raise Inadmissible("AdminAccess is not supported")
-        if exactly.get("allocationMode", "ExactCount") != "ExactCount":
-            raise Inadmissible("AllocationMode 'All' is not supported")
-        count = exactly.get("count", 1)
-        if any("cel" in selector for selector in exactly.get("selectors", [])) and published < count:
-            raise Inadmissible(f"insufficient matching devices for CEL selector: {published} match, {count} requested")
-        counts[exactly["deviceClassName"]] = counts.get(exactly["deviceClassName"], 0) + count
-    return counts
-
-
-def workload_requests(
-    pod: dict[str, Any], templates: dict[str, dict[str, Any]], limit_range: dict[str, Any], kueue: dict[str, Any]
-) -> dict[str, float]:
-    """What Kueue charges one pod: container requests (LimitRange defaults where none) plus mapped claim devices."""
-    defaults = {r: quantity(v) for r, v in limit_range["spec"]["limits"][0]["defaultRequest"].items()}
-    requests: dict[str, float] = {}
-    for container in pod["containers"]:
-        own = {r: quantity(str(v)) for r, v in container.get("resources", {}).get("requests", {}).items()}
-        for resource, amount in {**defaults, **own}.items():
-            requests[resource] = requests.get(resource, 0) + amount
-    mapping = {
-        device_class: entry["name"]
-        for entry in kueue.get("resources", {}).get("deviceClassMappings", [])
-        for device_class in entry["deviceClassNames"]
-    }
-    for claim in pod.get("resourceClaims", []):
-        spec = templates[claim["resourceClaimTemplateName"]]["spec"]["spec"]
-        for device_class, count in claim_devices(spec).items():
-            if device_class not in mapping:
-                raise Inadmissible(f"DeviceClass {device_class} is not mapped in DRA configuration")
-            requests[mapping[device_class]] = requests.get(mapping[device_class], 0) + count
-    excluded = kueue.get("resources", {}).get("excludeResourcePrefixes", [])
-    return {r: q for r, q in requests.items() if not any(r.startswith(prefix) for prefix in excluded)}
-
-
-def assigned_flavor(requests: dict[str, float], cluster_queue: dict[str, Any]) -> str:
-    """The first flavor of the queue's one resource group where every request fits, as Kueue assigns it."""
-    [group] = cluster_queue["spec"]["resourceGroups"]
-    undeclared = sorted(set(requests) - set(group["coveredResources"]))
-    if undeclared:
-        raise Inadmissible(f"resources not covered by the ClusterQueue: {', '.join(undeclared)}")
-    for flavor in group["flavors"]:
-        quotas = {r["name"]: quantity(r["nominalQuota"]) + quantity(r["borrowingLimit"]) for r in flavor["resources"]}
-        if all(amount <= quotas[resource] for resource, amount in requests.items()):
-            return flavor["name"]
-    raise Inadmissible("no flavor of the ClusterQueue fits the request")
-
-
-# --- the rendered fixture ---------------------------------------------------------------------------
-
 def rendered(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
     return declared(render_fixture(FIXTURE), kind, name, namespace).inputs
 
@@ -127,87 +50,72 @@ def kueue_config() -> dict[str, Any]:
     return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
 
 
-def templates_in(namespace: str) -> dict[str, dict[str, Any]]:
-    return {
+def tenancy(namespace: str, kueue: dict[str, Any] | None = None) -> Tenancy:
+    templates = {
         r.inputs["metadata"]["name"]: r.inputs
         for r in kubernetes_objects(render_fixture(FIXTURE))
         if r.inputs["kind"] == "ResourceClaimTemplate" and r.inputs["metadata"]["namespace"] == namespace
     }
+    limits = rendered("LimitRange", "container-defaults", namespace)["spec"]["limits"][0]["defaultRequest"]
+    return Tenancy(limits, templates, kueue_config() if kueue is None else kueue, {})
 
 
-def pod_with_claim(template: str, **requests: str) -> dict[str, Any]:
+def job_with_claim(template: str, pods: int = 1, **requests: str) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "main", "image": "busybox:1.36", "resources": {"claims": [{"name": "gpu"}]}}
     if requests:
         container["resources"]["requests"] = dict(requests)
-    return {"containers": [container], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}
-
-
-def admit(pod: dict[str, Any], namespace: str = TEMPLATE[1]) -> tuple[dict[str, float], str]:
-    requests = workload_requests(
-        pod, templates_in(namespace), rendered("LimitRange", "container-defaults", namespace), kueue_config()
-    )
-    return requests, assigned_flavor(requests, rendered("ClusterQueue", namespace))
+    pod = {"containers": [container], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}]}
+    return {"kind": "Job", "spec": {"parallelism": pods, "template": {"spec": pod}}}
 
 
 def test_a_pod_using_the_fixture_claim_template_is_admitted_on_the_dra_flavor():
-    requests, flavor = admit(pod_with_claim(TEMPLATE[0]))
-    assert requests[device_class_resource("gpu.nvidia.com")] == 1
-    assert flavor == "l4-dra-on-demand"
+    [pod_set] = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
+    assert pod_set.requests[DRA_GPU] == 1
+    admission = admit([pod_set], rendered("ClusterQueue", "ml-research"))
+    assert admission.flavors == ("l4-dra-on-demand",) and not admission.borrowing
     # The flavor puts the pod on the DRA pool's nodes, where the driver publishes the L4s.
-    assert rendered("ResourceFlavor", flavor)["spec"]["nodeLabels"]["gpu-platform/node-pool"] == "gpu-l4-dra"
+    assert rendered("ResourceFlavor", "l4-dra-on-demand")["spec"]["nodeLabels"]["gpu-platform/node-pool"] == "gpu-l4-dra"
 
 
 def test_the_dra_flavor_carries_devices_of_the_class_and_no_nvidia_gpu():
     [group] = rendered("ClusterQueue", "ml-research")["spec"]["resourceGroups"]
     dra = {r["name"]: r["nominalQuota"] for f in group["flavors"] if f["name"] == "l4-dra-on-demand" for r in f["resources"]}
-    assert dra[device_class_resource("gpu.nvidia.com")] == "2"
+    assert dra[DRA_GPU] == "2"
     assert dra[GPU_RESOURCE] == "0"
 
 
-def test_a_dra_pod_asking_for_more_devices_than_the_tenant_may_use_is_not_admitted():
-    template = templates_in("ml-research")["l4-gpu"]
-    spec = template["spec"]["spec"]
-    bigger = {**spec, "devices": {"requests": [{**spec["devices"]["requests"][0], "exactly": {
-        **spec["devices"]["requests"][0]["exactly"], "count": 3}}]}}
-    requests = {"cpu": 0.1, "memory": 0.25, **{device_class_resource("gpu.nvidia.com"): claim_devices(bigger)["gpu.nvidia.com"]}}
+def test_dra_pods_beyond_the_tenants_devices_are_not_admitted():
+    sets = pod_sets(job_with_claim(TEMPLATE, pods=3), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="no flavor"):
-        assigned_flavor(requests, rendered("ClusterQueue", "ml-research"))
+        admit(sets, rendered("ClusterQueue", "ml-research"))
 
 
 def test_a_tenant_without_dra_quota_cannot_have_a_dra_pod_admitted():
-    requests = {"cpu": 0.1, "memory": 0.25, device_class_resource("gpu.nvidia.com"): 1}
+    # The inference namespace has no claim template; the ml-research one stands in for it.
+    sets = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="not covered"):
-        assigned_flavor(requests, rendered("ClusterQueue", "inference"))
-
-
-def test_a_claim_with_a_cel_selector_waits_for_published_devices():
-    spec = {"devices": {"requests": [{"name": "gpu", "exactly": {
-        "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1,
-        "selectors": [{"cel": {"expression": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('20Gi')) >= 0"}}],
-    }}]}}
-    with pytest.raises(Inadmissible, match="insufficient matching devices"):
-        claim_devices(spec, published=0)
-    assert claim_devices(spec, published=1) == {"gpu.nvidia.com": 1}
+        admit(sets, rendered("ClusterQueue", "inference"))
 
 
 def test_an_unmapped_device_class_is_inadmissible():
-    kueue = {**kueue_config(), "resources": {}}
     with pytest.raises(Inadmissible, match="not mapped"):
-        limits = rendered("LimitRange", "container-defaults", "ml-research")
-        workload_requests(pod_with_claim(TEMPLATE[0]), templates_in("ml-research"), limits, kueue)
+        pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research", kueue={**kueue_config(), "resources": {}}))
 
 
 def test_node_local_resources_do_not_keep_a_pod_out():
-    requests, flavor = admit(pod_with_claim(TEMPLATE[0], **{"ephemeral-storage": "10Gi", "vpc.amazonaws.com/efa": "1"}))
-    assert "ephemeral-storage" not in requests and flavor == "l4-dra-on-demand"
+    local = {"ephemeral-storage": "10Gi", "vpc.amazonaws.com/efa": "1"}
+    [pod_set] = pod_sets(job_with_claim(TEMPLATE, **local), tenancy("ml-research"))
+    assert set(pod_set.requests) == {"cpu", "memory", DRA_GPU}
+    assert admit([pod_set], rendered("ClusterQueue", "ml-research")).flavors == ("l4-dra-on-demand",)
 
 
 def test_the_resource_quota_counts_the_claimed_devices_under_the_class_name():
     # A claim from the template charges `<class>.deviceclass.resource.k8s.io/devices` per request
-    # (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go, Usage); with DRAExtendedResource
-    # off (alpha up to 1.35) nothing is charged to `requests.nvidia.com/gpu`.
+    # (kubernetes pkg/quota/v1/evaluator/core/resource_claims.go, Usage; matched by the suffix in
+    # MatchingResources, so no `requests.` prefix); with DRAExtendedResource off (alpha up to 1.35)
+    # nothing is charged to `requests.nvidia.com/gpu`.
     hard = rendered("ResourceQuota", "tenant-quota", "ml-research")["spec"]["hard"]
-    assert hard["gpu.nvidia.com.deviceclass.resource.k8s.io/devices"] == "2"
+    assert hard[DRA_GPU] == "2"
     assert hard["requests.nvidia.com/gpu"] == "20"  # the L40S slices: 12 + 4 borrowable on-demand, 4 spot
 
 
@@ -237,11 +145,14 @@ def test_the_config_charges_what_kueue_charges():
     assert claim_charge(template) == {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices": 2}
     research = load(fixture_document(FIXTURE)).tenants[0]
     assert admitting_flavors(research, claim_charge(template)) == ["l4-dra-on-demand"]
-    assert admitting_flavors(research, {**claim_charge(template), device_class_resource("gpu.nvidia.com"): 3}) == []
+    assert admitting_flavors(research, {**claim_charge(template), DRA_GPU: 3}) == []
 
 
 @pytest.mark.parametrize("selector, value", [("minMemoryGiB", 20), ("migProfile", "1g.10gb")])
 def test_a_claim_template_with_a_selector_is_refused(selector, value):
+    # Kueue checks a request's CEL selectors against the devices published in ResourceSlices before it
+    # admits (pkg/dra/claims.go, validateCELSelectorsAgainstDevices: "insufficient matching devices",
+    # retried), and a pending pod is gated, so Karpenter never launches the first node.
     document = fixture_document(FIXTURE)
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0][selector] = value
     refusal = (
