@@ -10,6 +10,7 @@ from config.versions import AMI_RELEASES
 
 from . import autoscaling, monitoring, queueing, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
+from .admission import TenantAdmission
 from .autoscaling import Autoscaling
 from .cluster import Cluster
 from .gpu_operator import GpuOperator
@@ -147,6 +148,15 @@ class GpuPlatform(pulumi.ComponentResource):
             provider=self.cluster.provider,
             tags=tags,
             protect=cluster_config.protect,
+            depends_on=[self.cluster.eks],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        # Admission policies of every tenant namespace, bound by the tenant label: in place before any
+        # tenant principal can act (its access entry waits for the cluster, as they do).
+        self.admission = TenantAdmission(
+            f"{name}-admission",
+            provider=self.cluster.provider,
             depends_on=[self.cluster.eks],
             opts=pulumi.ResourceOptions(parent=self),
         )

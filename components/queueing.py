@@ -35,7 +35,6 @@ from config.labels import (
     DRA_DEVICE_CLASSES,
     LOCAL_QUEUE,
     NAMESPACE_NAME_LABEL,
-    TENANT_LABEL,
     device_class_resource,
 )
 from config.system_capacity import KUEUE
@@ -43,7 +42,7 @@ from config.tenants import QueueingConfig
 from config.versions import ChartPin
 
 from .lib.helm import helm_release
-from .lib.namespaces import controller_namespace
+from .lib.namespaces import controller_namespace, every_tenant_namespace
 from .lib.placement import gpu_toleration, on_system_nodes
 from .lib.prometheus import CHART_SCRAPE_VALUES
 from .lib.resources import Children, declare
@@ -336,14 +335,6 @@ def manager_config_yaml(flavors: Sequence[FlavorPlan]) -> str:
 def duration(seconds: int) -> str:
     """A Go duration (metav1.Duration): 2700 -> "45m", 90 -> "90s"."""
     return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"
-
-
-def every_tenant_namespace() -> dict[str, Any]:
-    """A selector of every tenant namespace, by the label the tenants component sets (tenants cannot relabel their namespace).
-
-    A label rather than a list of names: onboarding a tenant must not change (and restart) Kueue.
-    """
-    return {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
 
 
 # --- queue builders ------------------------------------------------------------------------------

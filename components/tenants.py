@@ -31,7 +31,8 @@ from pulumi_aws import eks as aws_eks
 
 from config import namespaces
 from config.fair_share import TenantPlan
-from config.labels import NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_LABEL
+from config.labels import EPHEMERAL_STORAGE, NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_GROUP_PREFIX, TENANT_LABEL
+from config.tenants import DEFAULT_EPHEMERAL_LIMIT_GIB, DEFAULT_EPHEMERAL_REQUEST_GIB
 
 from .lib.iam import principal_slug
 from .lib.resources import Children, declare
@@ -52,8 +53,16 @@ INSTANCE_METADATA = "169.254.169.254/32"
 # The quota limits `limits.memory`, so a default memory limit is needed as well. No default CPU limit:
 # the quota has no `limits.cpu`, and CPU limits only throttle (data loaders starve GPUs).
 # A container that sets a memory request above the default limit must set its own limit too.
-DEFAULT_CONTAINER_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
-DEFAULT_CONTAINER_LIMITS = {"memory": "1Gi"}
+# Ephemeral storage too: the quota limits it, and a pod without a limit could fill its node's disk and
+# have the kubelet evict its neighbours (DiskPressure); with one, the kubelet evicts that pod alone.
+DEFAULT_CONTAINER_REQUESTS = {"cpu": "100m", "memory": "256Mi", EPHEMERAL_STORAGE: f"{DEFAULT_EPHEMERAL_REQUEST_GIB}Gi"}
+DEFAULT_CONTAINER_LIMITS = {"memory": "1Gi", EPHEMERAL_STORAGE: f"{DEFAULT_EPHEMERAL_LIMIT_GIB}Gi"}
+
+# The PriorityClasses Kubernetes creates for node and cluster add-ons. Any namespace may use them
+# (the Priority admission plugin stopped confining them to kube-system in 1.17); a pod at their priority
+# preempts every tenant's pods. The Kubernetes docs' way to keep them out: a quota scoped to them
+# with nothing allowed ("Limit Priority Class consumption by default").
+SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 ADMIN_CLUSTER_ROLE = "admin"
 VIEWER_CLUSTER_ROLE = "view"
@@ -144,6 +153,7 @@ def tenant_objects(plan: TenantPlan, kubernetes_version: str) -> dict[str, dict[
     objects = {
         "namespace": namespace(plan, kubernetes_version),
         "quota": resource_quota(plan),
+        "system-priority-quota": system_priority_quota(plan),
         "limits": limit_range(plan),
     }
     objects.update(network_policies(plan))
@@ -178,6 +188,26 @@ def resource_quota(plan: TenantPlan) -> dict[str, Any]:
         "kind": "ResourceQuota",
         "metadata": {"name": "tenant-quota", "namespace": plan.namespace},
         "spec": {"hard": dict(plan.resource_quota)},
+    }
+
+
+def system_priority_quota(plan: TenantPlan) -> dict[str, Any]:
+    """No pod at a system priority: a quota of zero pods scoped to the system PriorityClasses.
+
+    Tenants cannot change quotas: `admin` only reads them (system:aggregate-to-view).
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-system-priority", "namespace": plan.namespace},
+        "spec": {
+            "hard": {"pods": "0"},
+            "scopeSelector": {
+                "matchExpressions": [
+                    {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
+                ]
+            },
+        },
     }
 
 
@@ -290,7 +320,7 @@ def role_bindings(plan: TenantPlan) -> dict[str, dict[str, Any]]:
 
 def tenant_group(tenant: str, role: str) -> str:
     """`gpu-platform:<tenant>:admins` or `...:viewers`; EKS refuses groups that start with `system:`."""
-    return f"gpu-platform:{tenant}:{role}"
+    return f"{TENANT_GROUP_PREFIX}{tenant}:{role}"
 
 
 def principal_groups(tenants: Sequence[TenantPlan]) -> dict[str, list[str]]:

@@ -65,6 +65,14 @@ class ServingConfig(ConfigModel):
     run_as_user: int = Field(
         1000, ge=1, description="Non-root UID the server runs as (tenant namespaces enforce Pod Security)."
     )
+    cache_gib: int = Field(
+        100,
+        alias="cacheGiB",
+        ge=1,
+        le=10000,
+        description="Size limit of the node-local model cache (an emptyDir), GiB: at least the model's weights. Each "
+        "replica requests it as ephemeral storage, so it counts against the tenant's `ephemeralStorageGiB`.",
+    )
 
     @field_validator("image")
     @classmethod

@@ -156,6 +156,9 @@ class TenantPlan:
             "requests.memory": f"{admissible['memory']}Gi",
             "limits.memory": f"{admissible['memory']}Gi",
             "pods": str(self.config.max_pods),
+            # Node-local storage; Kueue does not count it (the Kueue config excludes it), the quota does.
+            "requests.ephemeral-storage": f"{self.config.ephemeral_storage_gib}Gi",
+            "limits.ephemeral-storage": f"{self.config.ephemeral_storage_gib}Gi",
             "persistentvolumeclaims": str(self.config.max_volume_claims),
             "services.loadbalancers": str(self.config.network.load_balancers),
             "services.nodeports": "0",

@@ -29,6 +29,10 @@ DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 # --- labels Karpenter sets ------------------------------------------------------------------------
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
 
+# --- node-local storage ---------------------------------------------------------------------------
+# The resource emptyDir volumes, container layers and logs count against (LimitRange, ResourceQuota).
+EPHEMERAL_STORAGE = "ephemeral-storage"
+
 # --- GPUs -----------------------------------------------------------------------------------------
 # The extended resource the device plugin advertises whole GPUs (and time-sliced shares) as.
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -77,6 +81,11 @@ TENANT_LABEL = "gpu-platform/tenant"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Pod Security admission's label prefix: `<prefix>/enforce`, `<prefix>/audit`, `<prefix>/warn`.
 POD_SECURITY_LABEL = "pod-security.kubernetes.io"
+
+# --- Kubernetes groups ----------------------------------------------------------------------------
+# EKS access entries put each tenant principal into `<prefix><tenant>:admins` or `...:viewers`; the
+# admission policies recognise a tenant's own request by this prefix.
+TENANT_GROUP_PREFIX = "gpu-platform:"
 
 # --- Kueue ----------------------------------------------------------------------------------------
 # The label a workload names its LocalQueue with (pkg/controller/constants.QueueLabel).

@@ -58,6 +58,14 @@ class NetworkAllowances(ConfigModel):
     load_balancers: int = Field(0, ge=0, le=20, description="Services of type LoadBalancer the tenant may create.")
 
 
+# Node-local storage a container gets when it declares none (the tenant's LimitRange): a pod that fills
+# its node's disk is evicted at its limit instead of evicting its neighbours (DiskPressure).
+DEFAULT_EPHEMERAL_REQUEST_GIB = 1
+DEFAULT_EPHEMERAL_LIMIT_GIB = 10
+# What a model server writes besides its model cache (logs, its writable layer): its limit is cache + this.
+SERVER_SCRATCH_GIB = 10
+
+
 class TenantConfig(ConfigModel):
     """One team: its namespace, GPU quota per flavor, CPU and memory quota, priority, access and network rules."""
 
@@ -75,6 +83,15 @@ class TenantConfig(ConfigModel):
     memory_gib: int = Field(128, alias="memoryGiB", ge=0, le=1000000, description="Memory for work without GPUs, GiB, nominal.")
     max_pods: int = Field(500, ge=1, le=100000, description="ResourceQuota on pods in the namespace.")
     max_volume_claims: int = Field(50, ge=0, le=10000, description="ResourceQuota on PersistentVolumeClaims.")
+    ephemeral_storage_gib: int = Field(
+        1000,
+        alias="ephemeralStorageGiB",
+        ge=0,
+        le=1000000,
+        description="ResourceQuota on node-local storage (emptyDir volumes, container layers and logs), GiB, requested "
+        f"and limited. Containers that declare none request {DEFAULT_EPHEMERAL_REQUEST_GIB} GiB, limited to "
+        f"{DEFAULT_EPHEMERAL_LIMIT_GIB} GiB; it must hold every platform-served model cache at maxReplicas plus one.",
+    )
     priority: str = Field("standard", description="Priority tier, a name from `queueing.priorities`.")
     fair_share_weight: float = Field(
         1.0, gt=0, le=100, description="Weight of the tenant's ClusterQueue in fair sharing of borrowed capacity."
@@ -100,6 +117,19 @@ class TenantConfig(ConfigModel):
         if repeated:
             raise ValueError(f"declares deployment {repeated[0]!r} twice")
         return deployments
+
+    @model_validator(mode="after")
+    def _caches_fit_the_storage_quota(self) -> TenantConfig:
+        """A rollout adds one replica before removing one (maxSurge 1), so maxReplicas + 1 caches must fit."""
+        needed = sum(
+            (d.max_replicas + 1) * (d.serving.cache_gib + SERVER_SCRATCH_GIB) for d in self.inference if d.serving is not None
+        )
+        if needed > self.ephemeral_storage_gib:
+            raise ValueError(
+                f"ephemeralStorageGiB {self.ephemeral_storage_gib} is below the {needed} GiB its model servers limit at "
+                f"maxReplicas + 1 (cacheGiB + {SERVER_SCRATCH_GIB} GiB each): raise ephemeralStorageGiB or lower cacheGiB"
+            )
+        return self
 
     @field_validator("gpu")
     @classmethod

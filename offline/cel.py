@@ -142,6 +142,25 @@ def evaluate(rule: str, bound_self: Any) -> Outcome:
     return Outcome(Verdict.NOT_EVALUATED, f"evaluates to {type(value).__name__}, not a boolean")
 
 
+_CEL_VALUES = (celtypes.MapType, celtypes.ListType, celtypes.BoolType, celtypes.StringType, celtypes.IntType)
+
+
+def evaluate_in(expression: str, activation: Mapping[str, Any]) -> Any:
+    """One expression against named values (JSON-like Python values, or results of earlier calls), as an
+    admission policy's `variables` and `validations` are evaluated: the raw CEL result, or the error raised.
+
+    Raises ValueError when cel-python cannot compile the expression, so a caller never mistakes that for a verdict.
+    """
+    program = _program(expression)
+    if program is None:
+        raise ValueError(f"cel-python cannot compile: {expression}")
+    bound = {name: value if isinstance(value, _CEL_VALUES) else celpy.json_to_cel(value) for name, value in activation.items()}
+    try:
+        return program.evaluate(bound)
+    except Exception as err:  # cel-python raises its evaluation errors as often as it returns them
+        return err
+
+
 @functools.lru_cache(maxsize=4096)
 def _evaluate_once(rule: str, value_json: str) -> Outcome:
     return evaluate(rule, celpy.json_to_cel(json.loads(value_json)))

@@ -17,9 +17,10 @@ from .test_quota_derivation import GPU, MIG_1G, MIG_2G, MIG_3G, RESOURCE_QUOTAS
 def test_the_declared_resource_quota_is_the_derived_one(fixture, name, hard):
     [quota] = [
         r.inputs for r in render_fixture(fixture).resources
-        if r.inputs.get("kind") == "ResourceQuota" and r.inputs["metadata"]["namespace"] == name
+        if r.inputs.get("kind") == "ResourceQuota"
+        and r.inputs["metadata"]["namespace"] == name
+        and r.inputs["metadata"]["name"] == "tenant-quota"
     ]
-    assert quota["metadata"]["name"] == "tenant-quota"
     assert quota["spec"]["hard"] == hard
 
 
@@ -81,7 +82,7 @@ def test_split_flavors_get_a_cluster_queue_entry_each_in_slices():
 
 
 def test_every_container_gets_defaults_for_what_the_quota_limits_and_no_cpu_limit():
-    # The quota limits requests.cpu, requests.memory and limits.memory: a container that declares
+    # The quota limits requests.cpu, requests.memory, limits.memory and ephemeral storage: a container that declares
     # none of them would be refused, so the LimitRange supplies each. No CPU limit: it only throttles.
     for fixture, tenants in (("single-pool", ["ml-research", "inference"]), ("multi-pool", ["llm-training", "experiments"])):
         for name in tenants:
@@ -91,5 +92,9 @@ def test_every_container_gets_defaults_for_what_the_quota_limits_and_no_cpu_limi
             ]
             assert limits["metadata"]["name"] == "container-defaults"
             assert limits["spec"]["limits"] == [
-                {"type": "Container", "defaultRequest": {"cpu": "100m", "memory": "256Mi"}, "default": {"memory": "1Gi"}}
+                {
+                    "type": "Container",
+                    "defaultRequest": {"cpu": "100m", "memory": "256Mi", "ephemeral-storage": "1Gi"},
+                    "default": {"memory": "1Gi", "ephemeral-storage": "10Gi"},
+                }
             ]

@@ -151,7 +151,14 @@ def test_a_pool_without_a_price_has_no_cost():
 
 # --- tenants: the ResourceQuota is what Kueue can admit, in full --------------------------------
 
-BASE = {"persistentvolumeclaims": "50", "pods": "500", "services.nodeports": "0"}
+# Every fixture tenant keeps the defaults: 500 pods, 50 claims, 1000 GiB of node-local storage.
+BASE = {
+    "persistentvolumeclaims": "50",
+    "pods": "500",
+    "services.nodeports": "0",
+    "requests.ephemeral-storage": "1000Gi",
+    "limits.ephemeral-storage": "1000Gi",
+}
 
 RESOURCE_QUOTAS = [
     # cpu 32 + (12 + 4) x 16 on-demand + 4 x 16 spot = 352; memory 128 + 16 x 128 + 4 x 128 = 2688 GiB;
@@ -205,11 +212,14 @@ def test_each_tenants_resource_quota_is_exactly_what_kueue_can_admit(fixture, na
     assert tenant(fixture, name).resource_quota == hard
 
 
-def test_a_tenant_may_raise_its_pod_claim_and_load_balancer_limits():
+def test_a_tenant_may_change_its_pod_claim_storage_and_load_balancer_limits():
     document = fixture_document("single-pool")
-    document["gpu-platform:tenants"][0].update(maxPods=40, maxVolumeClaims=3, network={"loadBalancers": 5})
+    document["gpu-platform:tenants"][0].update(
+        maxPods=40, maxVolumeClaims=3, ephemeralStorageGiB=200, network={"loadBalancers": 5}
+    )
     hard = next(t for t in load(document).tenants if t.name == "ml-research").resource_quota
     assert (hard["pods"], hard["persistentvolumeclaims"], hard["services.loadbalancers"]) == ("40", "3", "5")
+    assert (hard["requests.ephemeral-storage"], hard["limits.ephemeral-storage"]) == ("200Gi", "200Gi")
     assert hard["services.nodeports"] == "0"
 
 

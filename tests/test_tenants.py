@@ -162,7 +162,7 @@ def test_resource_quota_is_the_planned_one_and_covers_every_gpu_kueue_admits(nam
 
 
 def test_declared_quota_is_the_planned_one():
-    [manifest] = recorded(declared_multi_pool(), "ResourceQuota", "llm-training")
+    [manifest] = [q for q in recorded(declared_multi_pool(), "ResourceQuota", "llm-training") if q["metadata"]["name"] == "tenant-quota"]
     assert manifest["spec"]["hard"] == tenant("llm-training").resource_quota
 
 
@@ -172,7 +172,7 @@ def test_a_container_without_requests_gets_a_default_for_everything_the_quota_li
     assert limits["type"] == "Container"
     for key in plan.resource_quota:
         kind, _, resource = key.partition(".")
-        if resource in ("cpu", "memory"):
+        if resource in ("cpu", "memory", "ephemeral-storage"):
             defaults = limits["defaultRequest"] if kind == "requests" else limits["default"]
             assert resource in defaults, f"the quota limits {key} but containers get no default for it"
 

@@ -16,12 +16,14 @@ from config.autoscaling import SERVER_PROBE_PERIOD_SECONDS, SERVER_STARTUP_PROBE
 from config.fair_share import FlavorPlan, TenantPlan
 from config.labels import (
     APP_NAME_LABEL,
+    EPHEMERAL_STORAGE,
     GPU_RESOURCE,
     LOCAL_QUEUE,
     QUEUE_NAME_LABEL,
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PORT,
 )
+from config.tenants import SERVER_SCRATCH_GIB
 
 from ..lib.placement import gpu_toleration
 
@@ -81,7 +83,10 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     pod_security.update(
         runAsNonRoot=True, runAsUser=serving.run_as_user, runAsGroup=serving.run_as_user, fsGroup=serving.run_as_user
     )
-    volumes: list[tuple[str, dict[str, Any]]] = [(CACHE_DIR, {"name": "cache", "emptyDir": {}})]
+    # The model cache is bounded, and requested as ephemeral storage, so the scheduler places the replica on a
+    # node with room and the kubelet evicts this pod, never its neighbours, when the download outgrows it.
+    cache = f"{serving.cache_gib}Gi"
+    volumes: list[tuple[str, dict[str, Any]]] = [(CACHE_DIR, {"name": "cache", "emptyDir": {"sizeLimit": cache}})]
     if gpus > 1:
         # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.
         volumes.append(("/dev/shm", {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{2 * gpus}Gi"}}))
@@ -132,8 +137,12 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
                                 {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
                             ],
                             "resources": {
-                                "requests": {"cpu": cpu, "memory": memory, GPU_RESOURCE: str(gpus)},
-                                "limits": {"memory": memory, GPU_RESOURCE: str(gpus)},
+                                "requests": {"cpu": cpu, "memory": memory, EPHEMERAL_STORAGE: cache, GPU_RESOURCE: str(gpus)},
+                                "limits": {
+                                    "memory": memory,
+                                    EPHEMERAL_STORAGE: f"{serving.cache_gib + SERVER_SCRATCH_GIB}Gi",
+                                    GPU_RESOURCE: str(gpus),
+                                },
                             },
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,

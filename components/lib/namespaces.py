@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.labels import POD_SECURITY_LABEL
+from config.labels import POD_SECURITY_LABEL, TENANT_LABEL
 from config.namespaces import CONTROLLER_NAMESPACES
 
 
@@ -16,3 +16,12 @@ def controller_namespace(name: str) -> dict[str, Any]:
     level = CONTROLLER_NAMESPACES[name]
     labels = {f"{POD_SECURITY_LABEL}/{mode}": level for mode in ("enforce", "audit", "warn")}
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+
+
+def every_tenant_namespace() -> dict[str, Any]:
+    """A selector of every tenant namespace, by the label the tenants component sets (tenants cannot relabel their namespace).
+
+    A label rather than a list of names: onboarding a tenant must not change (and restart) Kueue or the
+    admission policies' bindings.
+    """
+    return {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
