@@ -73,16 +73,19 @@ class NodePools(pulumi.ComponentResource):
             timeouts = pulumi.CustomTimeouts(delete=pool.delete_timeout)
             node_class = declare(
                 f"{name}-{pool.name}-nodeclass",
-                ec2_node_class(
-                    pool.name,
+                gpu_toolkit_hardened(
+                    ec2_node_class(
+                        pool.name,
+                        pool.config.ami_family,
+                        pool.ami_release,
+                        pool.config.root_volume,
+                        pool.has_instance_store,
+                        user_data=bottlerocket_user_data(pool),
+                        cluster_name=cluster_name,
+                        role=node_role_name,
+                        tags={**tags, POOL_LABEL: pool.name},
+                    ),
                     pool.config.ami_family,
-                    pool.ami_release,
-                    pool.config.root_volume,
-                    pool.has_instance_store,
-                    user_data=bottlerocket_user_data(pool),
-                    cluster_name=cluster_name,
-                    role=node_role_name,
-                    tags={**tags, POOL_LABEL: pool.name},
                 ),
                 children.opts(custom_timeouts=timeouts),
             )
@@ -173,6 +176,52 @@ def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:
         "rename-by-default = false\n"
         "fail-requests-greater-than-one = false\n"
     )
+
+
+# The NVIDIA container toolkit's settings on a GPU node: NVIDIA's "Preventing unprivileged access to
+# GPUs in Kubernetes". With the defaults, an unprivileged container that sets NVIDIA_VISIBLE_DEVICES
+# (CUDA base images set it to `all`) sees every GPU of its node without requesting one, since the
+# AL2023 NVIDIA AMI makes `nvidia` containerd's default runtime (amazon-eks-ami
+# nodeadm/internal/containerd/runtime_config_nvidia.go) and installs the toolkit from NVIDIA's
+# repository with its stock /etc/nvidia-container-runtime/config.toml
+# (templates/al2023/provisioners/install-nvidia-driver.sh, which leaves it as packaged). The device
+# plugin the GPU Operator runs hands out devices through CDI (gpu-operator v26.7.0: `cdi.enabled`
+# defaults to true, and controllers/object_controls.go sets DEVICE_LIST_STRATEGY=cdi-annotations,cdi-cri),
+# which never reads the variable; privileged operands (DCGM, the validator) keep it.
+NVIDIA_TOOLKIT_SETTINGS = {
+    "accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
+    "accept-nvidia-visible-devices-as-volume-mounts": "true",
+}
+USER_DATA_BOUNDARY = "GPU-PLATFORM"
+
+
+def gpu_toolkit_hardened(node_class: dict[str, Any], ami_family: str) -> dict[str, Any]:
+    """An AL2023 GPU node class whose user data sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts.
+
+    AL2023 user data is MIME multipart; Karpenter adds its own NodeConfig part and keeps this shell part
+    (cloud-init runs it before nodeadm's `run` phase starts the kubelet, so no pod starts first).
+    Bottlerocket has no shell user data; its class is returned unchanged.
+    """
+    if ami_family != "al2023":
+        return node_class
+    settings = " ".join(f"--set {key}={value}" for key, value in NVIDIA_TOOLKIT_SETTINGS.items())
+    user_data = "\n".join(
+        [
+            "MIME-Version: 1.0",
+            f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"',
+            "",
+            f"--{USER_DATA_BOUNDARY}",
+            'Content-Type: text/x-shellscript; charset="us-ascii"',
+            "",
+            "#!/bin/bash",
+            "set -euo pipefail",
+            f"nvidia-ctk config --in-place {settings}",
+            "",
+            f"--{USER_DATA_BOUNDARY}--",
+            "",
+        ]
+    )
+    return {**node_class, "spec": {**node_class["spec"], "userData": user_data}}
 
 
 def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dict[str, Any]]:

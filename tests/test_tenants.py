@@ -162,7 +162,8 @@ def test_resource_quota_is_the_planned_one_and_covers_every_gpu_kueue_admits(nam
 
 
 def test_declared_quota_is_the_planned_one():
-    [manifest] = [q for q in recorded(declared_multi_pool(), "ResourceQuota", "llm-training") if q["metadata"]["name"] == "tenant-quota"]
+    quotas = recorded(declared_multi_pool(), "ResourceQuota", "llm-training")
+    [manifest] = [q for q in quotas if q["metadata"]["name"] == "tenant-quota"]
     assert manifest["spec"]["hard"] == tenant("llm-training").resource_quota
 
 
