@@ -29,6 +29,7 @@ from components.tenants import (
     tenant_namespace_selector,
     tenant_objects,
 )
+from config import ConfigError
 from config.fair_share import TenantPlan
 from config.labels import GPU_RESOURCE, TENANT_LABEL
 from offline.builtin_kinds import built_in_findings
@@ -359,3 +360,19 @@ def test_every_object_has_an_explicit_name():
 def test_tenant_manifests_validate_against_kubernetes_1_35():
     for record in k8s_objects(declared_multi_pool()):
         assert built_in_findings(record.inputs, "1.35") == [], record.inputs["kind"]
+
+
+# --- node-local storage -----------------------------------------------------------------------------
+
+
+def test_a_storage_quota_below_the_model_caches_at_max_replicas_plus_one_is_refused():
+    doc = fixture_document("multi-pool")
+    [llm] = [t for t in doc["gpu-platform:tenants"] if t["name"] == "llm-training"]
+    llm["ephemeralStorageGiB"] = 500  # embeddings: (8 + 1) x (100 GiB cache + 10 GiB scratch) = 990 GiB
+    with pytest.raises(ConfigError) as caught:
+        load(doc)
+    [problem] = caught.value.problems
+    assert problem.endswith(
+        "ephemeralStorageGiB 500 is below the 990 GiB its model servers limit at maxReplicas + 1 "
+        "(cacheGiB + 10 GiB each): raise ephemeralStorageGiB or lower cacheGiB"
+    )
