@@ -461,7 +461,11 @@ def test_the_policies_bind_to_every_tenant_namespace_and_no_platform_one():
 
 def test_gpu_node_classes_set_both_settings_nvidia_documents():
     for o in rendered():
-        if o["kind"] == "EC2NodeClass" and "userData" in o["spec"]:
+        if (
+            o["kind"] == "EC2NodeClass"
+            and o["spec"]["amiSelectorTerms"][0]["alias"].startswith("al2023")
+            and "userData" in o["spec"]
+        ):
             assert toolkit_settings(o["spec"]["userData"]) == NVIDIA_TOOLKIT_SETTINGS
 
 
