@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .advertised import dra_devices
 from .capacity import GpuPoolPlan
 from .errors import Problems
 from .fair_share import TenantPlan
@@ -42,11 +43,15 @@ def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
     ]
 
 
-def devices_per_node(pool: GpuPoolPlan) -> int:
-    """Devices of its class the pool's largest node publishes: a claim's devices all come from one node."""
-    layout = pool.config.sharing.mig_layout
-    per_gpu = sum(layout.values()) if pool.config.sharing.mode == "mig" and layout else 1
-    return max(t.gpus for t in pool.instance_types) * per_gpu
+def smallest_node(pool: GpuPoolPlan) -> tuple[str, int]:
+    """The pool's instance type whose node publishes the fewest devices of its class, and how many.
+
+    A claim's devices all come from one node, and Karpenter picks a node's instance type without reading
+    pods' DRA claims (kubernetes-sigs/karpenter v1.14.1 pkg/operator/options/options.go
+    IGNORE_DRA_REQUESTS, which karpenter-provider-aws v1.14.1's chart sets from settings.ignoreDRARequests:
+    true), so the claim must fit whichever type of the pool it launches.
+    """
+    return min(((t.name, dra_devices(pool, t)) for t in pool.instance_types), key=lambda entry: entry[1])
 
 
 def check_claim_templates(
@@ -78,13 +83,16 @@ def check_claim_templates(
                     "partitioned into MIG devices (class mig.nvidia.com): add a DRA pool without MIG",
                 )
             continue
-        most = max(devices_per_node(pool) for pool in pools_of_class)
-        if template.count > most:
-            problems.add(
-                f"{key}.count",
-                f"{template.count} devices of class {template.device_class} in one claim, but the largest node of "
-                f"the DRA pools ({', '.join(p.name for p in pools_of_class)}) has {most}: lower it to {most}",
-            )
+        for pool in pools_of_class:
+            instance_type, devices = smallest_node(pool)
+            if template.count > devices:
+                problems.add(
+                    f"{key}.count",
+                    f"{template.count} devices of class {template.device_class} in one claim, but Karpenter picks "
+                    f"nodes without reading DRA claims and pool {pool.name} may launch a {instance_type} with "
+                    f"{devices}: lower it to {devices} or drop the smaller instance types from the pool",
+                )
+                break
         tenant = by_namespace.get(template.namespace)
         if tenant is None:
             continue  # config/platform.py names the missing tenant

@@ -173,10 +173,16 @@ def test_a_claim_template_in_a_namespace_without_dra_quota_is_refused():
     ]
 
 
-def test_a_claim_for_more_devices_than_a_node_has_is_refused():
+def test_a_claim_must_fit_the_smallest_node_karpenter_may_launch_for_it():
     document = fixture_document(FIXTURE)
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["count"] = 2
     assert problems_of(document) == [
-        f"{ROOT}[0].count: 2 devices of class gpu.nvidia.com in one claim, but the largest node of the DRA pools "
-        "(gpu-l4-dra) has 1: lower it to 1"
+        f"{ROOT}[0].count: 2 devices of class gpu.nvidia.com in one claim, but Karpenter picks nodes without reading "
+        "DRA claims and pool gpu-l4-dra may launch a g6.xlarge with 1: lower it to 1 or drop the smaller instance "
+        "types from the pool"
     ]
+    # With only 4-GPU nodes (and quota for 4) a claim of 4 fits any node the pool launches.
+    document["gpu-platform:nodePools"][1].update(instanceTypes=["g6.12xlarge"], gpus=4)
+    document["gpu-platform:tenants"][0]["gpu"]["l4-dra-on-demand"] = {"nominal": 4}
+    document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["count"] = 4
+    assert load(document).gpu.dra.claim_templates[0].count == 4
