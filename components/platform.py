@@ -8,7 +8,7 @@ import pulumi_aws as aws
 from config import PlatformConfig
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, monitoring, queueing, training
+from . import autoscaling, monitoring, queueing, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
 from .autoscaling import Autoscaling
@@ -20,6 +20,7 @@ from .monitoring import Monitoring
 from .network import Network
 from .node_pools import CPU_AMI_FAMILY, NodePools
 from .queueing import Queueing
+from .supply_chain import SupplyChain
 from .system_nodes import SystemNodeGroup
 from .tenants import Tenants
 from .training import Training
@@ -207,6 +208,23 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+        # Kyverno before the platform's model servers, so their first pods are verified too; nothing of the
+        # platform's own waits for it (its webhooks never see a platform namespace).
+        verification = config.supply_chain.image_verification
+        self.supply_chain = (
+            SupplyChain(
+                f"{name}-supply-chain",
+                verification,
+                chart=config.charts[supply_chain.CHART_KEY],
+                provider=self.cluster.provider,
+                depends_on=controllers_ready,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if verification is not None
+            else None
+        )
+        tenant_workloads_ready = [*self.supply_chain.policies.values()] if self.supply_chain else []
+
         self.autoscaling = Autoscaling(
             name,
             config.tenants,
@@ -215,7 +233,7 @@ class GpuPlatform(pulumi.ComponentResource):
             provider=self.cluster.provider,
             namespaces=self.tenants.namespaces,
             local_queues=self.queueing.local_queues,
-            gpu_nodes=[self.gpu_operator.release, self.node_pools],
+            gpu_nodes=[self.gpu_operator.release, self.node_pools, *tenant_workloads_ready],
             depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )

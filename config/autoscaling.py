@@ -15,6 +15,8 @@ from .base import ConfigModel
 
 WorkloadClass = Literal["realtime", "batch", "interactive"]
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
+# A Hugging Face Hub revision: a branch, a tag or a commit hash.
+_REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
 
 
 class ClassPreset(ConfigModel):
@@ -61,6 +63,11 @@ class ServingConfig(ConfigModel):
 
     image: str = Field(description="Container image, pinned by tag or digest, e.g. `vllm/vllm-openai:v0.11.0`.")
     model: str = Field(description="Model to serve, passed as `--model`, e.g. `meta-llama/Llama-3.1-8B-Instruct`.")
+    revision: str | None = Field(
+        None,
+        description="Model revision passed as `--revision` (a branch, tag or commit hash); a commit hash pins the "
+        "weights every replica downloads. Required when `supplyChain.requireModelRevisions` is true.",
+    )
     port: int = Field(8000, ge=1024, le=65535, description="Port the server listens on (non-root: above 1023).")
     run_as_user: int = Field(
         1000, ge=1, description="Non-root UID the server runs as (tenant namespaces enforce Pod Security)."
@@ -82,6 +89,17 @@ class ServingConfig(ConfigModel):
         if image.endswith(":latest"):
             raise ValueError("uses ':latest'; pin a version so every replica runs the same server")
         return image
+
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, revision: str | None) -> str | None:
+        if revision is not None and not _REVISION.match(revision):
+            raise ValueError("is not a Hub revision: a branch, tag or commit hash such as 'd4aa6901d3a4...'")
+        return revision
+
+    @property
+    def pinned_by_digest(self) -> bool:
+        return "@sha256:" in self.image
 
 
 # How long the platform's model server has to load its model: its startup probe fails this many

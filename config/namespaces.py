@@ -21,6 +21,7 @@ GPU_OPERATOR = "gpu-operator"
 DRA_DRIVER = "dra-driver-nvidia-gpu"
 # Kubeflow Trainer and the JobSet controller it brings, where upstream's manifests put them.
 TRAINER = "kubeflow-system"
+KYVERNO = "kyverno"
 
 # The namespaces the platform creates for its controllers, each with the one Pod Security level it
 # enforces, audits and warns at.
@@ -40,6 +41,9 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
     # RuntimeDefault seccomp) and JobSet's controller (the same, non-root and seccomp set on the pod)
     # meet `restricted` with the charts' defaults.
     TRAINER: "restricted",
+    # Kyverno's controllers and hook Jobs run non-root, with no privilege escalation, all capabilities
+    # dropped and RuntimeDefault seccomp (the chart's defaults).
+    KYVERNO: "restricted",
 }
 
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).

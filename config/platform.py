@@ -25,6 +25,7 @@ from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
 from .schedulability import check_schedulability
+from .supply_chain import SupplyChainConfig
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
@@ -49,12 +50,13 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "tenants": TenantsConfig,
     "monitoring": MonitoringConfig,
     "autoscaling": AutoscalingConfig,
+    "supplyChain": SupplyChainConfig,
     "versions": VersionsConfig,
 }
 # Sections that may be left out entirely, and what they mean then.
 OPTIONAL_SECTIONS: dict[str, Any] = {
     "nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "monitoring": {}, "autoscaling": {},
-    "versions": {},
+    "supplyChain": {}, "versions": {},
 }
 
 
@@ -96,6 +98,7 @@ class PlatformConfig:
     tenants: tuple[TenantPlan, ...]
     monitoring: MonitoringConfig
     autoscaling: AutoscalingConfig
+    supply_chain: SupplyChainConfig
     # The system pods' requests against the system nodes' allocatable (config/system_capacity.py).
     system_capacity: SystemCapacityPlan
 
@@ -159,7 +162,9 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         # Sized only when the system node group itself is sound: a wrong architecture says enough.
         system_nodes_ok = len(problems.lines) == problems_before_cluster
         if system_nodes_ok and isinstance(versions, VersionsConfig) and isinstance(monitoring_section, MonitoringConfig):
-            system_capacity = _check_system_capacity(cluster, versions, monitoring_section, problems)
+            system_capacity = _check_system_capacity(
+                cluster, versions, monitoring_section, sections.get("supplyChain"), problems
+            )
     if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
         addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
     pools = sections.get("nodePools")
@@ -194,6 +199,9 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
                 )
         if gpu.dra.enabled:
             check_claim_templates(gpu.dra.claim_templates, tenant_plans, gpu_pools, problems)
+    supply_chain = sections.get("supplyChain")
+    if isinstance(tenants, TenantsConfig) and isinstance(supply_chain, SupplyChainConfig):
+        _check_serving(tenants, supply_chain, problems)
     problems.raise_if_any()
 
     assert isinstance(region, str)
@@ -203,6 +211,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     assert isinstance(cpu_pool, CpuPoolConfig)
     assert isinstance(monitoring, MonitoringConfig) and isinstance(autoscaling, AutoscalingConfig)
     assert system_capacity is not None
+    assert isinstance(supply_chain, SupplyChainConfig)
     return PlatformConfig(
         region=region,
         cluster=cluster,
@@ -218,6 +227,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         tenants=tenant_plans,
         monitoring=monitoring,
         autoscaling=autoscaling,
+        supply_chain=supply_chain,
         system_capacity=system_capacity,
     )
 
@@ -272,7 +282,11 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
 
 
 def _check_system_capacity(
-    cluster: ClusterConfig, versions: VersionsConfig, monitoring: MonitoringConfig, problems: Problems
+    cluster: ClusterConfig,
+    versions: VersionsConfig,
+    monitoring: MonitoringConfig,
+    supply_chain: BaseModel | None,
+    problems: Problems,
 ) -> SystemCapacityPlan | None:
     """The controllers, add-ons and DaemonSets on the system nodes must fit `minSize` nodes of the smallest type."""
     root = f"{NAMESPACE}:cluster.systemNodes"
@@ -287,7 +301,14 @@ def _check_system_capacity(
         )
     if unknown:
         return None
-    plan = plan_system_capacity(nodes.instance_types, nodes.min_size, resolve_charts(versions), monitoring.replicas)
+    verification = supply_chain.image_verification if isinstance(supply_chain, SupplyChainConfig) else None
+    plan = plan_system_capacity(
+        nodes.instance_types,
+        nodes.min_size,
+        resolve_charts(versions),
+        monitoring.replicas,
+        kyverno_replicas=verification.admission_replicas if verification is not None else None,
+    )
     for path, message in capacity_problems(plan, root):
         problems.add(path, message)
     return plan
@@ -354,6 +375,28 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
             )
     if gpu.dra.claim_templates and not dra_pools:
         problems.add(f"{NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied")
+
+
+def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, problems: Problems) -> None:
+    """What `supplyChain` asks of the model servers the platform declares."""
+    for i, tenant in enumerate(tenants.root):
+        for j, deployment in enumerate(tenant.inference):
+            serving = deployment.serving
+            if serving is None:
+                continue
+            key = f"{NAMESPACE}:tenants[{i}].inference[{j}].serving"
+            if supply_chain.require_digests and not serving.pinned_by_digest:
+                problems.add(
+                    f"{key}.image",
+                    f"{show(serving.image)} has no @sha256: digest and supplyChain.requireDigests is true: "
+                    f"pin it as '{serving.image}@sha256:<digest>' (`crane digest {serving.image}` prints it)",
+                )
+            if supply_chain.require_model_revisions and serving.revision is None:
+                problems.add(
+                    f"{key}.revision",
+                    f"not set and supplyChain.requireModelRevisions is true: name the commit of {serving.model} "
+                    "to serve (the Hub's `main` moves)",
+                )
 
 
 def _is_graviton(instance_type: str) -> bool:

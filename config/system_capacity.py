@@ -263,6 +263,20 @@ CHART_DEFAULTS: dict[str, dict[str, dict[str, ChartPod]]] = {
             "kube-state-metrics": ChartPod(("resources",), replicas=("replicas",), subchart="kube-state-metrics"),
         },
     },
+    # Installed with image verification. The admission controller's init container (10m/64Mi) runs before
+    # its container and asks less, so the container's requests are the pod's. The background and cleanup
+    # controllers are turned off (components/supply_chain.py); `replicas: ~` runs one.
+    "kyverno": {
+        "3.9.0": {
+            "admission-controller": ChartPod(
+                ("admissionController", "container", "resources"), {"cpu": "100m", "memory": "128Mi"},
+                replicas=("admissionController", "replicas"),
+            ),
+            "reports-controller": ChartPod(
+                ("reportsController", "resources"), {"cpu": "100m", "memory": "64Mi"}, replicas=("reportsController", "replicas")
+            ),
+        },
+    },
 }
 
 # The config-reloader sidecar in the Prometheus and Alertmanager pods: kube-prometheus-stack's
@@ -421,14 +435,21 @@ class SystemCapacityPlan:
 
 
 def plan_system_capacity(
-    instance_types: Sequence[str], min_size: int, charts: Mapping[str, ChartPin], prometheus_replicas: int
+    instance_types: Sequence[str],
+    min_size: int,
+    charts: Mapping[str, ChartPin],
+    prometheus_replicas: int,
+    *,
+    kyverno_replicas: int | None = None,
 ) -> SystemCapacityPlan:
     """The pods the platform runs on the system nodes, sized from the charts at `charts`' versions and
-    the program's values. Every type in `instance_types` must be in INSTANCE_SHAPES."""
+    the program's values. Every type in `instance_types` must be in INSTANCE_SHAPES. Kyverno counts when
+    `kyverno_replicas` (its admission controller's) is given."""
     shapes = [INSTANCE_SHAPES[name].allocatable for name in instance_types]
     smallest = Requests(min(s.cpu_m for s in shapes), min(s.memory_mib for s in shapes))
     max_pods = min(INSTANCE_SHAPES[name].max_pods for name in instance_types)
-    rows = {name: _chart_rows(name, charts[name].version) for name in CHART_DEFAULTS}
+    installed = [name for name in CHART_DEFAULTS if name != "kyverno" or kyverno_replicas is not None]
+    rows = {name: _chart_rows(name, charts[name].version) for name in installed}
     karpenter, kueue, keda = rows["karpenter"], rows["kueue"], rows["keda"]
     gpu, kps, trainer = rows["gpu-operator"], rows["kube-prometheus-stack"], rows["kubeflow-trainer"]
     pods = [
@@ -456,6 +477,12 @@ def plan_system_capacity(
             per_node=True,
         ),
     ]
+    if kyverno_replicas is not None:
+        kyverno = rows["kyverno"]
+        pods += [
+            kyverno.pod("admission-controller", "kyverno-admission-controller", ControllerSizing(kyverno_replicas)),
+            kyverno.pod("reports-controller", "kyverno-reports-controller"),
+        ]
     notes = tuple(row.note for row in rows.values() if row.note)
     return SystemCapacityPlan(tuple(instance_types), min_size, smallest, tuple(pods), max_pods, notes)
 

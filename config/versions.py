@@ -106,6 +106,11 @@ CHARTS: dict[str, ChartPin] = {
     # upgrade` upgrades them. It brings JobSet as a dependency at the version its Chart.yaml pins
     # (0.12.0, the JobSet API kubernetes-sigs/kueue v0.19.2's go.mod builds its TrainJob integration on).
     "kubeflow-trainer": ChartPin(chart="oci://ghcr.io/kubeflow/charts/kubeflow-trainer", version="2.3.0"),
+    # kyverno/kyverno tag kyverno-chart-3.9.0, the same commit as v1.19.0 (appVersion). Installed when the
+    # stack verifies images (gpu-platform:supplyChain.imageVerification). Its images are pinned by tag only:
+    # the chart writes `<registry>/<repository>:<tag>` (templates/_helpers/_image.tpl, tag defaulting to
+    # appVersion, the hooks' readiness-checker too), so a digest could only ride in as `tag: v1.19.0@sha256:...`.
+    "kyverno": ChartPin(chart="kyverno", repository="https://kyverno.github.io/kyverno/", version="3.9.0"),
 }
 
 
@@ -159,6 +164,8 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     # Pre-install admission-webhook Jobs (certgen), then operator, Grafana with its sidecars,
     # kube-state-metrics and node-exporter on every node: the most images of any release.
     "kube-prometheus-stack": HelmInstall(timeout_seconds=900),
+    # Admission controller (three replicas), reports controller; each generates its webhook certificate first.
+    "kyverno": HelmInstall(timeout_seconds=600),
 }
 
 

@@ -43,6 +43,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _alerts(config),
         _autoscaling(config),
         _job_kinds(recording),
+        _supply_chain(config),
         _addons(config),
         _access(config),
         render_deploy_path(recording, config.cluster.name),
@@ -403,6 +404,54 @@ def _job_kinds(recording: Recording) -> str:
         + ". A Job, JobSet or TrainJob is admitted as one workload: all of its pods or none.\n"
     )
     return "## Job kinds Kueue queues\n\n" + table(["framework", "kind", "CRD installed by"], rows) + note
+
+
+def _supply_chain(config: PlatformConfig) -> str:
+    supply = config.supply_chain
+    verification = supply.image_verification
+    if verification is None:
+        text = "Image signatures are not verified (`supplyChain.imageVerification` is unset).\n"
+    else:
+        outcome = (
+            "refuses unsigned matching images and, while Kyverno cannot answer, tenant pods"
+            if verification.mode == "Enforce"
+            else "admits unsigned matching images and records them in each namespace's PolicyReports"
+        )
+        text = (
+            f"Kyverno {config.charts['kyverno'].version} ({verification.admission_replicas} admission replicas) checks "
+            f"cosign keyless signatures of tenant pods' images in `{verification.mode}` mode: it {outcome}. "
+            "Platform namespaces never wait on it.\n\n"
+        ) + table(
+            ["policy", "images", "signers (issuer: subject)"],
+            [
+                [
+                    f"`gpu-platform-{policy.name}`",
+                    ", ".join(f"`{image}`" for image in policy.images),
+                    "; ".join(f"{i.issuer}: `{_cell(i.subject or i.subject_reg_exp or '')}`" for i in policy.identities),
+                ]
+                for policy in verification.policies
+            ],
+        )
+    served = [(tenant, d) for tenant in config.tenants for d in tenant.config.inference if d.serving is not None]
+    if served:
+        asked = (("digests", supply.require_digests), ("revisions", supply.require_model_revisions))
+        required = ", ".join(name for name, on in asked if on)
+        text += f"\nPlatform-served model servers ({'required: ' + required if required else 'pinning not required'}):\n\n"
+        text += table(
+            ["deployment", "image", "by digest", "model revision"],
+            [
+                [f"`{t.name}/{d.name}`", f"`{d.serving.image}`", "yes" if d.serving.pinned_by_digest else "no",
+                 f"`{d.serving.revision}`" if d.serving.revision else "- (the Hub's default branch)"]
+                for t, d in served
+                if d.serving is not None
+            ],
+        )
+    return "## Supply chain\n\n" + text
+
+
+def _cell(text: str) -> str:
+    """Text for a table cell: a `|` (a regular expression's alternation) would end the cell."""
+    return text.replace("|", "\\|")
 
 
 def _addons(config: PlatformConfig) -> str:

@@ -330,7 +330,9 @@ def test_server_requests_its_gpus_on_its_flavors_nodes(embeddings):
     assert GPU_TOLERATION in pod["tolerations"]
     assert GPU_TOLERATION == {**GPU_TAINT, "operator": "Equal"}
     assert pod["nodeSelector"] == {"gpu-platform/node-pool": "gpu-a100"}
-    assert container["args"] == ["--model", "BAAI/bge-large-en-v1.5", "--port", "8000"]
+    assert container["args"] == [
+        "--model", "BAAI/bge-large-en-v1.5", "--port", "8000", "--revision", "d4aa6901d3a41ba39fb536a557fa166f842b0e09"
+    ]
 
 
 def test_server_is_admitted_through_the_tenants_local_queue(embeddings):

@@ -67,7 +67,7 @@ BAD_CONFIGS = [
         set_in("gpu-platform:clusters", value={}),
         "gpu-platform:clusters: unknown key; known keys: gpu-platform:cluster, gpu-platform:nodePools, "
         "gpu-platform:cpuPool, gpu-platform:gpu, gpu-platform:queueing, gpu-platform:tenants, gpu-platform:monitoring, "
-        "gpu-platform:autoscaling, gpu-platform:versions",
+        "gpu-platform:autoscaling, gpu-platform:supplyChain, gpu-platform:versions",
         id="unknown-top-level-key",
     ),
     pytest.param(

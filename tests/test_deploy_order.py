@@ -104,6 +104,24 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
         Renders("monitoring.coreos.com/v1", "ServiceMonitor", ("jobset.prometheus.enable",), "jobset: prometheus/monitor.yaml"),
         Renders("cert-manager.io/v1", "Certificate", ("jobset.certManager.enable",), "jobset: certmanager/certificate.yaml"),
     ),
+    # kyverno/kyverno kyverno-chart-3.9.0 charts/kyverno/templates/ (cert-manager's kinds also need
+    # `createSelfSignedCert: false`, the default; the background and cleanup ones their controller enabled).
+    "kyverno": (
+        *(
+            Renders("monitoring.coreos.com/v1", "ServiceMonitor", (f"{controller}.serviceMonitor.enabled",),
+                    f"{path}/servicemonitor.yaml")
+            for controller, path in (
+                ("admissionController", "admission-controller"), ("backgroundController", "background-controller"),
+                ("cleanupController", "cleanup-controller"), ("reportsController", "reports-controller"),
+            )
+        ),
+        Renders("monitoring.coreos.com/v1", "PrometheusRule", ("prometheusRule.enabled",), "prometheusrule.yaml"),
+        *(
+            Renders("cert-manager.io/v1", kind, (f"{controller}.certManager.enabled",), f"{path}/cert-manager-certificates.yaml")
+            for controller, path in (("admissionController", "admission-controller"), ("cleanupController", "cleanup-controller"))
+            for kind in ("Certificate", "Issuer")
+        ),
+    ),
     # CRDs only.
     "karpenter-crd": (),
     "prometheus-operator-crds": (),

@@ -124,7 +124,8 @@ class Autoscaling(pulumi.ComponentResource):
             served Deployment's pods (they carry its queue-name label).
         :param gpu_nodes: what a served Deployment's pods need to run on a GPU node: the GPU Operator
             release (device plugin) and Karpenter's NodePools. `pulumi destroy` then removes the
-            Deployment before them, while the queue still admits and the nodes still drain.
+            Deployment before them, while the queue still admits and the nodes still drain. Also what
+            admits its pods: the image verification policies (`SupplyChain.policies`), when the stack has them.
         :param depends_on: what the KEDA release waits for: the system nodes, and the release of the
             monitoring CRDs (`Monitoring.crd_release`), which the chart's ServiceMonitors need.
         """

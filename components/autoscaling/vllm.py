@@ -77,6 +77,8 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     gpus = deployment.gpus_per_replica
     cpu, memory = server_cpu_memory(flavor, gpus)
     args = ["--model", serving.model, "--port", str(serving.port)]
+    if serving.revision is not None:
+        args += ["--revision", serving.revision]  # the Hub commit, branch or tag the weights come from
     if gpus > 1:
         args += ["--tensor-parallel-size", str(gpus)]  # otherwise vLLM uses one of the GPUs it holds
     pod_security: dict[str, Any] = {"seccompProfile": {"type": "RuntimeDefault"}}
