@@ -60,7 +60,7 @@ def tenancy(namespace: str, kueue: dict[str, Any] | None = None) -> Tenancy:
     return Tenancy(limits, templates, kueue_config() if kueue is None else kueue, {})
 
 
-def job_with_claim(template: str, pods: int = 1, **requests: str) -> dict[str, Any]:
+def job_with_claim(template: str, *, pods: int = 1, requests: dict[str, str] | None = None) -> dict[str, Any]:
     container: dict[str, Any] = {"name": "main", "image": "busybox:1.36", "resources": {"claims": [{"name": "gpu"}]}}
     if requests:
         container["resources"]["requests"] = dict(requests)
@@ -104,7 +104,7 @@ def test_an_unmapped_device_class_is_inadmissible():
 
 def test_node_local_resources_do_not_keep_a_pod_out():
     local = {"ephemeral-storage": "10Gi", "vpc.amazonaws.com/efa": "1"}
-    [pod_set] = pod_sets(job_with_claim(TEMPLATE, **local), tenancy("ml-research"))
+    [pod_set] = pod_sets(job_with_claim(TEMPLATE, requests=local), tenancy("ml-research"))
     assert set(pod_set.requests) == {"cpu", "memory", DRA_GPU}
     assert admit([pod_set], rendered("ClusterQueue", "ml-research")).flavors == ("l4-dra-on-demand",)
 
