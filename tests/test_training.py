@@ -112,6 +112,24 @@ def test_the_controllers_namespace_is_restricted_and_no_tenant_may_take_it():
     assert jobset["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
+def test_the_torch_runtime_passes_the_trainers_runtime_webhook():
+    # kubeflow/trainer v2.3.0 pkg/webhooks/trainingruntime_webhook.go validateReplicatedJobs: the replicated job
+    # labelled as the trainer ancestor has exactly one replica and a container named `node`. The platform's
+    # runtime goes through the webhook (no `trainer.kubeflow.org/webhook-validation: disabled` label).
+    runtime = training.torch_runtime()
+    assert "trainer.kubeflow.org/webhook-validation" not in runtime["metadata"]["labels"]
+    crds = crd_documents({training.CHART_KEY: PIN.version})
+    [crd] = [c for c in crds if c["spec"]["names"]["kind"] == "ClusterTrainingRuntime"]
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["template"]
+    default_replicas = schema["properties"]["spec"]["properties"]["replicatedJobs"]["items"]["properties"]["replicas"]["default"]
+    [trainer] = [
+        job for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]
+        if job["template"]["metadata"]["labels"].get(training.ANCESTOR_STEP_LABEL) == "trainer"
+    ]
+    assert trainer.get("replicas", default_replicas) == 1
+    assert "node" in [c["name"] for c in trainer["template"]["spec"]["template"]["spec"]["containers"]]
+
+
 def test_the_torch_runtime_is_admitted_by_pod_security_restricted():
     pod = training.torch_runtime()["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] > 0
