@@ -81,6 +81,7 @@ class NodePools(pulumi.ComponentResource):
                         pool.config.root_volume,
                         pool.has_instance_store,
                         user_data=bottlerocket_user_data(pool),
+                        capacity_reservations=capacity_reservation_terms(pool),
                         cluster_name=cluster_name,
                         role=node_role_name,
                         tags={**tags, POOL_LABEL: pool.name},
@@ -118,6 +119,7 @@ def ec2_node_class(
     instance_store: bool,
     *,
     user_data: str | None = None,
+    capacity_reservations: list[dict[str, Any]] | None = None,
     cluster_name: str,
     role: Any,
     tags: Mapping[str, str],
@@ -140,6 +142,8 @@ def ec2_node_class(
     }
     if user_data is not None:
         spec["userData"] = user_data
+    if capacity_reservations:
+        spec["capacityReservationSelectorTerms"] = capacity_reservations
     if instance_store:
         # The local NVMe drives become one striped volume for images and ephemeral storage (model caches).
         spec["instanceStorePolicy"] = "RAID0"
@@ -149,6 +153,26 @@ def ec2_node_class(
         "metadata": {"name": name},
         "spec": spec,
     }
+
+
+def capacity_reservation_terms(pool: GpuPoolPlan) -> list[dict[str, Any]]:
+    """The node class's capacityReservationSelectorTerms: the reservations the pool's `reserved` type launches into.
+
+    Karpenter resolves them into the node class's status and offers each as a `reserved` offering of its
+    instance type (karpenter-provider-aws v1.14.1 pkg/controllers/nodeclass/capacityreservation.go,
+    pkg/providers/instancetype/offering/reserved_capacity_resolver.go); Capacity Blocks are reservations too.
+    """
+    terms = []
+    for reservation in pool.config.capacity_reservations:
+        if reservation.id is not None:
+            terms.append({"id": reservation.id})
+        else:
+            assert reservation.tags is not None
+            term: dict[str, Any] = {"tags": dict(sorted(reservation.tags.items()))}
+            if reservation.owner_id is not None:
+                term["ownerID"] = reservation.owner_id
+            terms.append(term)
+    return terms
 
 
 def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:

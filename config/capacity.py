@@ -24,7 +24,7 @@ from .labels import (
     POOL_LABEL,
     device_class_resource,
 )
-from .node_pools import SPOT, NodePoolConfig, delete_timeout
+from .node_pools import RESERVED, SPOT, NodePoolConfig, delete_timeout
 from .versions import AMI_RELEASES
 
 HOURS_PER_MONTH = 730
@@ -172,6 +172,7 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
             f"{pool.gpus} is less than the {smallest} GPUs of the pool's smallest instance type; Karpenter could never "
             f"launch a node: declare at least {smallest}",
         )
+    _check_purchase(pool, types, key, problems)
     largest = max(t.gpus for t in types)
     if pool.allocation == "dra" and pool.gpus < largest:
         # Karpenter counts no DRA device against a limit, so a DRA pool is limited in nodes of its largest type.
@@ -191,6 +192,18 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
         if budget.reasons is not None and len(set(budget.reasons)) != len(budget.reasons):
             problems.add(f"{key}.disruption.budgets[{index}].reasons", "lists a reason twice")
     return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu, mig_strategy=mig_strategy)
+
+
+def _check_purchase(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:
+    """Reservation-only types need the `reserved` capacity type."""
+    for name in [t.name for t in types if t.reservation_only]:
+        if RESERVED not in pool.capacity_types:
+            problems.add(
+                f"{key}.capacityTypes",
+                f"{name} is sold only through capacity reservations and Capacity Blocks (config/catalog.py has no "
+                "on-demand price): add 'reserved' and name them in capacityReservations",
+            )
+            break
 
 
 def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) -> tuple[InstanceType, ...]:

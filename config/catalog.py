@@ -5,11 +5,13 @@ has), the NodePool limits and the cost figures of the summary.
 
 Sources:
 - Instance specs: Karpenter's generated instance-type reference (aws/karpenter-provider-aws,
-  website/content/en/docs/reference/instance-types.md, 2026-07-11), from the EC2 API.
+  website/content/en/docs/reference/instance-types.md, 2026-07-11), from the EC2 API; EFA interfaces
+  are its `vpc.amazonaws.com/efa` rows at the v1.14.1 tag.
 - Prices: us-east-1, Linux, on-demand, shared tenancy, from the AWS Price List API as captured in
   aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go, generated
   2026-07-20 (after the June 2025 cut of P4d/P4de/P5/P5en prices). p5e.48xlarge has no on-demand
-  price: it is sold through Capacity Blocks and reservations only.
+  price: it is sold through Capacity Blocks and reservations only, so a pool with it must launch into
+  reservations (`reserved`). p5en.48xlarge has an on-demand price there, so it is not reservation-only.
 - MIG profiles: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles" (r580), read 2026-08.
   A10G, L4 and L40S do not support MIG.
 """
@@ -76,51 +78,52 @@ GPU_MODELS: dict[str, GpuModel] = {m.name: m for m in (A10G, L4, L40S, A100_40GB
 
 
 def _row(
-    name: str, gpu: GpuModel, gpus: int, vcpu: int, memory_gib: int, *, efa: bool, store_gb: int, usd: float | None
+    name: str, gpu: GpuModel, gpus: int, vcpu: int, memory_gib: int, *, efa: int, store_gb: int, usd: float | None
 ) -> InstanceType:
     return InstanceType(name, gpu, gpus, vcpu, memory_gib, efa, store_gb, usd)
 
 
-# name, GPU, GPUs, vCPU, memory GiB, EFA, local NVMe GB, on-demand USD/hour in PRICE_REGION
+# name, GPU, GPUs, vCPU, memory GiB, EFA interfaces (vpc.amazonaws.com/efa), local NVMe GB, on-demand USD/hour
+# in PRICE_REGION (None: reservations and Capacity Blocks only)
 _INSTANCE_TYPES = (
     # g5
-    _row("g5.xlarge", A10G, 1, 4, 16, efa=False, store_gb=250, usd=1.006),
-    _row("g5.2xlarge", A10G, 1, 8, 32, efa=False, store_gb=450, usd=1.212),
-    _row("g5.4xlarge", A10G, 1, 16, 64, efa=False, store_gb=600, usd=1.624),
-    _row("g5.8xlarge", A10G, 1, 32, 128, efa=True, store_gb=900, usd=2.448),
-    _row("g5.12xlarge", A10G, 4, 48, 192, efa=True, store_gb=3800, usd=5.672),
-    _row("g5.16xlarge", A10G, 1, 64, 256, efa=True, store_gb=1900, usd=4.096),
-    _row("g5.24xlarge", A10G, 4, 96, 384, efa=True, store_gb=3800, usd=8.144),
-    _row("g5.48xlarge", A10G, 8, 192, 768, efa=True, store_gb=7600, usd=16.288),
+    _row("g5.xlarge", A10G, 1, 4, 16, efa=0, store_gb=250, usd=1.006),
+    _row("g5.2xlarge", A10G, 1, 8, 32, efa=0, store_gb=450, usd=1.212),
+    _row("g5.4xlarge", A10G, 1, 16, 64, efa=0, store_gb=600, usd=1.624),
+    _row("g5.8xlarge", A10G, 1, 32, 128, efa=1, store_gb=900, usd=2.448),
+    _row("g5.12xlarge", A10G, 4, 48, 192, efa=1, store_gb=3800, usd=5.672),
+    _row("g5.16xlarge", A10G, 1, 64, 256, efa=1, store_gb=1900, usd=4.096),
+    _row("g5.24xlarge", A10G, 4, 96, 384, efa=1, store_gb=3800, usd=8.144),
+    _row("g5.48xlarge", A10G, 8, 192, 768, efa=1, store_gb=7600, usd=16.288),
     # g6
-    _row("g6.xlarge", L4, 1, 4, 16, efa=False, store_gb=250, usd=0.8048),
-    _row("g6.2xlarge", L4, 1, 8, 32, efa=False, store_gb=450, usd=0.9776),
-    _row("g6.4xlarge", L4, 1, 16, 64, efa=False, store_gb=600, usd=1.3232),
-    _row("g6.8xlarge", L4, 1, 32, 128, efa=True, store_gb=900, usd=2.0144),
-    _row("g6.12xlarge", L4, 4, 48, 192, efa=True, store_gb=3760, usd=4.6016),
-    _row("g6.16xlarge", L4, 1, 64, 256, efa=True, store_gb=1880, usd=3.3968),
-    _row("g6.24xlarge", L4, 4, 96, 384, efa=True, store_gb=3760, usd=6.6752),
-    _row("g6.48xlarge", L4, 8, 192, 768, efa=True, store_gb=7520, usd=13.3504),
+    _row("g6.xlarge", L4, 1, 4, 16, efa=0, store_gb=250, usd=0.8048),
+    _row("g6.2xlarge", L4, 1, 8, 32, efa=0, store_gb=450, usd=0.9776),
+    _row("g6.4xlarge", L4, 1, 16, 64, efa=0, store_gb=600, usd=1.3232),
+    _row("g6.8xlarge", L4, 1, 32, 128, efa=1, store_gb=900, usd=2.0144),
+    _row("g6.12xlarge", L4, 4, 48, 192, efa=1, store_gb=3760, usd=4.6016),
+    _row("g6.16xlarge", L4, 1, 64, 256, efa=1, store_gb=1880, usd=3.3968),
+    _row("g6.24xlarge", L4, 4, 96, 384, efa=1, store_gb=3760, usd=6.6752),
+    _row("g6.48xlarge", L4, 8, 192, 768, efa=1, store_gb=7520, usd=13.3504),
     # g6e
-    _row("g6e.xlarge", L40S, 1, 4, 32, efa=False, store_gb=250, usd=1.861),
-    _row("g6e.2xlarge", L40S, 1, 8, 64, efa=False, store_gb=450, usd=2.24208),
-    _row("g6e.4xlarge", L40S, 1, 16, 128, efa=False, store_gb=600, usd=3.00424),
-    _row("g6e.8xlarge", L40S, 1, 32, 256, efa=True, store_gb=900, usd=4.52856),
-    _row("g6e.12xlarge", L40S, 4, 48, 384, efa=True, store_gb=3800, usd=10.49264),
-    _row("g6e.16xlarge", L40S, 1, 64, 512, efa=True, store_gb=1900, usd=7.57719),
-    _row("g6e.24xlarge", L40S, 4, 96, 768, efa=True, store_gb=3800, usd=15.06559),
-    _row("g6e.48xlarge", L40S, 8, 192, 1536, efa=True, store_gb=7600, usd=30.13118),
+    _row("g6e.xlarge", L40S, 1, 4, 32, efa=0, store_gb=250, usd=1.861),
+    _row("g6e.2xlarge", L40S, 1, 8, 64, efa=0, store_gb=450, usd=2.24208),
+    _row("g6e.4xlarge", L40S, 1, 16, 128, efa=0, store_gb=600, usd=3.00424),
+    _row("g6e.8xlarge", L40S, 1, 32, 256, efa=1, store_gb=900, usd=4.52856),
+    _row("g6e.12xlarge", L40S, 4, 48, 384, efa=1, store_gb=3800, usd=10.49264),
+    _row("g6e.16xlarge", L40S, 1, 64, 512, efa=1, store_gb=1900, usd=7.57719),
+    _row("g6e.24xlarge", L40S, 4, 96, 768, efa=2, store_gb=3800, usd=15.06559),
+    _row("g6e.48xlarge", L40S, 8, 192, 1536, efa=4, store_gb=7600, usd=30.13118),
     # p4d
-    _row("p4d.24xlarge", A100_40GB, 8, 96, 1152, efa=True, store_gb=8000, usd=21.957642),
+    _row("p4d.24xlarge", A100_40GB, 8, 96, 1152, efa=4, store_gb=8000, usd=21.957642),
     # p4de
-    _row("p4de.24xlarge", A100_80GB, 8, 96, 1152, efa=True, store_gb=8000, usd=27.44705),
+    _row("p4de.24xlarge", A100_80GB, 8, 96, 1152, efa=4, store_gb=8000, usd=27.44705),
     # p5
-    _row("p5.4xlarge", H100_80GB, 1, 16, 256, efa=True, store_gb=3800, usd=6.88),
-    _row("p5.48xlarge", H100_80GB, 8, 192, 2048, efa=True, store_gb=30400, usd=55.04),
+    _row("p5.4xlarge", H100_80GB, 1, 16, 256, efa=1, store_gb=3800, usd=6.88),
+    _row("p5.48xlarge", H100_80GB, 8, 192, 2048, efa=32, store_gb=30400, usd=55.04),
     # p5e
-    _row("p5e.48xlarge", H200_141GB, 8, 192, 2048, efa=True, store_gb=30400, usd=None),
+    _row("p5e.48xlarge", H200_141GB, 8, 192, 2048, efa=32, store_gb=30400, usd=None),
     # p5en
-    _row("p5en.48xlarge", H200_141GB, 8, 192, 2048, efa=True, store_gb=30400, usd=63.296),
+    _row("p5en.48xlarge", H200_141GB, 8, 192, 2048, efa=16, store_gb=30400, usd=63.296),
 )
 
 INSTANCE_TYPES: dict[str, InstanceType] = {t.name: t for t in _INSTANCE_TYPES}

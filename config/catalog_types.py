@@ -37,10 +37,15 @@ class InstanceType:
     gpus: int
     vcpu: int
     memory_gib: int
-    efa: bool
+    efa: int  # EFA interfaces the type takes (Karpenter's vpc.amazonaws.com/efa capacity); 0: none
     instance_store_gb: int
     # None when the type has no on-demand price (p5e: Capacity Blocks and reservations only).
     on_demand_usd_per_hour: float | None
+
+    @property
+    def reservation_only(self) -> bool:
+        """Sold only through capacity reservations and Capacity Blocks: no on-demand price."""
+        return self.on_demand_usd_per_hour is None
 
     @property
     def family(self) -> str:

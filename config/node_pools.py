@@ -42,7 +42,13 @@ def _duration(allow_never: bool):
 Duration = Annotated[str, _duration(allow_never=False)]
 DurationOrNever = Annotated[str, _duration(allow_never=True)]
 CapacityType = Literal["on-demand", "spot"]
+# GPU pools may also launch into capacity reservations: On-Demand Capacity Reservations and Capacity
+# Blocks, Karpenter 1.14's `reserved` capacity type (its ReservedCapacity feature gate is on by default).
+GpuCapacityType = Literal["on-demand", "spot", "reserved"]
 SPOT: CapacityType = "spot"
+RESERVED: GpuCapacityType = "reserved"
+_RESERVATION_ID = re.compile(r"^cr-[0-9a-z]+$")
+_ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
 
 # Deleting a NodePool waits for its nodes: each NodeClaim holds the NodePool through an ownerReference
 # with blockOwnerDeletion (kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/
@@ -71,6 +77,55 @@ def delete_timeout(termination_grace_period: str) -> str:
 
 def _on_demand_only() -> list[CapacityType]:
     return ["on-demand"]
+
+
+def _gpu_on_demand_only() -> list[GpuCapacityType]:
+    return ["on-demand"]
+
+
+class CapacityReservationConfig(ConfigModel):
+    """Capacity reservations a pool's `reserved` capacity type launches into: by id, or by tags.
+
+    Mirrors one EC2NodeClass `capacityReservationSelectorTerms` entry (karpenter-crd 1.14.1,
+    karpenter.k8s.aws_ec2nodeclasses.yaml): an id stands alone; tags may name the owning account.
+    """
+
+    id: str | None = Field(None, description="An On-Demand Capacity Reservation or Capacity Block id, `cr-...`.")
+    tags: dict[str, str] | None = Field(
+        None, description="Tags selecting reservations (`'*'` matches any value), e.g. `{team: ml}`."
+    )
+    owner_id: str | None = Field(
+        None, alias="ownerID", description="With tags: the AWS account that owns the reservations (shared ones)."
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _valid_id(cls, value: str | None) -> str | None:
+        if value is not None and not _RESERVATION_ID.match(value):
+            raise ValueError("is not a capacity reservation id such as 'cr-0123456789abcdef0'")
+        return value
+
+    @field_validator("owner_id")
+    @classmethod
+    def _valid_owner(cls, value: str | None) -> str | None:
+        if value is not None and not _ACCOUNT_ID.match(value):
+            raise ValueError("is not a 12-digit AWS account id")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _valid_tags(cls, tags: dict[str, str] | None) -> dict[str, str] | None:
+        if tags is not None and (not tags or any(not key or not value for key, value in tags.items())):
+            raise ValueError("needs at least one tag, with no empty key or value")
+        return tags
+
+    @model_validator(mode="after")
+    def _id_or_tags(self) -> CapacityReservationConfig:
+        if (self.id is None) == (self.tags is None):
+            raise ValueError("give exactly one of id (one reservation) or tags (every reservation carrying them)")
+        if self.id is not None and self.owner_id is not None:
+            raise ValueError("ownerID goes with tags; an id names one reservation already")
+        return self
 
 
 class BudgetConfig(ConfigModel):
@@ -247,8 +302,17 @@ class NodePoolConfig(ConfigModel):
     instance_families: list[str] = Field(
         default_factory=list, description="Instance families, e.g. `[g6e]`: every catalog size of each family."
     )
-    capacity_types: list[CapacityType] = Field(
-        default_factory=_on_demand_only, min_length=1, description="`on-demand`, `spot`, or both."
+    capacity_types: list[GpuCapacityType] = Field(
+        default_factory=_gpu_on_demand_only,
+        min_length=1,
+        description="`on-demand`, `spot` and/or `reserved` (the pool's capacityReservations; Karpenter prefers them "
+        "and falls back to the other types listed).",
+    )
+    capacity_reservations: list[CapacityReservationConfig] = Field(
+        default_factory=list,
+        max_length=30,
+        description="On-Demand Capacity Reservations and Capacity Blocks the `reserved` capacity type launches into; "
+        "required with it, and only with it.",
     )
     ami_family: Literal["al2023", "bottlerocket"] = Field(
         "al2023", description="Node OS; Karpenter picks the NVIDIA variant of the family's AMI for GPU instances."
@@ -297,6 +361,20 @@ class NodePoolConfig(ConfigModel):
         if len(set(capacity_types)) != len(capacity_types):
             raise ValueError("lists a capacity type twice")
         return capacity_types
+
+    @model_validator(mode="after")
+    def _reserved_needs_reservations(self) -> NodePoolConfig:
+        # Karpenter offers `reserved` only for the reservations the node class's selector terms find
+        # (karpenter-provider-aws v1.14.1 pkg/controllers/nodeclass/capacityreservation.go fills the node
+        # class's status; pkg/providers/instancetype/offering/reserved_capacity_resolver.go offers those):
+        # without terms the capacity type never launches.
+        if RESERVED in self.capacity_types and not self.capacity_reservations:
+            raise ValueError(
+                "capacityTypes has 'reserved' but capacityReservations is empty: name the reservations by id or tags"
+            )
+        if self.capacity_reservations and RESERVED not in self.capacity_types:
+            raise ValueError("capacityReservations are used only by the 'reserved' capacity type: add it to capacityTypes")
+        return self
 
 
 class CpuPoolConfig(ConfigModel):

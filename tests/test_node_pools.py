@@ -103,8 +103,9 @@ BAD_POOLS = [
         id="budget-nodes",
     ),
     pytest.param(
-        {"capacityTypes": ["reserved"]},
-        "gpu-platform:nodePools[0].capacityTypes[0]: 'reserved' is not allowed; expected one of 'on-demand' or 'spot'",
+        {"capacityTypes": ["preemptible"]},
+        "gpu-platform:nodePools[0].capacityTypes[0]: 'preemptible' is not allowed; expected one of 'on-demand', 'spot' "
+        "or 'reserved'",
         id="capacity-type",
     ),
 ]

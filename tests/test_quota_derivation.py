@@ -143,9 +143,16 @@ def test_pool_nodes_are_labelled_for_kueue_and_for_their_sharing_mode(fixture, n
 
 def test_a_pool_without_a_price_has_no_cost():
     document = fixture_document("multi-pool")
-    # p5e.48xlarge is sold through Capacity Blocks only: no on-demand price in the catalog.
-    document["gpu-platform:nodePools"][0]["instanceTypes"] = ["p5e.48xlarge"]
-    document["gpu-platform:nodePools"][0]["sharing"]["migLayout"] = {"1g.18gb": 7}
+    # p5e.48xlarge is sold through Capacity Blocks and reservations only: no on-demand price in the
+    # catalog, and the pool must launch into reservations.
+    pool = document["gpu-platform:nodePools"][0]
+    pool["instanceTypes"] = ["p5e.48xlarge"]
+    pool["sharing"]["migLayout"] = {"1g.18gb": 7}
+    pool["capacityTypes"] = ["reserved"]
+    pool["capacityReservations"] = [{"id": "cr-0123456789abcdef0"}]
+    for tenant in document["gpu-platform:tenants"]:
+        if "h100-on-demand" in tenant["gpu"]:
+            tenant["gpu"]["h100-reserved"] = tenant["gpu"].pop("h100-on-demand")
     assert next(p for p in load(document).gpu_pools if p.name == "gpu-h100").hourly_cost_at_limit is None
 
 

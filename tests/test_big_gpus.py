@@ -1,0 +1,129 @@
+"""Big GPUs as AWS sells them: capacity reservations for reservation-only types, and single-strategy MIG.
+
+The shape lives in tests/fixtures/shapes/big-gpu.yaml, outside the fixture stacks every generic test
+renders; it is rendered once here.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+import yaml
+
+from config import ConfigError
+from offline.engine import Recording
+from offline.render import write_render
+from offline.validate import validate_render
+
+from .conftest import load, render
+
+SHAPE = Path(__file__).resolve().parent / "fixtures" / "shapes" / "big-gpu.yaml"
+NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
+NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
+NODEOVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
+P = "gpu-platform:nodePools"
+
+
+def document() -> dict:
+    return yaml.safe_load(SHAPE.read_text())["config"]
+
+
+@functools.cache
+def rendered() -> Recording:
+    return render(document(), "big-gpu")
+
+
+def spec(type_: str, name: str) -> dict:
+    [found] = [r.inputs["spec"] for r in rendered().by_type(type_) if r.inputs["metadata"]["name"] == name]
+    return found
+
+
+def problems_of(doc) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load(doc)
+    return caught.value.problems
+
+
+def test_the_shape_renders_objects_the_api_server_would_accept(tmp_path):
+    write_render(rendered(), load(document()), tmp_path)
+    report = validate_render(tmp_path, "1.35")
+    assert report.problems == []
+    assert report.objects > 0
+
+
+# --- reserved capacity ------------------------------------------------------------------------------
+
+
+def test_a_reserved_pool_selects_its_reservations_by_id_and_by_tags():
+    # Karpenter offers `reserved` capacity only for reservations these terms find (karpenter-provider-aws
+    # v1.14.1 pkg/controllers/nodeclass/capacityreservation.go); an id stands alone in its term
+    # (karpenter.k8s.aws_ec2nodeclasses.yaml CEL: "'id' is mutually exclusive").
+    assert spec(NODECLASS, "gpu-h200")["capacityReservationSelectorTerms"] == [
+        {"id": "cr-0123456789abcdef0"},
+        {"tags": {"gpu-platform/node-pool": "gpu-h200"}, "ownerID": "111122223333"},
+    ]
+    requirements = spec(NODEPOOL, "gpu-h200")["template"]["spec"]["requirements"]
+    assert {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["reserved"]} in requirements
+
+
+def test_pools_without_reservations_select_none():
+    assert "capacityReservationSelectorTerms" not in spec(NODECLASS, "gpu-h100")
+
+
+def test_a_reservation_only_type_needs_the_reserved_capacity_type():
+    doc = document()
+    pool = doc[P][1]
+    pool["capacityTypes"] = ["on-demand"]
+    del pool["capacityReservations"]
+    assert problems_of(doc) == [
+        "gpu-platform:nodePools[1].capacityTypes: p5e.48xlarge is sold only through capacity reservations and "
+        "Capacity Blocks (config/catalog.py has no on-demand price): add 'reserved' and name them in capacityReservations"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        pytest.param(
+            {"capacityReservations": []},
+            "gpu-platform:nodePools[1]: capacityTypes has 'reserved' but capacityReservations is empty: name the "
+            "reservations by id or tags",
+            id="reserved-without-reservations",
+        ),
+        pytest.param(
+            {"capacityTypes": ["on-demand"], "instanceTypes": ["p5en.48xlarge"]},
+            "gpu-platform:nodePools[1]: capacityReservations are used only by the 'reserved' capacity type: add it "
+            "to capacityTypes",
+            id="reservations-without-reserved",
+        ),
+        pytest.param(
+            {"capacityReservations": [{"id": "cr-0123456789abcdef0", "tags": {"team": "ml"}}]},
+            "gpu-platform:nodePools[1].capacityReservations[0]: give exactly one of id (one reservation) or tags "
+            "(every reservation carrying them)",
+            id="id-and-tags",
+        ),
+        pytest.param(
+            {"capacityReservations": [{"id": "reservation-1"}]},
+            "gpu-platform:nodePools[1].capacityReservations[0].id: 'reservation-1' is not a capacity reservation id "
+            "such as 'cr-0123456789abcdef0'",
+            id="malformed-id",
+        ),
+    ],
+)
+def test_reservations_and_the_reserved_capacity_type_go_together(change, problem):
+    doc = document()
+    doc[P][1].update(change)
+    assert problems_of(doc) == [problem]
+
+
+# --- single-strategy MIG ----------------------------------------------------------------------------
+
+
+def test_single_strategy_mig_nodes_are_sized_and_limited_in_mig_devices_as_gpus():
+    # Seven 1g.10gb devices on each of 8 H100s are 56 nvidia.com/gpu per node; 16 GPUs are 112.
+    assert spec(NODEOVERLAY, "gpu-h100-p5.48xlarge")["capacity"] == {"nvidia.com/gpu": "56"}
+    assert spec(NODEPOOL, "gpu-h100")["limits"] == {"nvidia.com/gpu": "112"}
+    # The H200 pool hands out whole GPUs, as the provider already counts them: no overlay.
+    assert [r.inputs["metadata"]["name"] for r in rendered().by_type(NODEOVERLAY)] == ["gpu-h100-p5.48xlarge"]
