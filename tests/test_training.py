@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from components import training
-from components.queueing import cluster_queue
+from components.queueing import cluster_queue, manager_config
 from components.tenants import limit_range
 from components.training import TORCH_RUNTIME, torch_runtime
 from config.labels import LOCAL_QUEUE, SYSTEM_NODE_LABELS, TENANT_LABEL
@@ -368,8 +368,10 @@ def seed_job() -> dict[str, Any]:
 
 
 def data_science_queue(document: dict[str, Any]) -> tuple[Tenancy, dict[str, Any]]:
-    [plan] = [t for t in load(document).tenants if t.name == "data-science"]
-    tenancy = Tenancy(limit_range(plan)["spec"]["limits"][0]["defaultRequest"], {}, {}, {TORCH_RUNTIME: torch_runtime()})
+    config = load(document)
+    [plan] = [t for t in config.tenants if t.name == "data-science"]
+    defaults = limit_range(plan)["spec"]["limits"][0]["defaultRequest"]
+    tenancy = Tenancy(defaults, {}, manager_config(config.flavors), {TORCH_RUNTIME: torch_runtime()})
     return tenancy, cluster_queue(plan)
 
 
