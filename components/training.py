@@ -63,8 +63,9 @@ QUEUED_KINDS = {
 
 # The runtime the platform provides, named as upstream's (files/runtimes/torch-distributed.yaml).
 TORCH_RUNTIME = "torch-distributed"
-# Upstream's torch-distributed image at v2.3.0; the container must be called `node` (the trainer's
-# torch plugin finds the trainer container by the name of its replicated job's container).
+# Upstream's torch-distributed image at v2.3.0. The container must be called `node`: the trainer's
+# runtime webhook requires that name in the replicated job labelled as the trainer ancestor
+# (pkg/webhooks/trainingruntime_webhook.go, validateReplicatedJobs), and its plugins address it by it.
 TORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
 # The label the trainer uses to find the replicated job that runs the training (upstream's runtime sets it).
 ANCESTOR_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
