@@ -2,10 +2,17 @@
 
 `python -m offline vendor [CHART ...]` refreshes upstream/ for the pinned chart versions.
 
+`python -m offline diff --stack dev [--base REF]` prints, as markdown, what the working tree changes
+in a stack's render against the same stack at a git ref (offline/diff.py); exit 0 no change, 1
+changed, 2 a render failed.
+
 `python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
 version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
 
-Exit codes: 0 done, 2 invalid stack config (every problem on stderr, nothing written).
+Exit codes: 0 done, 1 the engine refused the program (a duplicate URN), 2 invalid stack config
+(every problem on stderr). A render that fails leaves no render behind: the output directory's files
+are removed and RENDER_FAILED.txt says why, so a stale build/<stack> is never mistaken for the
+current one.
 """
 
 from __future__ import annotations
@@ -14,11 +21,21 @@ import argparse
 import sys
 from pathlib import Path
 
-from config import ConfigError, PlatformConfig, load_platform_config
+from config import ConfigError, PlatformConfig
 
-from .stack import StackConfig, StackNotFound, load_stack
+from .stack import StackConfig, StackNotFound, load_config, load_stack
 
+EXIT_ENGINE_REFUSED = 1
 EXIT_INVALID_CONFIG = 2
+
+
+def mark_failed(out_dir: Path, lines: list[str]) -> None:
+    """Take the previous render out of `out_dir` and leave the reason in its place."""
+    from .render import FAILED_MARKER, clear_render
+
+    if out_dir.exists():
+        clear_render(out_dir)
+        (out_dir / FAILED_MARKER).write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument("--stack", default="dev")
     version = commands.add_parser("kubernetes-version", help="print a stack's Kubernetes version (for the conformance check)")
     version.add_argument("--stack", default="dev")
+    diff = commands.add_parser("diff", help="review what the working tree changes in a stack's render against a git ref")
+    diff.add_argument("--stack", default="dev")
+    diff.add_argument("--base", default="HEAD", help="git ref to compare against (default HEAD)")
     validate = commands.add_parser("validate", help="check a render against Kubernetes and the vendored upstream schemas")
     validate.add_argument("render_dir", type=Path, metavar="RENDER_DIR")
     validate.add_argument("--k8s-version", help="Kubernetes minor to check against (default: the one the render deploys)")
@@ -51,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return validate_main(args.render_dir, args.k8s_version)
 
+    if args.command == "diff":
+        from .diff import main as diff_main
+
+        return diff_main(args.stack, args.base)
+
     if args.command == "vendor":
         from .vendor import main as vendor_main
 
@@ -66,16 +91,19 @@ def main(argv: list[str] | None = None) -> int:
 
         return write_inventory()
 
+    out_dir = getattr(args, "out", None) or Path("build") / args.stack
     try:
         stack = load_stack(args.stack)
-        config = load_platform_config(stack.values)
+        config = load_config(stack)
     except StackNotFound as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
     except ConfigError as err:
-        print(f"Pulumi.{args.stack}.yaml: invalid stack config ({len(err.problems)} problems):", file=sys.stderr)
-        for problem in err.problems:
-            print(f"  {problem}", file=sys.stderr)
+        lines = [f"Pulumi.{args.stack}.yaml: invalid stack config ({len(err.problems)} problems):"]
+        lines += [f"  {problem}" for problem in err.problems]
+        print("\n".join(lines), file=sys.stderr)
+        if args.command == "render":
+            mark_failed(out_dir, lines)
         return EXIT_INVALID_CONFIG
 
     if args.command == "check":
@@ -84,15 +112,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "kubernetes-version":
         print(config.cluster.kubernetes_version)
         return 0
-    return _render(stack, config, args.out or Path("build") / args.stack)
+    return _render(stack, config, out_dir)
 
 
 def _render(stack: StackConfig, config: PlatformConfig, out_dir: Path) -> int:
     # Imported here: `check` must stay fast and must not need the cloud SDKs.
-    from .engine import run_program
+    from .engine import DuplicateUrnError, run_program
     from .render import write_render
 
-    recording = run_program(stack.stack, stack.values, stack.secret_keys)
+    try:
+        recording = run_program(stack.stack, stack.values, stack.secret_keys)
+    except DuplicateUrnError as err:
+        lines = [f"stack {stack.stack}: the engine refuses the program:", *(f"  {line}" for line in str(err).splitlines())]
+        print("\n".join(lines), file=sys.stderr)
+        mark_failed(out_dir, lines)
+        return EXIT_ENGINE_REFUSED
     written = write_render(recording, config, out_dir)
     print(f"rendered stack {stack.stack}: {len(recording.resources)} resources -> {out_dir}/ ({len(written)} files)")
     return 0

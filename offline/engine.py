@@ -103,16 +103,35 @@ class Recording:
         return next(r for r in self.resources if r.urn == urn)
 
 
+class DuplicateUrnError(Exception):
+    """The program declared two resources with one URN, which the Pulumi engine refuses."""
+
+    def __init__(self, urns: list[str]):
+        self.urns = urns
+        # The engine's own words: pulumi/pulumi pkg/diag/errors.go GetDuplicateResourceURNError (code 2001).
+        super().__init__("\n".join(f"Duplicate resource URN '{urn}'; try giving it a unique name" for urn in urns))
+
+
 class RecordingMonitor(sdk_mocks.MockMonitor):
-    """The SDK's mock monitor, plus a record of parent, provider and dependencies per registration."""
+    """The SDK's mock monitor, plus a record of parent, provider and dependencies per registration.
+
+    The SDK's mocks accept a URN twice; the engine does not, so the second registration of a URN is
+    noted here and `run_program` fails as `pulumi preview` would.
+    """
 
     def __init__(self, mocks: CloudMocks):
         super().__init__(mocks)
         self.records: list[RecordedResource] = []
+        self.duplicate_urns: list[str] = []
+        self._urns: set[str] = set()
         self._lock = threading.Lock()
 
     def RegisterResource(self, request):  # gRPC's method name, hence not snake_case
         response = super().RegisterResource(request)
+        with self._lock:
+            if response.urn in self._urns:
+                self.duplicate_urns.append(response.urn)
+            self._urns.add(response.urn)
         if request.type != "pulumi:pulumi:Stack":
             record = RecordedResource(
                 urn=response.urn,
@@ -148,7 +167,10 @@ def run_program(
     secret_keys: list[str] | None = None,
     program: Callable[[], None] | None = None,
 ) -> Recording:
-    """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks."""
+    """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks.
+
+    Raises `DuplicateUrnError` when two registrations share a URN.
+    """
     return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []), program or _main_program)
 
 
@@ -188,6 +210,8 @@ def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Ca
         gc.set_threshold(*thresholds)
         sdk_resource._get_stack_trace = capture
 
+    if monitor.duplicate_urns:
+        raise DuplicateUrnError(sorted(set(monitor.duplicate_urns)))
     recording = Recording(stack=stack, resources=sorted(monitor.records, key=lambda r: r.urn))
     root = pulumi.runtime.settings.get_root_resource()
     for name, value in sorted(getattr(root, "outputs", {}).items()):

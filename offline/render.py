@@ -19,12 +19,21 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 _KIND_ORDER = {"Namespace": 0, "CustomResourceDefinition": 1, "PriorityClass": 2, "StorageClass": 3}
 
 
+# Left in the output directory by a render that failed, with the reason (offline/__main__.py).
+FAILED_MARKER = "RENDER_FAILED.txt"
+
+
+def clear_render(out_dir: Path) -> None:
+    """Remove a render's files from `out_dir` (and a failed render's marker), leaving anything else."""
+    for stale in ("manifests.yaml", "plan.json", "summary.md", FAILED_MARKER):
+        (out_dir / stale).unlink(missing_ok=True)
+    shutil.rmtree(out_dir / "helm", ignore_errors=True)
+
+
 def write_render(recording: Recording, config: PlatformConfig, out_dir: Path) -> list[Path]:
     """Replace `out_dir`'s render with this one; return the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("manifests.yaml", "plan.json", "summary.md"):
-        (out_dir / stale).unlink(missing_ok=True)
-    shutil.rmtree(out_dir / "helm", ignore_errors=True)
+    clear_render(out_dir)
 
     written = [out_dir / "manifests.yaml", out_dir / "plan.json", out_dir / "summary.md"]
     written[0].write_text(manifests_yaml(recording))

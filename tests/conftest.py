@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from config import PlatformConfig, load_platform_config
+from config import PlatformConfig
 from config.versions import CHARTS
 from offline.engine import PROJECT_DIR, Recording, run_program
 from offline.helm_values import release_problems
-from offline.stack import stack_config_from_mapping
+from offline.stack import load_config, stack_config_from_mapping
 
 FIXTURE_STACKS_DIR = Path(__file__).resolve().parent / "fixtures" / "stacks"
 # Every fixture stack, so a generic property a test states holds for each shape the fixtures cover.
@@ -37,7 +37,7 @@ def _fixture_document(name: str) -> dict[str, Any]:
 
 
 def load(document: dict[str, Any]) -> PlatformConfig:
-    return load_platform_config(stack_config_from_mapping("test", document).values)
+    return load_config(stack_config_from_mapping("test", document))
 
 
 def render(document: dict[str, Any], stack: str = "test") -> Recording:

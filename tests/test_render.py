@@ -93,3 +93,37 @@ def test_pulumi_up_reports_the_same_config_lines_without_a_traceback():
     with pytest.raises(pulumi.RunError) as caught:
         run_program("dev", stack.values)
     assert "gpu-platform:cluster.network.azCount: 9 is out of range; must be <= 6" in str(caught.value)
+
+
+def test_a_failed_render_removes_the_previous_render_and_says_why(project_of, tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    for stale in ("manifests.yaml", "plan.json", "summary.md"):
+        (out / stale).write_text("from an earlier render\n")
+    (out / "helm").mkdir()
+    (out / "notes.txt").write_text("the user's own file\n")
+    doc = fixture_document("single-pool")
+    doc["gpu-platform:cluster"]["systemNodes"]["minSize"] = 0
+    project_of(broken=doc)
+    assert main(["render", "--stack", "broken", "--out", str(out)]) == 2
+    assert sorted(path.name for path in out.iterdir()) == ["RENDER_FAILED.txt", "notes.txt"]
+    assert "gpu-platform:cluster.systemNodes.minSize" in (out / "RENDER_FAILED.txt").read_text()
+    capsys.readouterr()
+
+
+def test_the_engine_refuses_two_resources_with_one_urn_as_pulumi_does():
+    import pulumi
+
+    from offline.engine import DuplicateUrnError, run_program
+
+    def program() -> None:
+        pulumi.CustomResource("test:index:Thing", "twin", {})
+        pulumi.CustomResource("test:index:Thing", "twin", {})
+        pulumi.CustomResource("test:index:Other", "twin", {})
+
+    with pytest.raises(DuplicateUrnError) as caught:
+        run_program("dev", {}, program=program)
+    assert str(caught.value) == (
+        "Duplicate resource URN 'urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack$test:index:Thing::twin'; "
+        "try giving it a unique name"
+    )
