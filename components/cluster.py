@@ -21,10 +21,10 @@ from pulumi_aws import cloudwatch, ec2, kms
 from pulumi_aws import eks as aws_eks
 
 from config import ConfigError
-from config.cluster import ClusterConfig
+from config.cluster import ClusterConfig, principal_slug
 from config.labels import DISCOVERY_TAG
 
-from .lib.iam import cluster_access_policy, principal_slug
+from .lib.iam import cluster_access_policy
 from .lib.kubeconfig import KubeconfigCredentials, kubeconfig
 
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"

@@ -30,11 +30,11 @@ import pulumi_kubernetes as k8s
 from pulumi_aws import eks as aws_eks
 
 from config import namespaces
+from config.cluster import principal_slug
 from config.fair_share import TenantPlan
 from config.labels import EPHEMERAL_STORAGE, NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_GROUP_PREFIX, TENANT_LABEL
 from config.tenants import DEFAULT_EPHEMERAL_LIMIT_GIB, DEFAULT_EPHEMERAL_REQUEST_GIB
 
-from .lib.iam import principal_slug
 from .lib.resources import Children, declare
 
 # `warn` and `audit` stay restricted even where `enforce` is relaxed: users still see what would fail.

@@ -62,15 +62,20 @@ class ServingConfig(ConfigModel):
     """A model server the platform declares for the deployment (Deployment, Service, PodDisruptionBudget)."""
 
     image: str = Field(description="Container image, pinned by tag or digest, e.g. `vllm/vllm-openai:v0.11.0`.")
-    model: str = Field(description="Model to serve, passed as `--model`, e.g. `meta-llama/Llama-3.1-8B-Instruct`.")
+    model: str = Field(
+        min_length=1, description="Model to serve, passed as `--model`, e.g. `meta-llama/Llama-3.1-8B-Instruct`."
+    )
     revision: str | None = Field(
         None,
+        min_length=1,
         description="Model revision passed as `--revision` (a branch, tag or commit hash); a commit hash pins the "
         "weights every replica downloads. Required when `supplyChain.requireModelRevisions` is true.",
     )
     port: int = Field(8000, ge=1024, le=65535, description="Port the server listens on (non-root: above 1023).")
+    # runAsUser is an int64 in the API, but the API server refuses a UID above 2^31-1
+    # (k8s.io/apimachinery pkg/util/validation/validation.go IsValidUserID: maxUserID = math.MaxInt32).
     run_as_user: int = Field(
-        1000, ge=1, description="Non-root UID the server runs as (tenant namespaces enforce Pod Security)."
+        1000, ge=1, le=2147483647, description="Non-root UID the server runs as (tenant namespaces enforce Pod Security)."
     )
     cache_gib: int = Field(
         100,
@@ -114,8 +119,14 @@ class InferenceDeploymentConfig(ConfigModel):
     """An inference Deployment in the tenant's namespace that KEDA scales."""
 
     name: str = Field(description="Deployment name (a DNS label).")
-    flavor: str = Field(description="The flavor (pool) its replicas run on; its GPUs count against the tenant's quota there.")
-    gpus_per_replica: int = Field(1, ge=1, le=8, description="GPUs (flavor units) each replica requests.")
+    flavor: str = Field(
+        description="The flavor (pool) its replicas run on; its GPUs count against the tenant's quota there. A "
+        "whole-GPU or time-sliced flavor: no inference on MIG or DRA flavors, whose pods get MIG devices or claims, "
+        "not the `nvidia.com/gpu` the server requests and KEDA scales on."
+    )
+    gpus_per_replica: int = Field(
+        1, ge=1, le=8, description="GPUs each replica requests, in the flavor's units: slices on a time-sliced flavor."
+    )
     min_replicas: int = Field(
         1,
         ge=1,

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 
 from .catalog import FAMILIES, INSTANCE_TYPES
 from .catalog_types import GpuModel, InstanceType
-from .errors import Problems, duplicates, show
+from .errors import Problems, duplicates, item_labels, show
 from .labels import (
+    CPU_POOL_NAME,
     DEVICE_PLUGIN_CONFIG_LABEL,
     DEVICE_PLUGIN_DEPLOY_LABEL,
     DRA_ALLOCATION,
@@ -136,13 +137,22 @@ def plan_gpu_pools(
     """Check every pool against the catalog and each other; return the plans of the pools that passed."""
     plans = []
     seen: dict[str, int] = {}
+    labels = item_labels(pools)
     for index, pool in enumerate(pools):
-        key = f"{root}[{index}]"
+        key = f"{root}[{labels[index]}]"
         if pool.name in seen:
             problems.add(
-                f"{key}.name", f"{show(pool.name)} is already the name of {root}[{seen[pool.name]}]; pool names must be unique"
+                f"{root}[{index}].name",
+                f"{show(pool.name)} is already the name of {root}[{seen[pool.name]}]; pool names must be unique",
             )
         seen.setdefault(pool.name, index)
+        if pool.name == CPU_POOL_NAME:
+            problems.add(
+                f"{key}.name",
+                f"{show(pool.name)} is the general CPU pool's NodePool and EC2NodeClass name; pick another, "
+                f"e.g. 'gpu-{pool.name}'",
+            )
+            continue
         plan = _plan_pool(pool, key, protected, mig_strategy, problems)
         if plan is not None:
             plans.append(plan)

@@ -130,3 +130,19 @@ INSTANCE_TYPES: dict[str, InstanceType] = {t.name: t for t in _INSTANCE_TYPES}
 FAMILIES: dict[str, tuple[InstanceType, ...]] = {
     family: tuple(t for t in _INSTANCE_TYPES if t.family == family) for family in dict.fromkeys(t.family for t in _INSTANCE_TYPES)
 }
+
+
+# x86_64 families without accelerators, the ones the general CPU pool (amd64 only) can launch: every
+# family in Karpenter's generated price list (aws/karpenter-provider-aws v1.14.1
+# pkg/providers/pricing/zz_generated.pricing_aws.go, generated 2026-07-06 for us-east-1) but the
+# accelerator, Graviton (a1, and a 'g' after the generation: m7g, c6gn) and Mac families.
+CPU_FAMILIES = frozenset({
+    "c1", "c3", "c4", "c5", "c5a", "c5ad", "c5d", "c5n", "c6a", "c6i", "c6id", "c6in", "c7a", "c7i", "c7i-flex",
+    "c8a", "c8i", "c8i-flex", "c8ib", "c8id", "c8in", "c8ine", "cr1", "d2", "d3", "d3en", "h1", "i2", "i3", "i3en",
+    "i4i", "i7i", "i7ie", "m1", "m2", "m3", "m4", "m5", "m5a", "m5ad", "m5d", "m5dn", "m5n", "m5zn", "m6a", "m6i",
+    "m6id", "m6idn", "m6in", "m7a", "m7i", "m7i-flex", "m8a", "m8azn", "m8i", "m8i-flex", "m8ib", "m8id", "m8idb",
+    "m8idn", "m8in", "m8ine", "r3", "r4", "r5", "r5a", "r5ad", "r5b", "r5d", "r5dn", "r5n", "r6a", "r6i", "r6id",
+    "r6idn", "r6in", "r7a", "r7i", "r7iz", "r8a", "r8i", "r8i-flex", "r8ib", "r8id", "r8idb", "r8idn", "r8in", "t1",
+    "t2", "t3", "t3a", "u-12tb1", "u-18tb1", "u-24tb1", "u-3tb1", "u-6tb1", "u-9tb1", "u7i-12tb", "u7i-6tb",
+    "u7i-8tb", "u7in-16tb", "u7in-24tb", "u7in-32tb", "x1", "x1e", "x2idn", "x2iedn", "x2iezn", "x8i", "z1d",
+})

@@ -18,6 +18,29 @@ _CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 # Where the cluster section sits in `Pulumi.<stack>.yaml`, for errors raised after loading.
 CONFIG_ROOT = "gpu-platform:cluster"
+# AWS allows 50 user tags per resource (Tagging AWS resources, "Tag naming limits and requirements").
+# A Karpenter GPU node carries the most of anything the stack creates: the stack's tags, three of the
+# platform's (`gpu-platform/cluster`, `managed-by`, the pool label), four Karpenter adds when it
+# launches the instance (karpenter-provider-aws v1.14.1 pkg/utils/utils.go GetTags:
+# `kubernetes.io/cluster/<name>`, `karpenter.sh/nodepool`, `eks:eks-cluster-name`,
+# `karpenter.k8s.aws/ec2nodeclass`) and two its tagging controller adds afterwards
+# (pkg/controllers/nodeclaim/tagging/controller.go: `Name`, `karpenter.sh/nodeclaim`).
+AWS_TAGS_PER_RESOURCE = 50
+TAGS_ADDED_TO_NODES = 9
+MAX_STACK_TAGS = AWS_TAGS_PER_RESOURCE - TAGS_ADDED_TO_NODES
+# Tag keys others own, with who owns them. Karpenter refuses a node class whose tags match its
+# RestrictedTagPatterns (pkg/apis/v1/labels.go) and manages every `karpenter.sh/` and
+# `karpenter.k8s.aws/` tag; EKS owns `eks:` and `kubernetes.io/cluster/`, AWS `aws:`; `gpu-platform/`
+# keys are the platform's own (config/labels.py).
+RESERVED_TAG_PREFIXES = {
+    "aws:": "AWS",
+    "eks:": "EKS",
+    "kubernetes.io/cluster/": "EKS and Karpenter",
+    "karpenter.sh/": "Karpenter",
+    "karpenter.k8s.aws/": "Karpenter",
+    "gpu-platform/": "the platform",
+}
+RESERVED_TAG_KEYS = {"Name": "Karpenter", "managed-by": "the platform"}
 _LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653)
 
 
@@ -64,6 +87,17 @@ def _unique(kind: str):
 
 
 PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+
+
+def principal_slug(principal_arn: str) -> str:
+    """`arn:aws:iam::111122223333:role/team/PlatformAdmin` -> `111122223333-role-team-platformadmin`.
+
+    A stable, readable part of a logical name: the account keeps two accounts' same-named roles apart.
+    It folds case and punctuation, so two principals can share one (`role/ml_admin`, `role/ml-admin`);
+    `config/platform.py` refuses that before anything is declared.
+    """
+    account, resource = principal_arn.split(":")[4], principal_arn.split(":", 5)[5]
+    return re.sub(r"[^a-z0-9]+", "-", f"{account}-{resource}".lower()).strip("-")
 PublicCidr = Annotated[str, AfterValidator(_public_cidr)]
 InstanceType = Annotated[str, AfterValidator(_instance_type)]
 
@@ -247,6 +281,19 @@ class ClusterConfig(ConfigModel):
         """
         return [admin for admin in self.admins if admin != bootstrap_admin]
 
+    @field_validator("admins")
+    @classmethod
+    def _distinct_access_entry_names(cls, admins: list[str]) -> list[str]:
+        seen: dict[str, str] = {}
+        for arn in admins:
+            same = seen.setdefault(principal_slug(arn), arn)
+            if same != arn:
+                raise ValueError(
+                    f"lists {arn!r} and {same!r}, which differ only in case or punctuation and would both name their "
+                    f"EKS access entry {principal_slug(arn)}: list one of them"
+                )
+        return admins
+
     @field_validator("name")
     @classmethod
     def _valid_name(cls, name: str) -> str:
@@ -269,9 +316,18 @@ class ClusterConfig(ConfigModel):
     @field_validator("tags")
     @classmethod
     def _valid_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        if len(tags) > MAX_STACK_TAGS:
+            raise ValueError(
+                f"has {len(tags)} tags; at most {MAX_STACK_TAGS}: AWS allows {AWS_TAGS_PER_RESOURCE} per resource and "
+                f"Karpenter's nodes carry {TAGS_ADDED_TO_NODES} more (the platform's and Karpenter's own): drop "
+                f"{len(tags) - MAX_STACK_TAGS}"
+            )
         for key, value in tags.items():
-            if key.lower().startswith("aws:"):
-                raise ValueError(f"has key {key!r}: the 'aws:' prefix is reserved by AWS")
+            owner = RESERVED_TAG_KEYS.get(key) or next(
+                (who for prefix, who in RESERVED_TAG_PREFIXES.items() if key.lower().startswith(prefix)), None
+            )
+            if owner is not None:
+                raise ValueError(f"has key {key!r}, which {owner} sets and owns: remove it or rename it")
             if not 1 <= len(key) <= 128 or len(value) > 256:
                 raise ValueError(f"has {key!r}: keys are 1-128 characters, values at most 256")
         return tags

@@ -7,6 +7,7 @@ of a config are collected and reported together, so one run shows everything to 
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Sequence
@@ -19,12 +20,39 @@ from pydantic_core import ErrorDetails
 Loc = Sequence[str | int]
 
 
-def key_path(root: str, loc: Loc) -> str:
-    """`gpu-platform:cluster` + ("admins", 2, "arn") -> `gpu-platform:cluster.admins[2].arn`."""
+def key_path(root: str, loc: Loc, raw: Any = None) -> str:
+    """`gpu-platform:cluster` + ("admins", 2, "arn") -> `gpu-platform:cluster.admins[2].arn`.
+
+    With the raw section, an entry of a list of named things is named, not numbered:
+    `gpu-platform:tenants[ml-research].gpu` rather than `gpu-platform:tenants[2].gpu`.
+    """
     path = root
     for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            label = item_labels(raw)[part] if isinstance(raw, list) and 0 <= part < len(raw) else str(part)
+            path += f"[{label}]"
+        else:
+            path += f".{part}"
+        raw = _child(raw, part)
     return path
+
+
+def item_labels(items: Sequence[Any]) -> list[str]:
+    """How each entry of a list is written in a key path: its `name` when that names it alone, else its index."""
+    names = [item.get("name") if isinstance(item, dict) else getattr(item, "name", None) for item in items]
+    return [
+        name if isinstance(name, str) and _PLAIN_NAME.match(name) and names.count(name) == 1 else str(index)
+        for index, name in enumerate(names)
+    ]
+
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+
+
+def _child(raw: Any, part: str | int) -> Any:
+    if isinstance(part, int):
+        return raw[part] if isinstance(raw, list) and 0 <= part < len(raw) else None
+    return raw.get(part) if isinstance(raw, dict) else None
 
 
 def show(value: Any) -> str:
@@ -63,10 +91,11 @@ class Problems:
     def add(self, path: str, message: str) -> None:
         self.lines.append(f"{path}: {message}")
 
-    def add_validation_error(self, root: str, model: type[BaseModel], error: ValidationError) -> None:
+    def add_validation_error(self, root: str, model: type[BaseModel], error: ValidationError, raw: Any = None) -> None:
+        """One line per pydantic error; `raw`, the section as written, lets list entries be named."""
         for detail in error.errors(include_url=False):
             loc = tuple(detail["loc"])
-            self.add(key_path(root, loc), describe(model, detail))
+            self.add(key_path(root, loc, raw), describe(model, detail))
 
     def raise_if_any(self) -> None:
         if self.lines:
@@ -99,6 +128,12 @@ def describe(model: type[BaseModel], detail: ErrorDetails) -> str:
         bound = ctx.get("min_length") if kind == "too_short" else ctx.get("max_length")
         relation = "at least" if kind == "too_short" else "at most"
         return f"{show(value)} has {ctx.get('actual_length')} entries; must have {relation} {bound}"
+    if kind == "string_too_short":
+        if ctx.get("min_length") == 1:
+            return f"{show(value)} is empty; give a value or leave the key out"
+        return f"{show(value)} is too short; must have at least {ctx.get('min_length')} characters"
+    if kind == "string_too_long":
+        return f"{show(value)} is too long; must have at most {ctx.get('max_length')} characters"
     if kind == "literal_error":
         return f"{show(value)} is not allowed; expected one of {ctx.get('expected')}"
     if kind in _TYPES:

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .capacity import GpuPoolPlan, mig_resource
-from .errors import Problems, show
+from .cluster import principal_slug
+from .errors import Problems, item_labels, show
 from .labels import (
     CAPACITY_TYPE_LABEL,
     CPU_POOL_NAME,
@@ -21,7 +22,7 @@ from .labels import (
     device_class_resource,
 )
 from .namespaces import RESERVED_NAMESPACES
-from .tenants import FlavorQuota, QueueingConfig, TenantConfig
+from .tenants import FLAVOR_NAMING_RULE, FlavorQuota, QueueingConfig, TenantConfig
 
 CPU_FLAVOR = "cpu"
 
@@ -44,6 +45,21 @@ class FlavorPlan:
     @property
     def unit(self) -> str:
         return "GPU slices" if self.pool.config.sharing.mode == "timeSlicing" else "GPUs"
+
+    def amount(self, units: int) -> str:
+        """`12 GPU slices (3 GPUs at 4 slices each)` on a time-sliced flavor, `12 GPUs` elsewhere.
+
+        A slice is a share of one GPU's time, not a GPU: every figure in slices says what it is in GPUs too.
+        """
+        slices = self.slices_per_gpu
+        if slices == 1:
+            return f"{units} {self.unit}"
+        return f"{units} {self.unit} ({units / slices:g} GPUs at {slices} slices each)"
+
+    def in_gpus(self, units: int) -> str:
+        """`(3 GPUs)` after a figure in slices; empty where a unit is a GPU already."""
+        slices = self.slices_per_gpu
+        return "" if slices == 1 else f" ({units / slices:g} GPUs)"
 
     @property
     def capacity_units(self) -> int:
@@ -73,12 +89,12 @@ class FlavorPlan:
     def cpu_per_unit(self) -> int:
         """vCPUs that come with one unit: the most generous instance type's share per GPU (GPUs are the limit)."""
         per_gpu = max(t.vcpu // t.gpus for t in self.pool.instance_types)
-        return max(1, per_gpu // self._slices_per_gpu)
+        return max(1, per_gpu // self.slices_per_gpu)
 
     @property
     def memory_gib_per_unit(self) -> int:
         per_gpu = max(t.memory_gib // t.gpus for t in self.pool.instance_types)
-        return max(1, per_gpu // self._slices_per_gpu)
+        return max(1, per_gpu // self.slices_per_gpu)
 
     @property
     def server_cpu_millis_per_unit(self) -> int:
@@ -86,16 +102,17 @@ class FlavorPlan:
         smallest instance type (so a replica fits any node of the pool beside the daemonsets), split among
         the GPU's slices, so a time-sliced node holds a replica per slice and Kueue admits one per unit."""
         per_gpu = min(t.vcpu * 1000 // t.gpus for t in self.pool.instance_types)
-        return per_gpu // 2 // self._slices_per_gpu
+        return per_gpu // 2 // self.slices_per_gpu
 
     @property
     def server_memory_mib_per_unit(self) -> int:
         """MiB a platform-served model server requests per unit, sized as `server_cpu_millis_per_unit`."""
         per_gpu = min(t.memory_gib * 1024 // t.gpus for t in self.pool.instance_types)
-        return per_gpu // 2 // self._slices_per_gpu
+        return per_gpu // 2 // self.slices_per_gpu
 
     @property
-    def _slices_per_gpu(self) -> int:
+    def slices_per_gpu(self) -> int:
+        """Schedulable units per physical GPU: `replicas` on a time-sliced pool, else 1."""
         sharing = self.pool.config.sharing
         return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
 
@@ -191,7 +208,31 @@ def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problem
             flavors.append(FlavorPlan(f"{base}-{types[0]}", pool, None))
         else:
             flavors.append(FlavorPlan(base, pool, None))
+    _check_flavor_names(flavors, problems)
     return tuple(flavors)
+
+
+def _check_flavor_names(flavors: Sequence[FlavorPlan], problems: Problems) -> None:
+    """Two pools that would make one flavor (`gpu-l4` and `l4` both make `l4-on-demand`) are refused.
+
+    A ResourceFlavor is cluster-scoped and named by FLAVOR_NAMING_RULE: the second pool's quota
+    would silently land on the first pool's nodes.
+    """
+    first: dict[str, FlavorPlan] = {}
+    for flavor in flavors:
+        key = f"gpu-platform:nodePools[{flavor.pool.name}].name"
+        if flavor.name == CPU_FLAVOR:
+            problems.add(
+                key,
+                f"{show(flavor.pool.name)} makes flavor 'cpu', the CPU pool's flavor ({FLAVOR_NAMING_RULE}); rename the pool",
+            )
+        elif flavor.name in first and first[flavor.name].pool.name != flavor.pool.name:
+            problems.add(
+                key,
+                f"{show(flavor.pool.name)} makes flavor {flavor.name}, which pool {first[flavor.name].pool.name} makes "
+                f"too ({FLAVOR_NAMING_RULE}); rename one of the pools",
+            )
+        first.setdefault(flavor.name, flavor)
 
 
 def plan_tenants(
@@ -201,15 +242,19 @@ def plan_tenants(
     cluster_admins: Sequence[str],
     problems: Problems,
     creator: str | None = None,
+    complete: bool = True,
 ) -> tuple[TenantPlan, ...]:
+    """Plan and check every tenant; `complete` False: some tenants were left out as invalid, so what the
+    others could borrow from them is unknown and borrowing is not checked."""
     root = "gpu-platform:tenants"
     by_flavor = {flavor.name: flavor for flavor in flavors}
     _check_names(tenants, root, problems)
     _check_principals(tenants, cluster_admins, creator, root, problems)
 
     plans = []
+    labels = item_labels(tenants)
     for index, tenant in enumerate(tenants):
-        key = f"{root}[{index}]"
+        key = f"{root}[{labels[index]}]"
         if tenant.business_unit is not None and tenant.business_unit not in queueing.business_units:
             problems.add(
                 f"{key}.businessUnit",
@@ -239,27 +284,47 @@ def plan_tenants(
                 priority_value=queueing.priorities.get(tenant.priority, 0),
             )
         )
+    _check_deployment_names(tenants, root, problems)
     _check_capacity(plans, root, problems)
-    _check_borrowing(plans, root, problems)
+    if complete:
+        _check_borrowing(plans, root, problems)
     _check_inference(plans, root, problems)
     return tuple(plans)
 
 
 def _check_names(tenants: Sequence[TenantConfig], root: str, problems: Problems) -> None:
     seen: dict[str, int] = {}
+    labels = item_labels(tenants)
     for index, tenant in enumerate(tenants):
         if tenant.name in RESERVED_NAMESPACES or tenant.name.startswith("kube-"):
             problems.add(
-                f"{root}[{index}].name", f"{show(tenant.name)} is a namespace the platform or Kubernetes owns; pick another name"
+                f"{root}[{labels[index]}].name",
+                f"{show(tenant.name)} is a namespace the platform or Kubernetes owns; pick another name",
             )
         if tenant.name == CPU_FLAVOR:
-            problems.add(f"{root}[{index}].name", "'cpu' is the name of the CPU flavor; pick another name")
+            problems.add(f"{root}[{labels[index]}].name", "'cpu' is the name of the CPU flavor; pick another name")
         if tenant.name in seen:
             problems.add(
                 f"{root}[{index}].name",
                 f"{show(tenant.name)} is already the name of {root}[{seen[tenant.name]}]; tenant names must be unique",
             )
         seen.setdefault(tenant.name, index)
+
+
+def _check_deployment_names(tenants: Sequence[TenantConfig], root: str, problems: Problems) -> None:
+    """Each inference deployment's resources are named `<tenant>-<deployment>-...` (components/autoscaling),
+    so tenant `a-b` with deployment `c` and tenant `a` with deployment `b-c` would declare one URN twice."""
+    owners: dict[str, tuple[str, str]] = {}
+    for tenant in tenants:
+        for deployment in tenant.inference:
+            joined = f"{tenant.name}-{deployment.name}"
+            other = owners.setdefault(joined, (tenant.name, deployment.name))
+            if other != (tenant.name, deployment.name):
+                problems.add(
+                    f"{root}[{tenant.name}].inference[{deployment.name}].name",
+                    f"tenant {tenant.name}'s deployment {deployment.name} and tenant {other[0]}'s deployment "
+                    f"{other[1]} both name their resources {joined}-*: rename one of the deployments",
+                )
 
 
 def _check_principals(
@@ -270,11 +335,23 @@ def _check_principals(
     The cluster's creator already has EKS's bootstrap entry, which the stack does not declare.
     """
     admins = set(cluster_admins)
+    labels = item_labels(tenants)
+    # Access entries are named by principal_slug, which folds case and punctuation: two principals
+    # that fold to one slug would declare one URN twice.
+    slugs = {principal_slug(arn): arn for arn in cluster_admins}
     for index, tenant in enumerate(tenants):
         for role in ("admins", "viewers"):
             principals = getattr(tenant, role)
             for position, arn in enumerate(principals):
-                path = f"{root}[{index}].{role}[{position}]"
+                path = f"{root}[{labels[index]}].{role}[{position}]"
+                same = slugs.setdefault(principal_slug(arn), arn)
+                if same != arn:
+                    problems.add(
+                        path,
+                        f"{show(arn)} and {show(same)} differ only in case or punctuation, and both would name their "
+                        f"EKS access entry {principal_slug(arn)}: use one of them",
+                    )
+                    continue
                 if arn == creator:
                     problems.add(
                         path,
@@ -296,6 +373,7 @@ def _check_principals(
 def _check_capacity(plans: Sequence[TenantPlan], root: str, problems: Problems) -> None:
     """Nominal quotas, summed in tenant order, must fit each pool's declared capacity."""
     promised: dict[str, int] = {}
+    labels = item_labels([plan.config for plan in plans])
     for index, plan in enumerate(plans):
         for quota in plan.quotas:
             pool = quota.flavor.pool
@@ -303,9 +381,9 @@ def _check_capacity(plans: Sequence[TenantPlan], root: str, problems: Problems) 
             capacity = quota.flavor.capacity_units
             if quota.quota.nominal and promised[pool.name] > capacity:
                 problems.add(
-                    f"{root}[{index}].gpu.{quota.flavor.name}.nominal",
-                    f"{quota.quota.nominal} {quota.flavor.unit} makes {promised[pool.name]} promised on pool {pool.name}, "
-                    f"which declares {capacity}: lower the quota or raise the pool's gpus",
+                    f"{root}[{labels[index]}].gpu.{quota.flavor.name}.nominal",
+                    f"{quota.flavor.amount(quota.quota.nominal)} makes {promised[pool.name]} promised on pool "
+                    f"{pool.name}, which declares {quota.flavor.amount(capacity)}: lower the quota or raise the pool's gpus",
                 )
 
 
@@ -319,6 +397,7 @@ def _check_borrowing(plans: Sequence[TenantPlan], root: str, problems: Problems)
     for plan in plans:
         for quota in plan.quotas:
             lendable[quota.flavor.name] = lendable.get(quota.flavor.name, 0) + _lendable(quota.quota)
+    labels = item_labels([plan.config for plan in plans])
     for index, plan in enumerate(plans):
         for quota in plan.quotas:
             available = lendable[quota.flavor.name] - _lendable(quota.quota)
@@ -331,8 +410,8 @@ def _check_borrowing(plans: Sequence[TenantPlan], root: str, problems: Problems)
                     if theirs.flavor.name == quota.flavor.name and _lendable(theirs.quota)
                 ]
                 problems.add(
-                    f"{root}[{index}].gpu.{quota.flavor.name}.borrowingLimit",
-                    f"{quota.quota.borrowing_limit} {quota.flavor.unit} exceeds the {available} the rest of the cohort "
+                    f"{root}[{labels[index]}].gpu.{quota.flavor.name}.borrowingLimit",
+                    f"{quota.flavor.amount(quota.quota.borrowing_limit)} exceeds the {available} the rest of the cohort "
                     f"can lend on {quota.flavor.name} ({', '.join(lenders) or 'no other tenant has quota there'}); "
                     f"lower it to {available}",
                 )
@@ -340,10 +419,12 @@ def _check_borrowing(plans: Sequence[TenantPlan], root: str, problems: Problems)
 
 def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems) -> None:
     """An inference deployment at its max must fit what Kueue can admit for its tenant on its flavor."""
+    labels = item_labels([plan.config for plan in plans])
     for index, plan in enumerate(plans):
         quotas = {q.flavor.name: q for q in plan.quotas}
+        deployments = item_labels(plan.config.inference)
         for position, deployment in enumerate(plan.config.inference):
-            key = f"{root}[{index}].inference[{position}]"
+            key = f"{root}[{labels[index]}].inference[{deployments[position]}]"
             quota = quotas.get(deployment.flavor)
             if quota is None:
                 problems.add(
@@ -364,7 +445,8 @@ def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems)
             if most > admissible:
                 problems.add(
                     f"{key}.maxReplicas",
-                    f"{deployment.max_replicas} replicas x {deployment.gpus_per_replica} {quota.flavor.unit} = {most} "
+                    f"{deployment.max_replicas} replicas x {deployment.gpus_per_replica} {quota.flavor.unit} = "
+                    f"{quota.flavor.amount(most)} "
                     f"exceeds the {admissible} tenant {plan.name} can get on {deployment.flavor} (nominal "
                     f"{quota.quota.nominal} + borrowing {quota.quota.borrowing_limit}); lower maxReplicas to "
                     f"{admissible // deployment.gpus_per_replica}",

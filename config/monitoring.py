@@ -30,11 +30,13 @@ class ReceiverConfig(ConfigModel):
         default_factory=_paging_severities, min_length=1, description="Alert severities routed here."
     )
     slack_webhook_url: str | None = Field(
-        None, description="Slack incoming-webhook URL; store it with `pulumi config set --secret --path ...`."
+        None,
+        min_length=1, description="Slack incoming-webhook URL; store it with `pulumi config set --secret --path ...`."
     )
-    slack_channel: str | None = Field(None, description="Slack channel, e.g. `#gpu-alerts`.")
+    slack_channel: str | None = Field(None, min_length=1, description="Slack channel, e.g. `#gpu-alerts`.")
     pagerduty_routing_key: str | None = Field(
-        None, description="PagerDuty Events API v2 routing key; store it with `pulumi config set --secret --path ...`."
+        None,
+        min_length=1, description="PagerDuty Events API v2 routing key; store it with `pulumi config set --secret --path ...`."
     )
 
     @field_validator("name")

@@ -7,12 +7,14 @@ cost and (later) every quota and queue are derived from that one number.
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from .base import ConfigModel
+from .catalog import CPU_FAMILIES
 from .labels import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -390,6 +392,15 @@ class CpuPoolConfig(ConfigModel):
         for family in families:
             if _ACCELERATOR_FAMILY.match(family):
                 raise ValueError(f"contains {family!r}, an accelerator family; GPU capacity belongs in nodePools")
+            if family not in CPU_FAMILIES:
+                guess = difflib.get_close_matches(family, sorted(CPU_FAMILIES), n=1)
+                hint = f"did you mean {guess[0]!r}? " if guess else ""
+                raise ValueError(
+                    f"contains {family!r}, which is not an x86_64 EC2 family (the CPU pool launches amd64 nodes; "
+                    f"config/catalog.py CPU_FAMILIES): {hint}e.g. m7i, c7i, r7i"
+                )
+        if len(set(families)) != len(families):
+            raise ValueError("lists a family twice")
         return families
     capacity_types: list[CapacityType] = Field(
         default_factory=_on_demand_only, min_length=1, description="`on-demand`, `spot`, or both."

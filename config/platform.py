@@ -7,6 +7,7 @@ what the offline engine reads from `Pulumi.<stack>.yaml`) and returns a `Platfor
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,7 @@ from .autoscaling import AutoscalingConfig
 from .capacity import GpuPoolPlan, plan_gpu_pools
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
-from .errors import Problems, show
+from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
@@ -27,7 +28,7 @@ from .regions import AVAILABILITY_ZONES
 from .schedulability import check_schedulability
 from .supply_chain import SupplyChainConfig
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
-from .tenants import QueueingConfig, TenantsConfig
+from .tenants import QueueingConfig, TenantConfig, TenantsConfig
 from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
 
 # The first Kubernetes version whose resource.k8s.io API (v1) the NVIDIA DRA driver needs.
@@ -39,6 +40,10 @@ class NodePoolsConfig(RootModel[list[NodePoolConfig]]):
 
 NAMESPACE = "gpu-platform"
 REGION_KEY = "aws:region"
+# Config namespaces a stack may hold besides the project's: the providers the program uses and
+# Pulumi's own. A key in any other namespace is a typo (`gpu-platfrom:tenants`) that would otherwise be
+# ignored, and on an unprotected stack `pulumi up` would then delete what the misspelt section declares.
+PROVIDER_NAMESPACES = ("aws", "eks", "kubernetes", "pulumi")
 
 # The top-level keys under `gpu-platform:` and the model of each. Later capabilities add theirs here.
 SECTIONS: dict[str, type[BaseModel]] = {
@@ -122,11 +127,10 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     """Parse and check the whole stack config; raise `ConfigError` listing every problem."""
     problems = Problems()
     sections: dict[str, BaseModel] = {}
+    partial_tenants: TenantsConfig | None = None
 
     for key in sorted(raw):
-        namespace, _, name = key.partition(":")
-        if namespace == NAMESPACE and name not in SECTIONS:
-            problems.add(key, f"unknown key; known keys: {', '.join(f'{NAMESPACE}:{s}' for s in SECTIONS)}")
+        _check_key(key, problems)
 
     for name, model in SECTIONS.items():
         key = f"{NAMESPACE}:{name}"
@@ -139,7 +143,12 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         try:
             sections[name] = model.model_validate(value)
         except ValidationError as err:
-            problems.add_validation_error(key, model, err)
+            problems.add_validation_error(key, model, err, value)
+            if model is TenantsConfig and isinstance(value, list):
+                # The tenants that are sound are still checked against pools and each other, so a second
+                # tenant's over-quota shows up in the same run as the first tenant's typo.
+                sound = [tenant for tenant in value if _validates(TenantConfig, tenant)]
+                partial_tenants = TenantsConfig.model_validate(sound)
 
     region = raw.get(REGION_KEY)
     if not region:
@@ -184,17 +193,24 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     tenant_plans: tuple[TenantPlan, ...] = ()
     if isinstance(queueing, QueueingConfig) and pools_ok:
         flavors = plan_flavors(gpu_pools, queueing, problems)
-        if isinstance(tenants, TenantsConfig) and isinstance(cluster, ClusterConfig):
-            tenant_plans = plan_tenants(tenants.root, flavors, queueing, cluster.admins, problems, cluster.creator)
-            check_schedulability(flavors, tenant_plans, gpu_pools, problems)
+        # Tenants are checked even when the cluster section is broken (its admins then count as none), or
+        # when some tenants are: independent mistakes are all reported in one run.
+        admins = cluster.admins if isinstance(cluster, ClusterConfig) else []
+        creator = cluster.creator if isinstance(cluster, ClusterConfig) else None
+        checked = tenants if isinstance(tenants, TenantsConfig) else partial_tenants
+        if checked is not None:
+            plans = plan_tenants(checked.root, flavors, queueing, admins, problems, creator, complete=checked is tenants)
+            tenant_plans = plans if checked is tenants else ()
+            check_schedulability(flavors, plans, gpu_pools, problems)
     if isinstance(pools, NodePoolsConfig):
         _check_time_slice_tenants(pools, tenant_plans, problems)
     if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):
         names = [tenant.name for tenant in tenants.root]
+        templates = item_labels(gpu.dra.claim_templates)
         for index, template in enumerate(gpu.dra.claim_templates):
             if template.namespace not in names:
                 problems.add(
-                    f"{NAMESPACE}:gpu.dra.claimTemplates[{index}].namespace",
+                    f"{NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}].namespace",
                     f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
                 )
         if gpu.dra.enabled:
@@ -321,7 +337,7 @@ def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPl
     or take it down. A tenant holds quota on a pool when any flavor of it gives the tenant nominal or
     borrowing units.
     """
-    for index, pool in enumerate(pools.root):
+    for pool in pools.root:
         if pool.sharing.mode != "timeSlicing" or pool.sharing.share_between_tenants:
             continue
         holders: list[tuple[int, str, str]] = []
@@ -333,10 +349,10 @@ def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPl
         if len({name for _, name, _ in holders}) > 1:
             position, name, flavor = holders[1]
             problems.add(
-                f"{NAMESPACE}:tenants[{position}].gpu.{flavor}",
+                f"{NAMESPACE}:tenants[{name}].gpu.{flavor}",
                 f"gives {name} time slices of pool {pool.name}, which {holders[0][1]} holds quota on too; time slices share "
                 f"a GPU's memory and faults between tenants: give the pool to one tenant or set "
-                f"{NAMESPACE}:nodePools[{index}].sharing.shareBetweenTenants: true",
+                f"{NAMESPACE}:nodePools[{pool.name}].sharing.shareBetweenTenants: true",
             )
 
 
@@ -350,10 +366,10 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
             "upgrade cluster.kubernetesVersion or set dra.enabled: false",
         )
     dra_pools = [pool for pool in pools if pool.config.allocation == "dra"]
-    for index, pool in enumerate(pools):
+    for pool in pools:
         if pool.config.allocation != "dra":
             continue
-        key = f"{NAMESPACE}:nodePools[{index}].allocation"
+        key = f"{NAMESPACE}:nodePools[{pool.name}].allocation"
         if not gpu.dra.enabled:
             problems.add(key, f"'dra' on pool {pool.name} needs gpu-platform:gpu.dra.enabled: true")
         if pool.config.ami_family == "bottlerocket":
@@ -361,12 +377,23 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
         if pool.config.sharing.mode == "timeSlicing":
             problems.add(key, f"'dra' on pool {pool.name}: time-slicing is a device-plugin feature; use sharing none or mig")
     seen: set[tuple[str, str]] = set()
+    # Each template's resource is named `<namespace>-<name>` (components/gpu_operator.py), so
+    # ml/a-b and ml-a/b would declare one URN twice.
+    joined: dict[str, tuple[str, str]] = {}
     profiles = {profile for pool in dra_pools for profile in (pool.config.sharing.mig_layout or {})}
+    templates = item_labels(gpu.dra.claim_templates)
     for index, template in enumerate(gpu.dra.claim_templates):
-        key = f"{NAMESPACE}:gpu.dra.claimTemplates[{index}]"
+        key = f"{NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}]"
         if (template.namespace, template.name) in seen:
             problems.add(f"{key}.name", f"{template.namespace}/{template.name} is declared twice")
         seen.add((template.namespace, template.name))
+        other = joined.setdefault(f"{template.namespace}-{template.name}", (template.namespace, template.name))
+        if other != (template.namespace, template.name):
+            problems.add(
+                f"{key}.name",
+                f"{template.namespace}/{template.name} and {other[0]}/{other[1]} would both name their resource "
+                f"{template.namespace}-{template.name}: rename one of the templates",
+            )
         if template.mig_profile is not None and template.mig_profile not in profiles:
             problems.add(
                 f"{key}.migProfile",
@@ -379,12 +406,14 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
 
 def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, problems: Problems) -> None:
     """What `supplyChain` asks of the model servers the platform declares."""
+    labels = item_labels(tenants.root)
     for i, tenant in enumerate(tenants.root):
+        deployments = item_labels(tenant.inference)
         for j, deployment in enumerate(tenant.inference):
             serving = deployment.serving
             if serving is None:
                 continue
-            key = f"{NAMESPACE}:tenants[{i}].inference[{j}].serving"
+            key = f"{NAMESPACE}:tenants[{labels[i]}].inference[{deployments[j]}].serving"
             if supply_chain.require_digests and not serving.pinned_by_digest:
                 problems.add(
                     f"{key}.image",
@@ -399,6 +428,34 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, prob
                 )
 
 
+def _validates(model: type[BaseModel], value: Any) -> bool:
+    try:
+        model.model_validate(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _check_key(key: str, problems: Problems) -> None:
+    """A key names a section of the project or lives in a provider's namespace; anything else is a typo."""
+    namespace, _, name = key.partition(":")
+    known = [f"{NAMESPACE}:{section}" for section in SECTIONS]
+    if namespace == NAMESPACE and name not in SECTIONS:
+        guess = difflib.get_close_matches(key, known, n=1)
+        hint = f"did you mean {guess[0]}? " if guess else ""
+        problems.add(key, f"unknown key; {hint}known keys: {', '.join(known)}")
+    elif namespace != NAMESPACE and namespace not in PROVIDER_NAMESPACES:
+        guess = difflib.get_close_matches(key, known, n=1) or (
+            [f"{NAMESPACE}:{name}"] if difflib.get_close_matches(namespace, [NAMESPACE], n=1) else []
+        )
+        hint = f"did you mean {guess[0]}? " if guess else ""
+        problems.add(
+            key,
+            f"unknown namespace {namespace!r}; {hint}keys belong to {NAMESPACE} or a provider "
+            f"({', '.join(PROVIDER_NAMESPACES)}), and a key in any other namespace would be ignored",
+        )
+
+
 def _is_graviton(instance_type: str) -> bool:
     """m7g.large, c8gd.xlarge, r6gn.large are arm64: the family's suffix after the generation has a 'g'."""
     family = instance_type.split(".")[0]
@@ -407,7 +464,13 @@ def _is_graviton(instance_type: str) -> bool:
 
 
 def _decode(value: Any) -> Any:
-    """Structured stack config reaches a Pulumi program as JSON text; offline it may already be parsed."""
+    """Structured stack config reaches a Pulumi program as JSON text; offline it may already be parsed.
+
+    A section left empty (`gpu-platform:tenants:` with every entry commented out) arrives as `null`
+    and means the section is not set.
+    """
+    if isinstance(value, str) and value.strip() == "null":
+        return None
     if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
         try:
             return json.loads(value)

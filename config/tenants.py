@@ -28,11 +28,25 @@ def _dns_label(value: str) -> str:
 
 DnsLabel = Annotated[str, AfterValidator(_dns_label)]
 
+# How a pool's flavors are named (config/fair_share.py plan_flavors); the config reference and the errors quote it.
+FLAVOR_NAMING_RULE = (
+    "a flavor is the pool's name without its 'gpu-' prefix, then '-<capacity type>' when the pool has one capacity "
+    "type or is listed in queueing.flavorPerCapacityType (one flavor per type), else nothing"
+)
+# What one unit of quota is on each kind of flavor.
+QUOTA_UNITS = (
+    "Units are the flavor's: GPUs; GPU slices on a time-sliced pool (`nominal: 2` at `replicas: 4` is half a GPU, "
+    "and the pool's capacity is gpus x replicas); one GPU's whole MIG layout on a MIG pool."
+)
+
 
 class FlavorQuota(ConfigModel):
     """A tenant's share of one flavor, in the flavor's units: GPUs, or GPU slices on a time-sliced pool."""
 
-    nominal: int = Field(ge=0, description="Guaranteed units; the sum over tenants must fit the pool's declared capacity.")
+    nominal: int = Field(
+        ge=0,
+        description=f"Guaranteed units; the sum over tenants must fit the pool's declared capacity. {QUOTA_UNITS}",
+    )
     borrowing_limit: int = Field(
         0, ge=0, description="Units the tenant may borrow beyond nominal from the rest of its cohort when they are idle."
     )
@@ -77,7 +91,9 @@ class TenantConfig(ConfigModel):
         None, description="The business unit (a nested cohort under `queueing.businessUnits`) the tenant belongs to."
     )
     gpu: dict[str, FlavorQuota] = Field(
-        default_factory=dict, description="GPU quota per flavor name (see the flavors table in the render's summary)."
+        default_factory=dict,
+        description=f"GPU quota per flavor name (the render's summary lists them): {FLAVOR_NAMING_RULE}; e.g. pool "
+        "`gpu-h100` on on-demand only makes `h100-on-demand`. " + QUOTA_UNITS,
     )
     cpu: int = Field(32, ge=0, le=100000, description="vCPUs for work without GPUs (the CPU pool), nominal.")
     memory_gib: int = Field(128, alias="memoryGiB", ge=0, le=1000000, description="Memory for work without GPUs, GiB, nominal.")

@@ -218,8 +218,14 @@ def _tenants(config: PlatformConfig) -> str:
         return "## Tenants\n\nNone yet: add one under `gpu-platform:tenants`.\n"
     rows = []
     for tenant in config.tenants:
-        guaranteed = ", ".join(f"{q.quota.nominal} {q.flavor.name}" for q in tenant.quotas if q.quota.nominal) or "none"
-        borrow = ", ".join(f"+{q.quota.borrowing_limit} {q.flavor.name}" for q in tenant.quotas if q.quota.borrowing_limit) or "-"
+        guaranteed = ", ".join(
+            f"{q.quota.nominal} {q.flavor.name}{q.flavor.in_gpus(q.quota.nominal)}" for q in tenant.quotas if q.quota.nominal
+        ) or "none"
+        borrow = ", ".join(
+            f"+{q.quota.borrowing_limit} {q.flavor.name}{q.flavor.in_gpus(q.quota.borrowing_limit)}"
+            for q in tenant.quotas
+            if q.quota.borrowing_limit
+        ) or "-"
         gpu_quota = ", ".join(
             f"{key.removeprefix('requests.')}={value}" for key, value in tenant.resource_quota.items() if "nvidia.com" in key
         )
@@ -238,8 +244,9 @@ def _tenants(config: PlatformConfig) -> str:
             ]
         )
     note = (
-        "\nGuaranteed and borrowable amounts are in each flavor's units (GPUs; GPU slices on time-sliced pools; "
-        "on DRA pools GPUs claimed through ResourceClaimTemplates). "
+        "\nGuaranteed and borrowable amounts are in each flavor's units: GPUs, or GPU slices on time-sliced pools "
+        "(their physical-GPU equivalent in brackets); on MIG pools one unit is one GPU's MIG layout; on DRA pools "
+        "GPUs claimed through ResourceClaimTemplates. "
         "Monthly cost: the guaranteed GPUs at on-demand prices, 730 hours.\n"
     )
     return "## Tenants\n\n" + table(
@@ -279,7 +286,10 @@ def _capacity(config: PlatformConfig) -> str:
             [
                 f"`{pool.name}`",
                 ", ".join(f.name for f in flavors),
-                f"{promised} / {capacity} {flavors[0].unit}",
+                f"{promised} / {capacity} {flavors[0].unit}" + (
+                    f" ({promised / flavors[0].slices_per_gpu:g} / {capacity / flavors[0].slices_per_gpu:g} GPUs)"
+                    if flavors[0].slices_per_gpu > 1 else ""
+                ),
                 f"{capacity - promised}",
             ]
         )
@@ -349,12 +359,14 @@ def _autoscaling(config: PlatformConfig) -> str:
     rows = []
     for tenant, d in deployments:
         preset = config.autoscaling.preset(d.workload_class)
+        flavor = next((q.flavor for q in tenant.quotas if q.flavor.name == d.flavor), None)
+        most = d.max_replicas * d.gpus_per_replica
         rows.append(
             [
                 f"`{tenant.name}/{d.name}`",
                 d.workload_class,
                 f"{d.min_replicas}-{d.max_replicas}",
-                f"{d.max_replicas * d.gpus_per_replica} on {d.flavor}",
+                f"{flavor.amount(most) if flavor is not None else most} on {d.flavor}",
                 f"{preset.scale_up_utilization}% (active above {preset.scale_down_utilization}%)",
                 f"{d.queue_depth_target} per replica" if d.queue_depth_target is not None else "-",
                 f"{preset.cooldown_seconds} s",
@@ -372,7 +384,7 @@ def _autoscaling(config: PlatformConfig) -> str:
         "must follow the same convention, or its queue-depth trigger reads 0.\n"
     )
     return "## Autoscaling\n\n" + table(
-        ["deployment", "class", "replicas", "GPUs at max", "GPU target", "queue target", "cooldown", "model server"], rows
+        ["deployment", "class", "replicas", "GPU units at max", "GPU target", "queue target", "cooldown", "model server"], rows
     ) + note
 
 

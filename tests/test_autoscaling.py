@@ -274,7 +274,10 @@ def test_a_deployment_cannot_be_configured_to_scale_to_zero():
     doc["gpu-platform:tenants"][0]["inference"][0]["minReplicas"] = 0
     with pytest.raises(ConfigError) as caught:
         load(doc)
-    assert caught.value.problems == ["gpu-platform:tenants[0].inference[0].minReplicas: 0 is out of range; must be >= 1"]
+    assert caught.value.problems == [
+        "gpu-platform:tenants[llm-training].inference[embeddings].minReplicas: 0 is out of range; must be >= "
+        "1"
+    ]
 
 
 PROMTOOL_TEST = """

@@ -14,7 +14,7 @@ from config import ConfigError
 
 from .conftest import fixture_document, load
 
-H100_LAYOUT = "gpu-platform:nodePools[0].sharing.migLayout"
+H100_LAYOUT = "gpu-platform:nodePools[gpu-h100].sharing.migLayout"
 
 
 def with_h100_layout(layout: dict[str, int]) -> dict:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.cluster import CLUSTER_ADMIN_POLICY
-from components.lib.iam import cluster_access_policy, principal_slug
+from components.lib.iam import cluster_access_policy
+from config.cluster import principal_slug
 
 from .conftest import fixture_document, render, render_fixture, short
 

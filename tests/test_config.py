@@ -65,7 +65,8 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in("gpu-platform:clusters", value={}),
-        "gpu-platform:clusters: unknown key; known keys: gpu-platform:cluster, gpu-platform:nodePools, "
+        "gpu-platform:clusters: unknown key; did you mean gpu-platform:cluster? known keys: "
+        "gpu-platform:cluster, gpu-platform:nodePools, "
         "gpu-platform:cpuPool, gpu-platform:gpu, gpu-platform:queueing, gpu-platform:tenants, gpu-platform:monitoring, "
         "gpu-platform:autoscaling, gpu-platform:supplyChain, gpu-platform:versions",
         id="unknown-top-level-key",
@@ -170,7 +171,7 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in(C, "tags", value={"aws:team": "ml"}),
-        "gpu-platform:cluster.tags: {'aws:team': 'ml'} has key 'aws:team': the 'aws:' prefix is reserved by AWS",
+        "gpu-platform:cluster.tags: {'aws:team': 'ml'} has key 'aws:team', which AWS sets and owns: remove it or rename it",
         id="reserved-tag",
     ),
 ]

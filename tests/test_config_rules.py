@@ -87,7 +87,7 @@ def test_a_business_unit_needs_declared_business_units():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0]["businessUnit"] = "research"
     assert problems_of(document) == [
-        "gpu-platform:tenants[0].businessUnit: 'research' is not in gpu-platform:queueing.businessUnits (none declared)"
+        "gpu-platform:tenants[ml-research].businessUnit: 'research' is not in gpu-platform:queueing.businessUnits (none declared)"
     ]
 
 
@@ -95,8 +95,8 @@ def test_every_unknown_flavor_of_a_tenant_is_reported():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0]["gpu"].update({"h200": {"nominal": 1}, "a10g": {"nominal": 1}})
     assert problems_of(document) == [
-        "gpu-platform:tenants[0].gpu.h200: no such flavor; flavors: l40s-on-demand, l40s-spot",
-        "gpu-platform:tenants[0].gpu.a10g: no such flavor; flavors: l40s-on-demand, l40s-spot",
+        "gpu-platform:tenants[ml-research].gpu.h200: no such flavor; flavors: l40s-on-demand, l40s-spot",
+        "gpu-platform:tenants[ml-research].gpu.a10g: no such flavor; flavors: l40s-on-demand, l40s-spot",
     ]
 
 
@@ -108,7 +108,7 @@ def test_without_pools_a_gpu_quota_says_to_declare_one():
         entry["gpu"], entry["inference"] = {}, []
     document["gpu-platform:tenants"][1]["gpu"] = {"l40s": {"nominal": 1}}
     assert problems_of(document) == [
-        "gpu-platform:tenants[1].gpu.l40s: no such flavor; flavors: none (declare gpu-platform:nodePools)"
+        "gpu-platform:tenants[inference].gpu.l40s: no such flavor; flavors: none (declare gpu-platform:nodePools)"
     ]
 
 
@@ -117,7 +117,7 @@ def test_no_tenant_may_take_a_kube_prefixed_namespace(name):
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0]["name"] = name
     assert problems_of(document) == [
-        f"gpu-platform:tenants[0].name: '{name}' is a namespace the platform or Kubernetes owns; pick another name"
+        f"gpu-platform:tenants[{name}].name: '{name}' is a namespace the platform or Kubernetes owns; pick another name"
     ]
 
 
@@ -125,19 +125,21 @@ def test_no_tenant_may_take_a_kube_prefixed_namespace(name):
 INFERENCE_PROBLEMS = [
     pytest.param(
         {"maxReplicas": 17},
-        "gpu-platform:tenants[1].inference[0].maxReplicas: 17 replicas x 1 GPU slices = 17 exceeds the 16 tenant "
+        "gpu-platform:tenants[inference].inference[chat].maxReplicas: 17 replicas x 1 GPU slices = 17 GPU slices "
+        "(4.25 GPUs at 4 slices each) exceeds the 16 tenant "
         "inference can get on l40s-on-demand (nominal 12 + borrowing 4); lower maxReplicas to 16",
         id="beyond-nominal-plus-borrowing",
     ),
     pytest.param(
         {"gpusPerReplica": 3, "maxReplicas": 6},
-        "gpu-platform:tenants[1].inference[0].maxReplicas: 6 replicas x 3 GPU slices = 18 exceeds the 16 tenant "
+        "gpu-platform:tenants[inference].inference[chat].maxReplicas: 6 replicas x 3 GPU slices = 18 GPU slices "
+        "(4.5 GPUs at 4 slices each) exceeds the 16 tenant "
         "inference can get on l40s-on-demand (nominal 12 + borrowing 4); lower maxReplicas to 5",
         id="replicas-of-several-gpus",
     ),
     pytest.param(
         {"flavor": "l40s-spot"},
-        "gpu-platform:tenants[1].inference[0].flavor: 'l40s-spot' is not a flavor tenant inference has quota on "
+        "gpu-platform:tenants[inference].inference[chat].flavor: 'l40s-spot' is not a flavor tenant inference has quota on "
         "(l40s-on-demand); its pods would never be admitted",
         id="flavor-without-quota",
     ),
@@ -161,7 +163,8 @@ def test_inference_cannot_run_on_mig_devices():
     document = fixture_document("multi-pool")
     document["gpu-platform:tenants"][0]["inference"][0]["flavor"] = "h100-on-demand"
     assert problems_of(document) == [
-        "gpu-platform:tenants[0].inference[0].flavor: 'h100-on-demand' does not hand out nvidia.com/gpu (MIG devices or "
+        "gpu-platform:tenants[llm-training].inference[embeddings].flavor: 'h100-on-demand' does not hand out "
+        "nvidia.com/gpu (MIG devices or "
         "DRA claims); run inference deployments on a whole-GPU or time-sliced flavor"
     ]
 
@@ -169,7 +172,7 @@ def test_inference_cannot_run_on_mig_devices():
 def test_no_tenant_may_take_the_cpu_flavors_name():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0]["name"] = "cpu"
-    assert problems_of(document) == ["gpu-platform:tenants[0].name: 'cpu' is the name of the CPU flavor; pick another name"]
+    assert problems_of(document) == ["gpu-platform:tenants[cpu].name: 'cpu' is the name of the CPU flavor; pick another name"]
 
 
 ADMIN = "arn:aws:iam::111122223333:role/MLResearchAdmin"
@@ -180,11 +183,11 @@ ADMIN = "arn:aws:iam::111122223333:role/MLResearchAdmin"
     [
         (
             {"admins": [ADMIN, ADMIN]},
-            f"gpu-platform:tenants[0].admins[1]: '{ADMIN}' is listed twice",
+            f"gpu-platform:tenants[ml-research].admins[1]: '{ADMIN}' is listed twice",
         ),
         (
             {"viewers": [ADMIN]},
-            f"gpu-platform:tenants[0].viewers[0]: '{ADMIN}' is an admin of this tenant already",
+            f"gpu-platform:tenants[ml-research].viewers[0]: '{ADMIN}' is an admin of this tenant already",
         ),
     ],
     ids=["admin-twice", "viewer-and-admin"],
@@ -199,7 +202,8 @@ def test_borrowing_where_no_other_tenant_has_quota_says_so():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0]["gpu"]["l40s-spot"]["borrowingLimit"] = 2
     assert problems_of(document) == [
-        "gpu-platform:tenants[0].gpu.l40s-spot.borrowingLimit: 2 GPU slices exceeds the 0 the rest of the cohort can "
+        "gpu-platform:tenants[ml-research].gpu.l40s-spot.borrowingLimit: 2 GPU slices (0.5 GPUs at 4 slices "
+        "each) exceeds the 0 the rest of the cohort can "
         "lend on l40s-spot (no other tenant has quota there); lower it to 0"
     ]
 
@@ -225,9 +229,10 @@ def test_an_inference_deployment_names_the_flavors_its_tenant_could_use_instead(
         {"name": "web", "inference": [{"name": "chat", "flavor": "l40s-on-demand", "class": "realtime", "maxReplicas": 1}]}
     )
     assert problems_of(document) == [
-        "gpu-platform:tenants[2].inference[0].flavor: 'h200-on-demand' is not a flavor tenant data-science has quota on "
+        "gpu-platform:tenants[data-science].inference[notebook-assist].flavor: 'h200-on-demand' is not a "
+        "flavor tenant data-science has quota on "
         "(h100-on-demand, a100-spot, l40s-on-demand); its pods would never be admitted",
-        "gpu-platform:tenants[4].inference[0].flavor: 'l40s-on-demand' is not a flavor tenant web has quota on (none); "
+        "gpu-platform:tenants[web].inference[chat].flavor: 'l40s-on-demand' is not a flavor tenant web has quota on (none); "
         "its pods would never be admitted",
     ]
 
@@ -238,7 +243,8 @@ def test_an_inference_deployment_cannot_use_gpus_handed_out_through_dra():
     research["gpu"]["l4-dra-on-demand"] = inference["gpu"]["l4-dra-on-demand"] = {"nominal": 1}
     inference["inference"][0]["flavor"] = "l4-dra-on-demand"
     assert problems_of(document) == [
-        "gpu-platform:tenants[1].inference[0].flavor: 'l4-dra-on-demand' does not hand out nvidia.com/gpu (MIG devices "
+        "gpu-platform:tenants[inference].inference[chat].flavor: 'l4-dra-on-demand' does not hand out "
+        "nvidia.com/gpu (MIG devices "
         "or DRA claims); run inference deployments on a whole-GPU or time-sliced flavor"
     ]
 
@@ -252,9 +258,9 @@ def test_every_inference_deployment_of_a_tenant_is_checked():
         {"name": "c", "flavor": "a100-spot", "class": "batch", "maxReplicas": 17},
     ]
     assert [line.split(": ", 1)[0] for line in problems_of(document)] == [
-        "gpu-platform:tenants[0].inference[0].flavor",
-        "gpu-platform:tenants[0].inference[1].flavor",
-        "gpu-platform:tenants[0].inference[2].maxReplicas",
+        "gpu-platform:tenants[llm-training].inference[a].flavor",
+        "gpu-platform:tenants[llm-training].inference[b].flavor",
+        "gpu-platform:tenants[llm-training].inference[c].maxReplicas",
     ]
 
 
@@ -379,7 +385,7 @@ def test_dra_runs_on_kubernetes_1_34_itself():
 def test_a_dra_pool_needs_al2023_and_no_time_slicing(change, problem):
     document = fixture_document("single-pool-dra")
     document["gpu-platform:nodePools"][1].update(change)
-    assert problems_of(document) == [f"gpu-platform:nodePools[1].allocation: {problem}"]
+    assert problems_of(document) == [f"gpu-platform:nodePools[gpu-l4-dra].allocation: {problem}"]
 
 
 def test_a_claim_template_is_declared_once_per_namespace():
@@ -411,14 +417,14 @@ def test_a_pool_with_an_unknown_instance_type_is_not_checked_further():
     document = fixture_document("multi-pool")
     document["gpu-platform:nodePools"][0].update(instanceTypes=["p5.96xlarge", "p5.48xlarge"], gpus=4)
     [line] = problems_of(document)
-    assert line.startswith("gpu-platform:nodePools[0].instanceTypes[0]: 'p5.96xlarge' is not in the GPU catalog")
+    assert line.startswith("gpu-platform:nodePools[gpu-h100].instanceTypes[0]: 'p5.96xlarge' is not in the GPU catalog")
 
 
 def test_a_pool_of_two_gpu_models_says_why_it_must_be_split():
     document = fixture_document("multi-pool")
     document["gpu-platform:nodePools"][1]["instanceTypes"] = ["p4d.24xlarge", "p5.48xlarge"]
     assert problems_of(document) == [
-        "gpu-platform:nodePools[1]: mixes GPU models A100-40GB, H100-80GB; a pool has one GPU model (its label, sharing "
+        "gpu-platform:nodePools[gpu-a100]: mixes GPU models A100-40GB, H100-80GB; a pool has one GPU model (its label, sharing "
         "layout and price depend on it): split it into one pool per model"
     ]
 
@@ -434,7 +440,7 @@ def test_a_disruption_budget_lists_each_reason_once():
     budgets = document["gpu-platform:nodePools"][0]["disruption"]["budgets"] = [{"nodes": "1", "reasons": ["Empty", "Drifted"]}]
     assert load(document).gpu_pools[0].config.disruption.budgets[0].reasons == ["Empty", "Drifted"]
     budgets[0]["reasons"] = ["Empty", "Drifted", "Empty"]
-    assert problems_of(document) == ["gpu-platform:nodePools[0].disruption.budgets[0].reasons: lists a reason twice"]
+    assert problems_of(document) == ["gpu-platform:nodePools[gpu-h100].disruption.budgets[0].reasons: lists a reason twice"]
 
 
 def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
@@ -453,10 +459,12 @@ def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
     templates.append({"name": "h100-slice", "namespace": "ml-research", "migProfile": "1g.10gb"})
     # Kueue refuses every profile selector at 0.19 (tests/test_dra_admission.py); the unknown profile is named too.
     assert problems_of(document) == [
-        "gpu-platform:gpu.dra.claimTemplates[1].migProfile: '1g.10gb' is in no DRA pool's migLayout (3g.40gb, 4g.40gb)",
-        "gpu-platform:gpu.dra.claimTemplates[1].migProfile: makes the claim a CEL selector, and Kueue 0.19 admits such a "
-        "pod only while matching devices are already published (pkg/dra/claims.go); DRA pools scale from zero for "
-        "admitted pods only, so it would wait forever: remove migProfile to take any device of class mig.nvidia.com",
+        "gpu-platform:gpu.dra.claimTemplates[h100-slice].migProfile: '1g.10gb' is in no DRA pool's migLayout "
+        "(3g.40gb, 4g.40gb)",
+        "gpu-platform:gpu.dra.claimTemplates[h100-slice].migProfile: makes the claim a CEL selector, and Kueue 0.19 "
+        "admits such a pod only while matching devices are already published (pkg/dra/claims.go); DRA pools scale "
+        "from zero for admitted pods only, so it would wait forever: remove migProfile to take any device of class "
+        "mig.nvidia.com",
     ]
 
 
@@ -468,7 +476,7 @@ def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
 def test_a_pool_names_its_instances_one_way(change):
     document = fixture_document("multi-pool")
     document["gpu-platform:nodePools"][0].update(change)
-    assert problems_of(document) == ["gpu-platform:nodePools[0]: give exactly one of instanceTypes or instanceFamilies"]
+    assert problems_of(document) == ["gpu-platform:nodePools[gpu-h100]: give exactly one of instanceTypes or instanceFamilies"]
 
 
 def test_an_unknown_instance_type_or_family_lists_the_catalogs():
@@ -477,11 +485,11 @@ def test_an_unknown_instance_type_or_family_lists_the_catalogs():
     document["gpu-platform:nodePools"][2].update(instanceTypes=[], instanceFamilies=["g7e"])
     [types, families] = problems_of(document)
     assert types.startswith(
-        "gpu-platform:nodePools[1].instanceTypes[0]: 'p4.24xlarge' is not in the GPU catalog (config/catalog.py); "
+        "gpu-platform:nodePools[gpu-a100].instanceTypes[0]: 'p4.24xlarge' is not in the GPU catalog (config/catalog.py); "
         "known: g5.xlarge, g5.2xlarge, g5.4xlarge, "
     )
     assert families == (
-        "gpu-platform:nodePools[2].instanceFamilies[0]: 'g7e' is not a GPU family in the catalog (config/catalog.py); "
+        "gpu-platform:nodePools[gpu-l40s].instanceFamilies[0]: 'g7e' is not a GPU family in the catalog (config/catalog.py); "
         "known: g5, g6, g6e, p4d, p4de, p5, p5e, p5en"
     )
 
@@ -489,7 +497,7 @@ def test_an_unknown_instance_type_or_family_lists_the_catalogs():
 def test_a_pool_names_each_instance_type_once():
     document = fixture_document("multi-pool")
     document["gpu-platform:nodePools"][2]["instanceTypes"] = ["g6e.12xlarge", "g6e.48xlarge", "g6e.12xlarge", "g6e.48xlarge"]
-    assert problems_of(document) == ["gpu-platform:nodePools[2]: names g6e.12xlarge, g6e.48xlarge more than once"]
+    assert problems_of(document) == ["gpu-platform:nodePools[gpu-l40s]: names g6e.12xlarge, g6e.48xlarge more than once"]
 
 
 def test_the_single_mig_strategy_refuses_even_two_profiles():
@@ -504,8 +512,8 @@ def test_every_mistake_of_a_mig_layout_is_reported():
     document = fixture_document("multi-pool")
     document["gpu-platform:nodePools"][0]["sharing"]["migLayout"] = {"9g.90gb": 1, "1g.10gb": 8}
     assert [line.split(": ", 1)[0] for line in problems_of(document)] == [
-        "gpu-platform:nodePools[0].sharing.migLayout.9g.90gb",
-        "gpu-platform:nodePools[0].sharing.migLayout.1g.10gb",
+        "gpu-platform:nodePools[gpu-h100].sharing.migLayout.9g.90gb",
+        "gpu-platform:nodePools[gpu-h100].sharing.migLayout.1g.10gb",
     ]
 
 
@@ -525,7 +533,7 @@ def test_a_key_under_the_projects_namespace_that_names_no_section_is_refused():
     document = fixture_document("single-pool")
     document["gpu-platform:cluster:name"] = "gpu-dev"
     [line] = problems_of(document)
-    assert line.startswith("gpu-platform:cluster:name: unknown key; known keys: gpu-platform:cluster, ")
+    assert line.startswith("gpu-platform:cluster:name: unknown key; did you mean gpu-platform:cluster? known keys: ")
 
 
 def test_the_cluster_section_is_required():
@@ -572,7 +580,7 @@ def test_a_latest_ami_is_refused_only_on_protected_stacks():
     document["gpu-platform:cluster"]["name"] = "GPU_dev"
     assert [line.split(": ", 1)[0] for line in problems_of(document)] == [
         "gpu-platform:cluster.name",
-        "gpu-platform:nodePools[0].amiVersion",
+        "gpu-platform:nodePools[gpu-l40s].amiVersion",
     ]
 
 
@@ -591,7 +599,7 @@ def test_a_claim_template_lives_in_a_tenants_namespace(tenants, listed):
     if tenants is not None:
         document["gpu-platform:tenants"] = tenants
     assert problems_of(document) == [
-        f"gpu-platform:gpu.dra.claimTemplates[0].namespace: 'research' is not a tenant's namespace ({listed})"
+        f"gpu-platform:gpu.dra.claimTemplates[l4-gpu].namespace: 'research' is not a tenant's namespace ({listed})"
     ]
 
 

@@ -26,15 +26,15 @@ VIOLATIONS = [
     pytest.param(
         lambda d: tenants(d)[2]["gpu"]["h100-on-demand"].update(nominal=16),
         [
-            "gpu-platform:tenants[2].gpu.h100-on-demand.nominal: 16 GPUs makes 40 promised on pool gpu-h100, which "
-            "declares 32: lower the quota or raise the pool's gpus"
+            "gpu-platform:tenants[data-science].gpu.h100-on-demand.nominal: 16 GPUs makes 40 promised on pool gpu-h100, which "
+            "declares 32 GPUs: lower the quota or raise the pool's gpus"
         ],
         id="nominal-sum-exceeds-pool",
     ),
     pytest.param(
         lambda d: tenants(d)[0]["gpu"]["h100-on-demand"].update(borrowingLimit=20),
         [
-            "gpu-platform:tenants[0].gpu.h100-on-demand.borrowingLimit: 20 GPUs exceeds the 12 the rest of the cohort "
+            "gpu-platform:tenants[llm-training].gpu.h100-on-demand.borrowingLimit: 20 GPUs exceeds the 12 the rest of the cohort "
             "can lend on h100-on-demand (inference 4, data-science 8); lower it to 12"
         ],
         id="borrowing-beyond-what-others-lend",
@@ -42,26 +42,28 @@ VIOLATIONS = [
     pytest.param(
         lambda d: tenants(d)[1]["gpu"]["h100-on-demand"].update(lendingLimit=9),
         [
-            "gpu-platform:tenants[1].gpu.h100-on-demand: lendingLimit 9 exceeds nominal 8: a tenant lends only what it has"
+            "gpu-platform:tenants[inference].gpu.h100-on-demand: lendingLimit 9 exceeds nominal 8: a tenant "
+            "lends only what it has"
         ],
         id="lending-more-than-nominal",
     ),
     pytest.param(
         lambda d: tenants(d)[3]["gpu"].update({"h200-on-demand": {"nominal": 0, "borrowingLimit": 1}}),
         [
-            "gpu-platform:tenants[3].gpu.h200-on-demand: no such flavor; flavors: h100-on-demand, a100-spot, l40s-on-demand"
+            "gpu-platform:tenants[experiments].gpu.h200-on-demand: no such flavor; flavors: h100-on-demand, "
+            "a100-spot, l40s-on-demand"
         ],
         id="unknown-flavor",
     ),
     pytest.param(
         lambda d: tenants(d)[3].update(name="monitoring"),
-        ["gpu-platform:tenants[3].name: 'monitoring' is a namespace the platform or Kubernetes owns; pick another name"],
+        ["gpu-platform:tenants[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns; pick another name"],
         id="platform-namespace",
     ),
     pytest.param(
         lambda d: tenants(d)[3].update(name="Team_A"),
         [
-            "gpu-platform:tenants[3].name: 'Team_A' is not a DNS label: lowercase letters, digits and '-', starting "
+            "gpu-platform:tenants[Team_A].name: 'Team_A' is not a DNS label: lowercase letters, digits and '-', starting "
             "with a letter, at most 40 characters"
         ],
         id="not-a-dns-label",
@@ -73,13 +75,16 @@ VIOLATIONS = [
     ),
     pytest.param(
         lambda d: tenants(d)[3].update(businessUnit="marketing"),
-        ["gpu-platform:tenants[3].businessUnit: 'marketing' is not in gpu-platform:queueing.businessUnits (research, product)"],
+        [
+            "gpu-platform:tenants[experiments].businessUnit: 'marketing' is not in "
+            "gpu-platform:queueing.businessUnits (research, product)"
+        ],
         id="unknown-business-unit",
     ),
     pytest.param(
         lambda d: tenants(d)[3].update(priority="urgent"),
         [
-            "gpu-platform:tenants[3].priority: 'urgent' is not a tier of gpu-platform:queueing.priorities "
+            "gpu-platform:tenants[experiments].priority: 'urgent' is not a tier of gpu-platform:queueing.priorities "
             "(production, standard, best-effort)"
         ],
         id="unknown-priority",
@@ -87,7 +92,8 @@ VIOLATIONS = [
     pytest.param(
         lambda d: tenants(d)[3].update(admins=["arn:aws:iam::111122223333:role/PlatformAdmin"]),
         [
-            "gpu-platform:tenants[3].admins[0]: 'arn:aws:iam::111122223333:role/PlatformAdmin' is a cluster admin already "
+            "gpu-platform:tenants[experiments].admins[0]: 'arn:aws:iam::111122223333:role/PlatformAdmin' is a "
+            "cluster admin already "
             "(gpu-platform:cluster.admins); EKS allows it one access entry: remove it here"
         ],
         id="cluster-admin-as-tenant-admin",
@@ -98,7 +104,7 @@ VIOLATIONS = [
             tenants(d)[3].update(viewers=["arn:aws:iam::111122223333:role/Deployer"]),
         ),
         [
-            "gpu-platform:tenants[3].viewers[0]: 'arn:aws:iam::111122223333:role/Deployer' created the cluster "
+            "gpu-platform:tenants[experiments].viewers[0]: 'arn:aws:iam::111122223333:role/Deployer' created the cluster "
             "(gpu-platform:cluster.creator) and holds EKS's own cluster-admin entry; EKS allows it one access entry: "
             "remove it here"
         ],
@@ -120,9 +126,9 @@ def test_all_violations_are_reported_together():
     tenants(doc)[3]["priority"] = "urgent"
     tenants(doc)[0]["gpu"]["a100-spot"]["borrowingLimit"] = 9
     assert [line.split(":", 2)[1] for line in problems_of(doc)] == [
-        "tenants[3].priority",
-        "tenants[2].gpu.h100-on-demand.nominal",
-        "tenants[0].gpu.a100-spot.borrowingLimit",
+        "tenants[experiments].priority",
+        "tenants[data-science].gpu.h100-on-demand.nominal",
+        "tenants[llm-training].gpu.a100-spot.borrowingLimit",
     ]
 
 
@@ -130,8 +136,9 @@ def test_time_sliced_quotas_count_in_slices():
     doc = fixture_document("single-pool")
     tenants(doc)[1]["gpu"]["l40s-on-demand"]["nominal"] = 20
     assert problems_of(doc) == [
-        "gpu-platform:tenants[1].gpu.l40s-on-demand.nominal: 20 GPU slices makes 36 promised on pool gpu-l40s, which "
-        "declares 32: lower the quota or raise the pool's gpus"
+        "gpu-platform:tenants[inference].gpu.l40s-on-demand.nominal: 20 GPU slices (5 GPUs at 4 slices each) makes 36 "
+        "promised on pool gpu-l40s, which declares 32 GPU slices (8 GPUs at 4 slices each): lower the quota or raise the "
+        "pool's gpus"
     ]
 
 

@@ -13,7 +13,7 @@ from config import ConfigError
 
 from .conftest import fixture_document, load
 
-GPU = "gpu-platform:nodePools[0].rootVolume"
+GPU = "gpu-platform:nodePools[gpu-l40s].rootVolume"
 CPU = "gpu-platform:cpuPool.rootVolume"
 
 

@@ -32,56 +32,57 @@ def problems_of(doc) -> list[str]:
 BAD_POOLS = [
     pytest.param(
         {"instanceTypes": ["p5.96xlarge"]},
-        "gpu-platform:nodePools[0].instanceTypes[0]: 'p5.96xlarge' is not in the GPU catalog (config/catalog.py); known: ",
+        "gpu-platform:nodePools[gpu-h100].instanceTypes[0]: 'p5.96xlarge' is not in the GPU catalog (config/catalog.py); known: ",
         id="unknown-instance-type",
     ),
     pytest.param(
         {"instanceTypes": [], "instanceFamilies": ["g7"]},
-        "gpu-platform:nodePools[0].instanceFamilies[0]: 'g7' is not a GPU family in the catalog (config/catalog.py); known: ",
+        "gpu-platform:nodePools[gpu-h100].instanceFamilies[0]: 'g7' is not a GPU family in the catalog "
+        "(config/catalog.py); known: ",
         id="unknown-family",
     ),
     pytest.param(
         {"instanceTypes": ["p5.48xlarge", "p4d.24xlarge"]},
-        "gpu-platform:nodePools[0]: mixes GPU models A100-40GB, H100-80GB; a pool has one GPU model",
+        "gpu-platform:nodePools[gpu-h100]: mixes GPU models A100-40GB, H100-80GB; a pool has one GPU model",
         id="mixed-gpu-models",
     ),
     pytest.param(
         {"instanceTypes": ["p4d.24xlarge"], "sharing": {"mode": "mig", "migLayout": {"3g.40gb": 1}}},
-        "gpu-platform:nodePools[0].sharing.migLayout.3g.40gb: '3g.40gb' is not a MIG profile of the A100-40GB in pool "
+        "gpu-platform:nodePools[gpu-h100].sharing.migLayout.3g.40gb: '3g.40gb' is not a MIG profile of the A100-40GB in pool "
         "gpu-h100; allowed: 1g.5gb, 1g.5gb+me, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb",
         id="mig-profile-not-on-this-gpu",
     ),
     pytest.param(
         {"instanceTypes": ["g6e.12xlarge"], "gpus": 8},
-        "gpu-platform:nodePools[0].sharing.mode: 'mig' is not possible on pool gpu-h100: its L40S GPUs do not support "
+        "gpu-platform:nodePools[gpu-h100].sharing.mode: 'mig' is not possible on pool gpu-h100: its L40S GPUs do not support "
         "MIG (MIG needs A100, H100 or H200); use timeSlicing or none",
         id="mig-on-a-non-mig-gpu",
     ),
     pytest.param(
         {"sharing": {"mode": "mig", "migLayout": {"4g.40gb": 1, "3g.40gb": 1, "1g.10gb": 1}}},
-        "gpu-platform:nodePools[0].sharing.migLayout: oversubscribes each H100-80GB of pool gpu-h100: 8 of 7 compute "
+        "gpu-platform:nodePools[gpu-h100].sharing.migLayout: oversubscribes each H100-80GB of pool gpu-h100: 8 of 7 compute "
         "slices and 9 of 8 memory slices; remove profiles until both fit",
         id="mig-layout-oversubscribed",
     ),
     pytest.param(
         {"sharing": {"mode": "mig", "migLayout": {"1g.10gb": 8}}},
-        "gpu-platform:nodePools[0].sharing.migLayout.1g.10gb: 8 instances of 1g.10gb per GPU; a H100-80GB fits 1 to 7",
+        "gpu-platform:nodePools[gpu-h100].sharing.migLayout.1g.10gb: 8 instances of 1g.10gb per GPU; a H100-80GB fits 1 to 7",
         id="mig-profile-count",
     ),
     pytest.param(
         {"sharing": {"mode": "timeSlicing"}},
-        "gpu-platform:nodePools[0].sharing: timeSlicing needs `replicas` (schedulable units per GPU), e.g. 4",
+        "gpu-platform:nodePools[gpu-h100].sharing: timeSlicing needs `replicas` (schedulable units per GPU), e.g. 4",
         id="time-slicing-without-replicas",
     ),
     pytest.param(
         {"gpus": 4},
-        "gpu-platform:nodePools[0].gpus: 4 is less than the 8 GPUs of the pool's smallest instance type; Karpenter "
+        "gpu-platform:nodePools[gpu-h100].gpus: 4 is less than the 8 GPUs of the pool's smallest instance type; Karpenter "
         "could never launch a node: declare at least 8",
         id="limit-below-one-node",
     ),
     pytest.param(
         {"amiVersion": "latest"},
-        "gpu-platform:nodePools[0].amiVersion: 'latest' rolls every node to each new AMI the day it ships; production "
+        "gpu-platform:nodePools[gpu-h100].amiVersion: 'latest' rolls every node to each new AMI the day it ships; production "
         "stacks (cluster.protect: true) pin a release such as 'v20260903'",
         id="latest-ami-in-production",
     ),
@@ -92,20 +93,20 @@ BAD_POOLS = [
     ),
     pytest.param(
         {"disruption": {"budgets": [{"nodes": "0", "schedule": "0 9 * * mon-fri"}]}},
-        "gpu-platform:nodePools[0].disruption.budgets[0]: schedule and duration must be set together (a window has a "
+        "gpu-platform:nodePools[gpu-h100].disruption.budgets[0]: schedule and duration must be set together (a window has a "
         "start and a length)",
         id="budget-window-without-duration",
     ),
     pytest.param(
         {"disruption": {"budgets": [{"nodes": "20 percent"}]}},
-        "gpu-platform:nodePools[0].disruption.budgets[0].nodes: '20 percent' is not a node count ('0', '3') or a "
+        "gpu-platform:nodePools[gpu-h100].disruption.budgets[0].nodes: '20 percent' is not a node count ('0', '3') or a "
         "percentage ('20%')",
         id="budget-nodes",
     ),
     pytest.param(
         {"capacityTypes": ["preemptible"]},
-        "gpu-platform:nodePools[0].capacityTypes[0]: 'preemptible' is not allowed; expected one of 'on-demand', 'spot' "
-        "or 'reserved'",
+        "gpu-platform:nodePools[gpu-h100].capacityTypes[0]: 'preemptible' is not allowed; expected one of 'on-demand', "
+        "'spot' or 'reserved'",
         id="capacity-type",
     ),
 ]
@@ -122,7 +123,7 @@ def test_single_mig_strategy_needs_one_profile_per_pool():
     doc = fixture_document("multi-pool")
     doc["gpu-platform:gpu"]["migStrategy"] = "single"
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[0].sharing.migLayout: gpu-platform:gpu.migStrategy 'single' advertises MIG devices as "
+        "gpu-platform:nodePools[gpu-h100].sharing.migLayout: gpu-platform:gpu.migStrategy 'single' advertises MIG devices as "
         "nvidia.com/gpu, so every device of pool gpu-h100 must be one profile; it has 3g.40gb, 2g.20gb, 1g.10gb: use "
         "one profile or migStrategy 'mixed'"
     ]
@@ -142,11 +143,12 @@ def test_dra_needs_kubernetes_1_34():
     [
         (
             lambda doc: doc["gpu-platform:gpu"]["dra"].update(enabled=False),
-            "gpu-platform:nodePools[1].allocation: 'dra' on pool gpu-l4-dra needs gpu-platform:gpu.dra.enabled: true",
+            "gpu-platform:nodePools[gpu-l4-dra].allocation: 'dra' on pool gpu-l4-dra needs gpu-platform:gpu.dra.enabled: true",
         ),
         (
             lambda doc: doc["gpu-platform:gpu"]["dra"]["claimTemplates"][0].update(migProfile="1g.10gb"),
-            "gpu-platform:gpu.dra.claimTemplates[0].migProfile: '1g.10gb' is in no DRA pool's migLayout (no DRA pool has MIG)",
+            "gpu-platform:gpu.dra.claimTemplates[l4-gpu].migProfile: '1g.10gb' is in no DRA pool's migLayout "
+            "(no DRA pool has MIG)",
         ),
         (
             lambda doc: doc[P][1].update(allocation="devicePlugin"),
@@ -387,9 +389,9 @@ def test_a_time_sliced_pool_shared_by_two_tenants_is_refused_unless_the_pool_all
     doc = fixture_document("single-pool")
     del doc[P][0]["sharing"]["shareBetweenTenants"]
     assert problems_of(doc) == [
-        "gpu-platform:tenants[1].gpu.l40s-on-demand: gives inference time slices of pool gpu-l40s, which ml-research "
+        "gpu-platform:tenants[inference].gpu.l40s-on-demand: gives inference time slices of pool gpu-l40s, which ml-research "
         "holds quota on too; time slices share a GPU's memory and faults between tenants: give the pool to one "
-        "tenant or set gpu-platform:nodePools[0].sharing.shareBetweenTenants: true"
+        "tenant or set gpu-platform:nodePools[gpu-l40s].sharing.shareBetweenTenants: true"
     ]
 
 
@@ -404,5 +406,5 @@ def test_a_time_sliced_pool_of_one_tenant_needs_no_permission_to_share():
 def test_sharing_between_tenants_is_a_time_slicing_choice_only():
     doc = pool_doc(sharing={"mode": "mig", "migLayout": {"1g.10gb": 7}, "shareBetweenTenants": True})
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[0].sharing: `shareBetweenTenants` applies to timeSlicing only, not mig"
+        "gpu-platform:nodePools[gpu-h100].sharing: `shareBetweenTenants` applies to timeSlicing only, not mig"
     ]

@@ -15,7 +15,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.lib.iam import principal_slug
 from components.tenants import (
     DEFAULT_CONTAINER_LIMITS,
     DEFAULT_CONTAINER_REQUESTS,
@@ -30,6 +29,7 @@ from components.tenants import (
     tenant_objects,
 )
 from config import ConfigError
+from config.cluster import principal_slug
 from config.fair_share import TenantPlan
 from config.labels import GPU_RESOURCE, TENANT_LABEL
 from offline.builtin_kinds import built_in_findings

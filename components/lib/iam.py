@@ -7,7 +7,6 @@ exactly one service principal.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 # The policy language version every document declares.
@@ -116,10 +115,3 @@ def to_json(document: dict[str, Any]) -> str:
     return json.dumps(document, sort_keys=True)
 
 
-def principal_slug(principal_arn: str) -> str:
-    """`arn:aws:iam::111122223333:role/team/PlatformAdmin` -> `111122223333-role-team-platformadmin`.
-
-    A stable, readable part of a logical name: the account keeps two accounts' same-named roles apart.
-    """
-    account, resource = principal_arn.split(":")[4], principal_arn.split(":", 5)[5]
-    return re.sub(r"[^a-z0-9]+", "-", f"{account}-{resource}".lower()).strip("-")
