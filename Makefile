@@ -7,6 +7,9 @@
 #   make mutate               mutation testing (mutmut); long, not part of `make test`
 #   make vendor CHART=...     re-fetch a chart's upstream CRDs and defaults at its pinned version
 #   make docs                 regenerate the config reference in README.md
+#   make schema               regenerate the JSON Schema of Pulumi.<stack>.yaml (schema/pulumi-stack.schema.json)
+#   make diff [STACK=dev] [BASE=HEAD]  review what the working tree changes in STACK's render against BASE;
+#                             exit 0 no change, 1 changed, 2 a render failed
 #   make bench                render time against tenant count, next to the SDK floor
 STACK ?= dev
 PYTHON ?= python3
@@ -14,7 +17,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 
-.PHONY: render test check conformance lint mutate vendor docs bench clean
+.PHONY: render test check conformance lint mutate vendor docs schema diff bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +62,15 @@ bench: $(VENV)/.installed
 # Regenerate the config reference in README.md from the models' descriptions.
 docs: $(VENV)/.installed
 	$(PY) -m config.reference --write README.md
+
+# The JSON Schema editors check stack files with; each Pulumi.<stack>.yaml names it in its first line.
+schema: $(VENV)/.installed
+	$(PY) -m config.schema --write schema/pulumi-stack.schema.json
+
+BASE ?= HEAD
+# Markdown review of a change: resources added, removed and changed by URN, and the summary tables that changed.
+diff: $(VENV)/.installed
+	$(PY) -m offline diff --stack $(STACK) --base $(BASE)
 
 clean:
 	rm -rf build mutants $(VENV)

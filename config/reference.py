@@ -36,42 +36,66 @@ def reference_markdown() -> str:
     return "\n".join(lines)
 
 
-def _rows(prefix: str, model: type[BaseModel]) -> list[str]:
+def _rows(prefix: str, model: type[BaseModel], defaults: BaseModel | None = None) -> list[str]:
+    """One row per field, then its nested model's fields.
+
+    `defaults` is the value the parent field defaults to, when it is a model: a nested field's default
+    is then that instance's value (`cpuPool.rootVolume.sizeGiB` is 100 there, 200 on a GPU pool).
+    """
     rows = []
     for name, info in model.model_fields.items():
         key = f"{prefix}.{info.alias or name}"
-        rows.append(f"| `{key}` | {_type_name(info.annotation)} | {_default(info)} | {info.description or ''} |")
+        default = _default(info) if defaults is None else _shown(getattr(defaults, name))
+        rows.append(f"| `{key}` | {_type_name(info.annotation)} | {default} | {info.description or ''} |")
         nested, suffix = _nested_model(info.annotation)
         if nested is not None:
-            rows.extend(_rows(key + suffix, nested))
+            value = _default_value(info) if defaults is None else getattr(defaults, name)
+            rows.extend(_rows(key + suffix, nested, value if isinstance(value, nested) else None))
     return rows
 
 
 def _default(info: Any) -> str:
-    if info.is_required():
+    if info.is_required() or (info.default_factory is None and info.default is PydanticUndefined):
         return "required"
+    return _shown(_default_value(info))
+
+
+def _default_value(info: Any) -> Any:
     if info.default_factory is not None:
-        value = info.default_factory()
-    elif info.default is PydanticUndefined:
-        return "required"
-    else:
-        value = info.default
+        return info.default_factory()
+    return None if info.default is PydanticUndefined else info.default
+
+
+def _shown(value: Any) -> str:
     if isinstance(value, BaseModel):
         return "see below"
     if isinstance(value, list) and value and isinstance(value[0], BaseModel):
         return "`" + json.dumps([item.model_dump(by_alias=True, exclude_none=True) for item in value]) + "`"
+    if isinstance(value, dict) and value and isinstance(next(iter(value.values())), BaseModel):
+        return "`" + json.dumps({k: v.model_dump(by_alias=True, exclude_none=True) for k, v in value.items()}) + "`"
     return f"`{json.dumps(value)}`"
 
 
 def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
-    """A field's own model (`key.child`) or its items' model (`key[].child`)."""
+    """A field's own model (`key.child`), its items' model (`key[].child`) or its values' (`key.<name>.child`)."""
     origin = typing.get_origin(annotation)
     args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if origin is typing.Annotated:
+        return _nested_model(args[0])
     if origin in (typing.Union, types.UnionType) and len(args) == 1:
         return _nested_model(args[0])
     if origin is list and _model_of(args[0]):
         return args[0], "[]"
+    if origin is dict and _model_of(args[1]):
+        return args[1], f".{_key_name(args[0])}"
     return _model_of(annotation), ""
+
+
+def _key_name(annotation: Any) -> str:
+    """`<name>` for a map keyed by the user's names; the choices for a map keyed by a Literal."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return "<" + "\\|".join(str(arg) for arg in typing.get_args(annotation)) + ">"
+    return "<name>"
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:
