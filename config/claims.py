@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from .advertised import dra_devices
 from .capacity import GpuPoolPlan
-from .errors import Problems
+from .errors import Problems, item_labels
 from .fair_share import TenantPlan
 from .labels import device_class_resource
 from .node_pools import ClaimTemplateConfig
@@ -62,8 +62,9 @@ def check_claim_templates(
 ) -> None:
     """Every claim template's pods can be admitted by Kueue and placed on one node of a DRA pool."""
     by_namespace = {tenant.namespace: tenant for tenant in tenants}
+    labels = item_labels(templates)
     for index, template in enumerate(templates):
-        key = f"{ROOT}[{index}]"
+        key = f"{ROOT}[{labels[index]}]"
         selector = "minMemoryGiB" if template.min_memory_gib is not None else "migProfile" if template.mig_profile else None
         if selector is not None:
             problems.add(

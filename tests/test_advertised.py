@@ -145,6 +145,6 @@ def test_a_dra_pool_smaller_than_its_largest_type_is_refused():
     doc = fixture_document("single-pool-dra")
     doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=2)
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[1].gpus: 2 is less than the 4 GPUs of the DRA pool's largest instance type; its "
+        "gpu-platform:nodePools[gpu-l4-dra].gpus: 2 is less than the 4 GPUs of the DRA pool's largest instance type; its "
         "NodePool is limited to gpus / 4 nodes, which would be 0: declare at least 4 or drop the larger types"
     ]

@@ -430,7 +430,8 @@ def test_a_claim_template_must_live_in_a_tenant_namespace():
     with pytest.raises(ConfigError) as caught:
         load(doc)
     assert caught.value.problems == [
-        "gpu-platform:gpu.dra.claimTemplates[0].namespace: 'research' is not a tenant's namespace (ml-research, inference)"
+        "gpu-platform:gpu.dra.claimTemplates[l4-gpu].namespace: 'research' is not a tenant's namespace "
+        "(ml-research, inference)"
     ]
 
 

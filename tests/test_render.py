@@ -127,3 +127,15 @@ def test_the_engine_refuses_two_resources_with_one_urn_as_pulumi_does():
         "Duplicate resource URN 'urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack$test:index:Thing::twin'; "
         "try giving it a unique name"
     )
+
+
+@pytest.mark.parametrize("fixture", ["single-pool-dra", "multi-pool"])
+def test_every_namespace_the_platform_declares_is_one_no_tenant_may_take(fixture):
+    """By construction: a tenant named like a controller's namespace (the DRA driver's) is refused before it collides."""
+    from config.namespaces import RESERVED_NAMESPACES
+
+    recording = render_fixture(fixture)
+    declared = {r.inputs["metadata"]["name"] for r in recording.by_type("kubernetes:core/v1:Namespace")}
+    declared |= {r.inputs["namespace"] for r in recording.by_type("kubernetes:helm.sh/v3:Release")}
+    tenants = {tenant["name"] for tenant in fixture_document(fixture)["gpu-platform:tenants"]}
+    assert declared - tenants <= RESERVED_NAMESPACES
