@@ -6,6 +6,7 @@ An example is a fenced `yaml` block preceded by an HTML comment saying what it i
     <!-- snippet: tenants stack=dev -->               tenant entries, added to the stack's tenants
     <!-- snippet: config stack=dev -->                `gpu-platform:<section>` keys, replacing the stack's
     <!-- snippet: manifest stack=dev tenant=NAME -->  Kubernetes objects the tenant applies
+    <!-- snippet: fragment -->                        part of an object (a pod spec's fields): it must parse
 
 `stack=` is a root stack (`dev` for Pulumi.dev.yaml) or `fixture:<name>` (tests/fixtures/stacks/).
 A block without the comment fails the test, so no example goes unchecked.
@@ -33,7 +34,7 @@ from .conftest import fixture_document, load, project_path, render
 
 DOCUMENTS = ("README.md", *sorted(f"docs/{path.name}" for path in project_path("docs").glob("*.md")))
 _BLOCK = re.compile(r"(?:^|\n)(?P<before>[^\n]*)\n```yaml\n(?P<body>.*?)```", re.DOTALL)
-_MARKER = re.compile(r"^<!-- snippet: (?P<kind>tenants|config|manifest)(?P<options>(?: [\w-]+=[\w:.-]+)*) -->$")
+_MARKER = re.compile(r"^<!-- snippet: (?P<kind>tenants|config|manifest|fragment)(?P<options>(?: [\w-]+=[\w:.-]+)*) -->$")
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
@@ -93,7 +94,7 @@ def _render_urns(document_json: str) -> int:
 
 
 def test_every_yaml_block_says_what_it_is_and_which_stack_it_belongs_to() -> None:
-    unmarked = [str(s) for s in SNIPPETS if not s.kind or "stack" not in s.options]
+    unmarked = [str(s) for s in SNIPPETS if not s.kind or (s.kind != "fragment" and "stack" not in s.options)]
     assert unmarked == [], "precede each ```yaml block with <!-- snippet: KIND stack=S --> (see this module)"
     assert all("tenant" in s.options for s in SNIPPETS if s.kind == "manifest")
 
@@ -103,6 +104,11 @@ def test_a_stack_snippet_validates_and_renders_against_its_stack(snippet: Snippe
     document = with_snippet(snippet)
     load(document)
     assert _render_urns(json.dumps(document, sort_keys=True)) > 0
+
+
+@pytest.mark.parametrize("snippet", [s for s in SNIPPETS if s.kind == "fragment"], ids=str)
+def test_a_fragment_is_yaml_of_one_mapping(snippet: Snippet) -> None:
+    assert isinstance(yaml.safe_load(snippet.body), dict)
 
 
 @functools.cache

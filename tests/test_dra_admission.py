@@ -156,7 +156,7 @@ def test_a_claim_template_with_a_selector_is_refused(selector, value):
     document = fixture_document(FIXTURE)
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0][selector] = value
     refusal = (
-        f"{ROOT}[0].{selector}: makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching "
+        f"{ROOT}[l4-gpu].{selector}: makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching "
         "devices are already published (pkg/dra/claims.go); DRA pools scale from zero for admitted pods only, so it "
         "would wait forever: remove"
     )
@@ -167,7 +167,7 @@ def test_a_claim_template_in_a_namespace_without_dra_quota_is_refused():
     document = fixture_document(FIXTURE)
     del document["gpu-platform:tenants"][0]["gpu"]["l4-dra-on-demand"]
     assert problems_of(document) == [
-        f"{ROOT}[0]: pods using it are charged 1 gpu.nvidia.com.deviceclass.resource.k8s.io/devices, and tenant "
+        f"{ROOT}[l4-gpu]: pods using it are charged 1 gpu.nvidia.com.deviceclass.resource.k8s.io/devices, and tenant "
         "ml-research has no flavor with that much quota (nominal + borrowing), so Kueue never admits them: give the "
         "tenant quota on a DRA flavor of class gpu.nvidia.com"
     ]
@@ -177,9 +177,9 @@ def test_a_claim_must_fit_the_smallest_node_karpenter_may_launch_for_it():
     document = fixture_document(FIXTURE)
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["count"] = 2
     assert problems_of(document) == [
-        f"{ROOT}[0].count: 2 devices of class gpu.nvidia.com in one claim, but Karpenter picks nodes without reading "
-        "DRA claims and pool gpu-l4-dra may launch a g6.xlarge with 1: lower it to 1 or drop the smaller instance "
-        "types from the pool"
+        f"{ROOT}[l4-gpu].count: 2 devices of class gpu.nvidia.com in one claim, but Karpenter picks nodes without "
+        "reading DRA claims and pool gpu-l4-dra may launch a g6.xlarge with 1: lower it to 1 or drop the smaller "
+        "instance types from the pool"
     ]
     # With only 4-GPU nodes (and quota for 4) a claim of 4 fits any node the pool launches.
     document["gpu-platform:nodePools"][1].update(instanceTypes=["g6.12xlarge"], gpus=4)
