@@ -352,7 +352,7 @@ def test_node_classes_without_time_slicing_on_bottlerocket_carry_no_bottlerocket
 def test_mig_on_bottlerocket_is_refused():
     doc = pool_doc(amiFamily="bottlerocket")
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[0].sharing.mode: 'mig' on Bottlerocket pool gpu-h100 would not partition its GPUs: "
+        "gpu-platform:nodePools[gpu-h100].sharing.mode: 'mig' on Bottlerocket pool gpu-h100 would not partition its GPUs: "
         "the GPU Operator's MIG manager does not run on Bottlerocket; use amiFamily al2023 or sharing timeSlicing"
     ]
 
