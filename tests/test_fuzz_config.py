@@ -26,7 +26,7 @@ from offline.stack import load_config, stack_config_from_mapping, stack_config_f
 from .conftest import fixture_document, render
 
 SEED = 1313
-MUTATIONS_PER_STACK = 160
+MUTATIONS_PER_STACK = 150
 STACKS = ("single-pool", "multi-pool")
 P = "gpu-platform"
 T = f"{P}:tenants"
