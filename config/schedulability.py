@@ -138,7 +138,6 @@ def check_schedulability(
     A pool promised more than it declares is config/fair_share.py's refusal already; this catches what
     the declaration hides: a limit that instance types of its sizes cannot fill.
     """
-    index = {pool.name: position for position, pool in enumerate(pools)}
     reported: set[tuple[str, str]] = set()
     for promise in promises(flavors, tenants):
         key = (promise.pool.name, promise.resource)
@@ -146,7 +145,7 @@ def check_schedulability(
         if promise.holds or key in reported or promise.promised_on_pool > declared:
             continue
         reported.add(key)
-        path = f"gpu-platform:nodePools[{index[promise.pool.name]}].gpus"
+        path = f"gpu-platform:nodePools[{promise.pool.name}].gpus"
         if not promise.advertised_by:
             problems.add(
                 path,

@@ -66,7 +66,7 @@ def test_a_time_sliced_limit_its_nodes_cannot_fill_is_refused():
     # node (16) with 12 left that no node fits.
     document[P][0].update(instanceFamilies=[], instanceTypes=["g6e.12xlarge"], gpus=7)
     assert problems_of(document) == [
-        f"{P}[0].gpus: pool gpu-l40s is promised 28 nvidia.com/gpu (nominal quotas on its flavors), but its NodePool "
+        f"{P}[gpu-l40s].gpus: pool gpu-l40s is promised 28 nvidia.com/gpu (nominal quotas on its flavors), but its NodePool "
         "limit nvidia.com/gpu: 28 lets Karpenter surely launch only 16 on g6e.12xlarge: lower the quotas to 16 or "
         "declare gpus that its instance types fill"
     ]
@@ -77,7 +77,7 @@ def test_a_mig_pool_whose_limit_splits_a_node_is_refused_per_profile():
     document[P][0]["gpus"] = 36  # 4 GPUs past the 4th p5.48xlarge: Karpenter launches 4 nodes, 32 GPUs
     document["gpu-platform:tenants"][3]["gpu"]["h100-on-demand"]["nominal"] = 2  # 34 GPUs promised
     assert problems_of(document) == [
-        f"{P}[0].gpus: pool gpu-h100 is promised {per_gpu * 34} nvidia.com/mig-{profile} (nominal quotas on its "
+        f"{P}[gpu-h100].gpus: pool gpu-h100 is promised {per_gpu * 34} nvidia.com/mig-{profile} (nominal quotas on its "
         f"flavors), but its NodePool limit nvidia.com/mig-{profile}: {per_gpu * 36} lets Karpenter surely launch "
         f"only {per_gpu * 32} on p5.48xlarge: lower the quotas to {per_gpu * 32} or declare gpus that its instance "
         "types fill"
@@ -90,7 +90,7 @@ def test_a_dra_pool_reaches_its_node_limit_times_the_smallest_nodes_devices():
     # Nodes of 1 or 4 L4s; 5 GPUs make a limit of 5 // 4 = 1 node, which may be a 1-GPU g6.xlarge.
     document[P][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=5)
     assert problems_of(document) == [
-        f"{P}[1].gpus: pool gpu-l4-dra is promised 2 {DRA_GPU} (nominal quotas on its flavors), but its NodePool "
+        f"{P}[gpu-l4-dra].gpus: pool gpu-l4-dra is promised 2 {DRA_GPU} (nominal quotas on its flavors), but its NodePool "
         "limit nodes: 1 lets Karpenter surely launch only 1 on g6.xlarge, g6.12xlarge: lower the quotas to 1 or "
         "declare gpus that its instance types fill"
     ]
