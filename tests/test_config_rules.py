@@ -668,3 +668,101 @@ def test_each_release_installs_atomically_within_its_timeout(chart, seconds):
 
     pin = load(fixture_document("single-pool")).charts[chart]
     assert helm_install(pin) == HelmInstall(timeout_seconds=seconds, atomic=True, cleanup_on_fail=True)
+
+
+# --- names two objects would share: refused before anything is declared ------------------------------
+
+
+def _pool_and_its_twin(document) -> None:
+    """`gpu-h100` and `h100`, each on on-demand only: both would be flavor `h100-on-demand`."""
+    pools = document["gpu-platform:nodePools"]
+    pools.append({**pools[0], "name": "h100"})
+
+
+def _tenant_and_deployment_twins(document) -> None:
+    """Tenant `inference` with deployment `b-chat` and tenant `inference-b` with deployment `chat`."""
+    tenants = document["gpu-platform:tenants"]
+    owner = tenants[1]
+    twin = {**owner, "name": "inference-b", "admins": [], "viewers": [], "inference": [dict(owner["inference"][0])]}
+    owner["inference"][0]["name"] = "b-chat"
+    tenants.append(twin)
+
+
+COLLISIONS = [
+    pytest.param(
+        "multi-pool",
+        lambda d: d["gpu-platform:nodePools"][2].update(name="cpu"),
+        "gpu-platform:nodePools[cpu].name: 'cpu' is the general CPU pool's NodePool and EC2NodeClass name; pick "
+        "another, e.g. 'gpu-cpu'",
+        id="pool-named-cpu",
+    ),
+    pytest.param(
+        "multi-pool",
+        _pool_and_its_twin,
+        "gpu-platform:nodePools[h100].name: 'h100' makes flavor h100-on-demand, which pool gpu-h100 makes too (a flavor "
+        "is the pool's name without its 'gpu-' prefix, then '-<capacity type>' when the pool has one capacity type or "
+        "is listed in queueing.flavorPerCapacityType (one flavor per type), else nothing); rename one of the pools",
+        id="two-pools-one-flavor",
+    ),
+    pytest.param(
+        "single-pool",
+        lambda d: d["gpu-platform:nodePools"][0].update(name="gpu-cpu")
+        or d["gpu-platform:queueing"].update(flavorPerCapacityType=[])
+        or [t.update(gpu={}, inference=[]) for t in d["gpu-platform:tenants"]],
+        "gpu-platform:nodePools[gpu-cpu].name: 'gpu-cpu' makes flavor 'cpu', the CPU pool's flavor (a flavor is the "
+        "pool's name without its 'gpu-' prefix, then '-<capacity type>' when the pool has one capacity type or is "
+        "listed in queueing.flavorPerCapacityType (one flavor per type), else nothing); rename the pool",
+        id="pool-flavor-named-cpu",
+    ),
+    pytest.param(
+        "single-pool",
+        _tenant_and_deployment_twins,
+        "gpu-platform:tenants[inference-b].inference[chat].name: tenant inference-b's deployment chat and tenant "
+        "inference's deployment b-chat both name their resources inference-b-chat-*: rename one of the deployments",
+        id="tenant-and-deployment-names",
+    ),
+    pytest.param(
+        "single-pool",
+        lambda d: d["gpu-platform:tenants"][0].update(viewers=["arn:aws:iam::111122223333:role/Platform_Admin"])
+        or d["gpu-platform:cluster"].update(admins=["arn:aws:iam::111122223333:role/Platform-Admin"]),
+        "gpu-platform:tenants[ml-research].viewers[0]: 'arn:aws:iam::111122223333:role/Platform_Admin' and "
+        "'arn:aws:iam::111122223333:role/Platform-Admin' differ only in case or punctuation, and both would name their "
+        "EKS access entry 111122223333-role-platform-admin: use one of them",
+        id="principals-one-access-entry",
+    ),
+    pytest.param(
+        "single-pool-dra",
+        lambda d: d["gpu-platform:tenants"][0].update(name="dra-driver-nvidia-gpu")
+        or d["gpu-platform:gpu"]["dra"]["claimTemplates"][0].update(namespace="dra-driver-nvidia-gpu"),
+        "gpu-platform:tenants[dra-driver-nvidia-gpu].name: 'dra-driver-nvidia-gpu' is a namespace the platform or "
+        "Kubernetes owns; pick another name",
+        id="tenant-named-like-the-dra-driver-namespace",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fixture", "change", "expected"), COLLISIONS)
+def test_a_name_two_objects_would_share_is_refused(fixture, change, expected):
+    document = fixture_document(fixture)
+    change(document)
+    assert expected in problems_of(document)
+
+
+def test_independent_mistakes_in_the_cluster_and_two_tenants_are_reported_in_one_run():
+    document = fixture_document("multi-pool")
+    document["gpu-platform:cluster"]["systemNodes"]["minSize"] = 0
+    tenants = document["gpu-platform:tenants"]
+    tenants[3]["cpu"] = "lots"
+    tenants[2]["gpu"]["h100-on-demand"]["nominal"] = 16
+    assert [line.split(": ")[0] for line in problems_of(document)] == [
+        "gpu-platform:cluster.systemNodes.minSize",
+        "gpu-platform:tenants[experiments].cpu",
+        "gpu-platform:tenants[data-science].gpu.h100-on-demand.nominal",
+    ]
+
+
+def test_an_optional_section_left_empty_is_empty_not_a_type_error():
+    """`gpu-platform:tenants:` with every entry commented out is YAML null."""
+    document = fixture_document("single-pool")
+    document["gpu-platform:tenants"] = None
+    assert load(document).tenants == ()

@@ -103,7 +103,9 @@ def test_a_pool_promised_more_than_it_declares_is_refused_once_by_the_capacity_c
     document["gpu-platform:tenants"][0]["gpu"]["l40s-spot"]["nominal"] = 9
     [line] = problems_of(document)
     # Summed in tenant order, the pool's 33rd slice is inference's: fair_share.py's line, and no second one.
-    assert line.startswith("gpu-platform:tenants[1].gpu.l40s-on-demand.nominal: 12 GPU slices makes 33 promised")
+    assert line.startswith(
+        "gpu-platform:tenants[inference].gpu.l40s-on-demand.nominal: 12 GPU slices (3 GPUs at 4 slices each) makes 33"
+    )
 
 
 def test_capacity_no_nominal_quota_covers_is_flagged():

@@ -189,7 +189,8 @@ def test_a_served_image_without_a_digest_is_refused_in_one_line_when_digests_are
     with pytest.raises(ConfigError) as error:
         load(document)
     assert error.value.problems == [
-        "gpu-platform:tenants[0].inference[0].serving.image: 'vllm/vllm-openai:v0.11.0' has no @sha256: digest and "
+        "gpu-platform:tenants[llm-training].inference[embeddings].serving.image: 'vllm/vllm-openai:v0.11.0' has no "
+        "@sha256: digest and "
         "supplyChain.requireDigests is true: pin it as 'vllm/vllm-openai:v0.11.0@sha256:<digest>' "
         "(`crane digest vllm/vllm-openai:v0.11.0` prints it)"
     ]
@@ -201,7 +202,7 @@ def test_a_served_model_without_a_revision_is_refused_when_revisions_are_require
     with pytest.raises(ConfigError) as error:
         load(document)
     [problem] = error.value.problems
-    assert problem.startswith("gpu-platform:tenants[0].inference[0].serving.revision: not set")
+    assert problem.startswith("gpu-platform:tenants[llm-training].inference[embeddings].serving.revision: not set")
 
 
 def test_unpinned_servers_are_accepted_when_the_stack_asks_for_no_pinning():
