@@ -78,7 +78,7 @@ def test_a_reservation_only_type_needs_the_reserved_capacity_type():
     pool["capacityTypes"] = ["on-demand"]
     del pool["capacityReservations"]
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[1].capacityTypes: p5e.48xlarge is sold only through capacity reservations and "
+        "gpu-platform:nodePools[gpu-h200].capacityTypes: p5e.48xlarge is sold only through capacity reservations and "
         "Capacity Blocks (config/catalog.py has no on-demand price): add 'reserved' and name them in capacityReservations"
     ]
 
@@ -88,25 +88,25 @@ def test_a_reservation_only_type_needs_the_reserved_capacity_type():
     [
         pytest.param(
             {"capacityReservations": []},
-            "gpu-platform:nodePools[1]: capacityTypes has 'reserved' but capacityReservations is empty: name the "
+            "gpu-platform:nodePools[gpu-h200]: capacityTypes has 'reserved' but capacityReservations is empty: name the "
             "reservations by id or tags",
             id="reserved-without-reservations",
         ),
         pytest.param(
             {"capacityTypes": ["on-demand"], "instanceTypes": ["p5en.48xlarge"]},
-            "gpu-platform:nodePools[1]: capacityReservations are used only by the 'reserved' capacity type: add it "
+            "gpu-platform:nodePools[gpu-h200]: capacityReservations are used only by the 'reserved' capacity type: add it "
             "to capacityTypes",
             id="reservations-without-reserved",
         ),
         pytest.param(
             {"capacityReservations": [{"id": "cr-0123456789abcdef0", "tags": {"team": "ml"}}]},
-            "gpu-platform:nodePools[1].capacityReservations[0]: give exactly one of id (one reservation) or tags "
+            "gpu-platform:nodePools[gpu-h200].capacityReservations[0]: give exactly one of id (one reservation) or tags "
             "(every reservation carrying them)",
             id="id-and-tags",
         ),
         pytest.param(
             {"capacityReservations": [{"id": "reservation-1"}]},
-            "gpu-platform:nodePools[1].capacityReservations[0].id: 'reservation-1' is not a capacity reservation id "
+            "gpu-platform:nodePools[gpu-h200].capacityReservations[0].id: 'reservation-1' is not a capacity reservation id "
             "such as 'cr-0123456789abcdef0'",
             id="malformed-id",
         ),
