@@ -8,7 +8,7 @@ import pulumi_aws as aws
 from config import PlatformConfig
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, monitoring, queueing, supply_chain, training
+from . import autoscaling, monitoring, opencost, queueing, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
 from .autoscaling import Autoscaling
@@ -19,6 +19,7 @@ from .lib.kubeconfig import KubeconfigCredentials
 from .monitoring import Monitoring
 from .network import Network
 from .node_pools import CPU_AMI_FAMILY, NodePools
+from .opencost import OpenCost
 from .queueing import Queueing
 from .supply_chain import SupplyChain
 from .system_nodes import SystemNodeGroup
@@ -116,6 +117,7 @@ class GpuPlatform(pulumi.ComponentResource):
             chart=config.charts[monitoring.CHART_KEY],
             crd_chart=config.charts[monitoring.CRD_CHART_KEY],
             provider=self.cluster.provider,
+            cost_estimates={tenant.namespace: tenant.guaranteed_hourly_cost for tenant in config.tenants},
             depends_on=controllers_ready,
             storage=[storage_class],
             opts=pulumi.ResourceOptions(parent=self),
@@ -181,6 +183,15 @@ class GpuPlatform(pulumi.ComponentResource):
             provider=self.cluster.provider,
             depends_on=controllers_ready,
             queueing=[self.queueing.release],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Cost per namespace from this Prometheus; its ServiceMonitor needs the monitoring CRDs.
+        self.opencost = OpenCost(
+            f"{name}-opencost",
+            name,
+            chart=config.charts[opencost.CHART_KEY],
+            provider=self.cluster.provider,
+            depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.gpu_operator = GpuOperator(

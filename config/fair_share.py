@@ -153,6 +153,21 @@ class TenantPlan:
         gpu_resources = sorted({r for q in self.quotas for r in q.flavor.resources_per_unit} | {GPU_RESOURCE})
         return ["cpu", "memory", *gpu_resources]
 
+    @property
+    def guaranteed_hourly_cost(self) -> float:
+        """What the tenant's nominal quota costs an hour at on-demand prices (0 where a pool has no price):
+        each flavor's guaranteed units as GPUs, at the pool's price per GPU. The render's estimate, which
+        the summary shows per month and the tenant dashboard beside OpenCost's measured cost."""
+        total = 0.0
+        for quota in self.quotas:
+            pool = quota.flavor.pool
+            hourly = pool.hourly_cost_at_limit
+            if hourly is None or not pool.gpu_limit:
+                continue
+            gpus = quota.quota.nominal / (quota.flavor.capacity_units / pool.gpu_limit)
+            total += hourly / pool.gpu_limit * gpus
+        return total
+
     def admissible(self) -> dict[str, int]:
         """The most Kueue can admit for this tenant, per resource: nominal plus borrowing over every flavor.
 

@@ -22,6 +22,7 @@ DRA_DRIVER = "dra-driver-nvidia-gpu"
 # Kubeflow Trainer and the JobSet controller it brings, where upstream's manifests put them.
 TRAINER = "kubeflow-system"
 KYVERNO = "kyverno"
+OPENCOST = "opencost"
 
 # The namespaces the platform creates for its controllers, each with the one Pod Security level it
 # enforces, audits and warns at.
@@ -44,6 +45,9 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
     # Kyverno's controllers and hook Jobs run non-root, with no privilege escalation, all capabilities
     # dropped and RuntimeDefault seccomp (the chart's defaults).
     KYVERNO: "restricted",
+    # OpenCost's chart sets no pod or container securityContext (podSecurityContext: {}), which
+    # `restricted` refuses; nothing of it needs more than `baseline`.
+    OPENCOST: "baseline",
 }
 
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).

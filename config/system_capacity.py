@@ -249,6 +249,15 @@ CHART_DEFAULTS: dict[str, dict[str, dict[str, ChartPod]]] = {
             ),
         },
     },
+    "opencost": {
+        "2.5.17": {
+            # The exporter only: the UI container is off (`opencost.ui.enabled: false`, components/opencost.py).
+            "exporter": ChartPod(
+                ("opencost", "exporter", "resources"), {"cpu": "10m", "memory": "55Mi"},
+                replicas=("opencost", "exporter", "replicas"),
+            ),
+        },
+    },
     "kube-prometheus-stack": {
         "88.5.3": {
             # Prometheus and Alertmanager are unsized; their config-reloader sidecar is not (OPERATOR_RELOADER).
@@ -452,6 +461,7 @@ def plan_system_capacity(
     rows = {name: _chart_rows(name, charts[name].version) for name in installed}
     karpenter, kueue, keda = rows["karpenter"], rows["kueue"], rows["keda"]
     gpu, kps, trainer = rows["gpu-operator"], rows["kube-prometheus-stack"], rows["kubeflow-trainer"]
+    cost = rows["opencost"]
     pods = [
         karpenter.pod("controller", "karpenter", KARPENTER, one_per_node=True),
         kueue.pod("controller-manager", "kueue-controller-manager", KUEUE),
@@ -463,6 +473,7 @@ def plan_system_capacity(
         gpu.pod("nfd-gc", "nfd-gc"),
         trainer.pod("manager", "kubeflow-trainer-controller-manager", TRAINER),
         trainer.pod("jobset-controller", "jobset-controller"),
+        cost.pod("exporter", "opencost"),
         kps.pod("prometheus", "prometheus", ControllerSizing(prometheus_replicas), sidecar=OPERATOR_RELOADER),
         kps.pod("alertmanager", "alertmanager", sidecar=OPERATOR_RELOADER),
         kps.pod("prometheus-operator", "prometheus-operator"),

@@ -98,6 +98,9 @@ CHARTS: dict[str, ChartPin] = {
     # kubernetes-sigs/dra-driver-nvidia-gpu tag v0.4.1, its newest release (NVIDIA/k8s-dra-driver-gpu's
     # `nvidia-dra-driver-gpu` chart until 25.12.0, renamed with SemVer from 0.4.0). gpu-operator v26.7.0's
     # values name a v0.5.0 driver image, but no 0.5.0 chart is released.
+    # opencost/opencost-helm-chart tag opencost-2.5.17 (OpenCost 1.120.1): cost per namespace from this
+    # Prometheus, which also scrapes it.
+    "opencost": ChartPin(chart="opencost", repository="https://opencost.github.io/opencost-helm-chart", version="2.5.17"),
     "dra-driver-nvidia-gpu": ChartPin(
         chart="oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu", version="0.4.1"
     ),
@@ -161,6 +164,8 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     # The trainer's controller (ghcr.io) and JobSet's (registry.k8s.io), each generating its own
     # webhook certificate before it turns ready.
     "kubeflow-trainer": HelmInstall(timeout_seconds=600),
+    # One exporter pod (ghcr.io); it turns ready once it answers, whatever Prometheus holds.
+    "opencost": HelmInstall(timeout_seconds=300),
     # Pre-install admission-webhook Jobs (certgen), then operator, Grafana with its sidecars,
     # kube-state-metrics and node-exporter on every node: the most images of any release.
     "kube-prometheus-stack": HelmInstall(timeout_seconds=900),

@@ -14,6 +14,9 @@ Where each source's version comes from, so that a pin bump without re-vendoring 
 - kube-state-metrics: the appVersion of kube-prometheus-stack's vendored kube-state-metrics subchart.
 - kueue, keda, karpenter: their chart pins (Karpenter's core module at tag v1.14.1 is the commit
   karpenter-provider-aws v1.14.1's go.mod requires, 6e7eab7a0f48).
+- opencost: the appVersion of the vendored opencost chart (1.120.1 at 2.5.17). The store's newest
+  OpenCost release is v1.112.0; its pkg/costmodel/metrics.go is vendored under the deployed version's
+  folder, as for dcgm-exporter.
 - vllm: config.versions.VLLM, the release whose metrics the queue-depth trigger reads; the file comes
   from its PyPI wheel (the repository is too large for the store), whose vllm/_version.py names the commit.
 """
@@ -58,6 +61,15 @@ def dcgm_exporter_version() -> str:
     return str(image).removesuffix("-distroless")
 
 
+def opencost_version() -> str:
+    chart = UPSTREAM_DIR / "opencost" / CHARTS["opencost"].version / "Chart.yaml"
+    return str(yaml.safe_load(chart.read_text())["appVersion"])
+
+
+# The OpenCost release the store has for the one the chart deploys (see the docstring).
+OPENCOST_TAG = "v1.112.0"
+
+
 def kube_state_metrics_version() -> str:
     chart = UPSTREAM_DIR / "kube-prometheus-stack" / CHARTS["kube-prometheus-stack"].version / "charts"
     return str(yaml.safe_load((chart / "kube-state-metrics" / "Chart.yaml").read_text())["appVersion"])
@@ -91,6 +103,7 @@ METRIC_SOURCES: dict[str, tuple[Callable[[], str], MetricSource]] = {
         "kedacore/keda", "v{version}",
         ("pkg/metricscollector/prommetrics.go", "pkg/metricscollector/metricscollectors.go"),
     )),
+    "opencost": (opencost_version, MetricSource("opencost/opencost", OPENCOST_TAG, ("pkg/costmodel/metrics.go",))),
     "vllm": (lambda: VLLM, MetricSource("pypi/vllm", "{version}", ("vllm/v1/metrics/loggers.py",))),
 }
 
@@ -259,6 +272,7 @@ PARSERS: dict[str, Callable[[Path], Inventory]] = {
     "kueue": go_metrics,
     "karpenter": go_metrics,
     "keda": go_metrics,
+    "opencost": go_metrics,
     "vllm": vllm_metrics,
 }
 

@@ -229,7 +229,7 @@ def _tenants(config: PlatformConfig) -> str:
         gpu_quota = ", ".join(
             f"{key.removeprefix('requests.')}={value}" for key, value in tenant.resource_quota.items() if "nvidia.com" in key
         )
-        monthly = sum(_monthly_cost(q) for q in tenant.quotas)
+        monthly = tenant.guaranteed_hourly_cost * HOURS_PER_MONTH
         rows.append(
             [
                 f"`{tenant.name}`",
@@ -264,14 +264,6 @@ def _tenants(config: PlatformConfig) -> str:
         rows,
     ) + note
 
-
-def _monthly_cost(quota) -> float:
-    pool = quota.flavor.pool
-    hourly = pool.hourly_cost_at_limit
-    if hourly is None or not pool.gpu_limit:
-        return 0.0
-    gpus = quota.quota.nominal / (quota.flavor.capacity_units / pool.gpu_limit)
-    return hourly / pool.gpu_limit * gpus * HOURS_PER_MONTH
 
 
 def _capacity(config: PlatformConfig) -> str:

@@ -106,6 +106,7 @@ CHART_SOURCES: dict[str, ChartSource] = {
     "keda": ChartSource(
         "kedacore/charts", "v{version}", "keda", crds=("config/crd/bases/*.yaml",), crd_repository="kedacore/keda"
     ),
+    "opencost": ChartSource("opencost/opencost-helm-chart", "opencost-{version}", "charts/opencost"),
     "dra-driver-nvidia-gpu": ChartSource(
         "kubernetes-sigs/dra-driver-nvidia-gpu", "v{version}", "deployments/helm/dra-driver-nvidia-gpu",
         crds=("deployments/helm/dra-driver-nvidia-gpu/crds/*.yaml",),

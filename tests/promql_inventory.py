@@ -45,6 +45,8 @@ SCRAPES: dict[str, Scrape] = {
     "karpenter": Scrape(False, _SERVICE_MONITOR),
     # kedacore/charts v2.20.2 keda/templates/manager/servicemonitor.yaml: no honorLabels.
     "keda": Scrape(False, _SERVICE_MONITOR),
+    # opencost/opencost-helm-chart opencost-2.5.17 values.yaml opencost.metrics.serviceMonitor.honorLabels: true.
+    "opencost": Scrape(True, _SERVICE_MONITOR),
     # components/autoscaling serving_pod_monitor: a PodMonitor, no honorLabels.
     "vllm": Scrape(False, _POD_MONITOR),
 }
@@ -168,7 +170,8 @@ class Checker:
         if name in ("label_replace", "label_join"):
             inner = self._labels(args[0])
             sources = [args[3].val] if name == "label_replace" else [a.val for a in args[3:]]
-            self._need(sources, inner, name)
+            # An empty source label reads as "": label_replace(vector(1), "namespace", "a", "", "") sets a constant.
+            self._need([label for label in sources if label], inner, name)
             return (inner or set()) | {args[1].val}
         if name in ("time", "scalar", "pi"):
             for arg in args:

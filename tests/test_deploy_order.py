@@ -122,6 +122,20 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
             for kind in ("Certificate", "Issuer")
         ),
     ),
+    # opencost/opencost-helm-chart opencost-2.5.17 charts/opencost/templates/ (the OpenShift Route and
+    # SecurityContextConstraints need OpenShift's own APIs and platforms.openshift.enabled).
+    "opencost": (
+        Renders("monitoring.coreos.com/v1", "ServiceMonitor", ("opencost.metrics.serviceMonitor.enabled",),
+                "servicemonitor.yaml"),
+        Renders("gateway.networking.k8s.io/v1", "HTTPRoute", ("opencost.ui.enabled", "opencost.ui.httpRoute.enabled"),
+                "httproute.yaml"),
+        Renders("gateway.networking.k8s.io/v1", "HTTPRoute", ("opencost.exporter.apiHttpRoute.enabled",),
+                "httproute.yaml"),
+        Renders("gateway.networking.k8s.io/v1", "HTTPRoute", ("opencost.mcp.enabled", "opencost.mcp.httpRoute.enabled"),
+                "httproute.yaml"),
+        Renders("security.openshift.io/v1", "SecurityContextConstraints",
+                ("opencost.platforms.openshift.enabled", "opencost.platforms.openshift.enableSCC"), "scc.yaml"),
+    ),
     # CRDs only.
     "karpenter-crd": (),
     "prometheus-operator-crds": (),
@@ -210,7 +224,7 @@ def test_every_release_waits_for_the_crds_of_the_custom_kinds_its_chart_renders(
             )
     # The controllers the platform scrapes through their own charts, and the stack itself.
     assert {("karpenter", "ServiceMonitor"), ("kueue", "ServiceMonitor"), ("keda", "ServiceMonitor"),
-            ("kube-prometheus-stack", "Prometheus")} <= rendering
+            ("opencost", "ServiceMonitor"), ("kube-prometheus-stack", "Prometheus")} <= rendering
 
 
 def test_monitoring_crds_come_from_their_own_release_not_the_stacks_crds_subchart(recorded):

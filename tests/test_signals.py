@@ -95,9 +95,15 @@ def cluster() -> dict[str, float]:
     series[S("keda_scaler_metrics_value", **scaler)] = 60
     series[S("keda_scaler_detail_errors_total", **scaler)] = 0
     series[S("vllm:num_requests_waiting", model_name="chat", engine="0", **CHAT)] = 2
+    # OpenCost: the GPU the chat server holds, and its node's price per GPU-hour.
+    series[S("container_gpu_allocation", **CHAT, node="gpu-node-1", instance="10.0.1.5:9003")] = 1
+    series[S("node_gpu_hourly_cost", node="gpu-node-1", instance="10.0.1.5:9003", instance_type="g6e.xlarge",
+             region="us-east-1", provider_id="aws:///us-east-1a/i-0abc", arch="amd64")] = 1.86
     return series
 
 
+# The render's estimate per tenant namespace (TenantPlan.guaranteed_hourly_cost).
+ESTIMATES = {"inference": 5.58, "team-b": 7.44}
 KEDA_QUERIES = {
     "whole-GPU server": gpu_utilization_query("inference", "chat"),
     "time-sliced server": gpu_utilization_query("inference", "embed"),
@@ -106,7 +112,7 @@ KEDA_QUERIES = {
 }
 PANELS = {
     f"{dashboard.uid}: {panel.title} [{index}]": expr
-    for dashboard in dashboards.dashboards()
+    for dashboard in dashboards.dashboards(ESTIMATES)
     for panel in dashboard.panels
     for index, (expr, _) in enumerate(panel.queries)
 }

@@ -189,8 +189,8 @@ def test_two_large_system_nodes_are_refused_with_the_sums_and_the_fix():
         load(document)
     assert caught.value.problems == [
         "gpu-platform:cluster.systemNodes.minSize: 2 nodes of m7i.large, m6i.large allocate 3860m CPU and 13806Mi "
-        "memory (1930m and 6903Mi each on the smallest type); the system pods request 5040m CPU and 5188Mi memory: "
-        "CPU is 1180m short; raise minSize to 3 or choose larger instanceTypes"
+        "memory (1930m and 6903Mi each on the smallest type); the system pods request 5050m CPU and 5243Mi memory: "
+        "CPU is 1190m short; raise minSize to 3 or choose larger instanceTypes"
     ]
 
 

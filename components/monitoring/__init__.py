@@ -17,7 +17,7 @@ Upstream, checked at these exact versions:
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -94,6 +94,7 @@ class Monitoring(pulumi.ComponentResource):
         chart: ChartPin,
         crd_chart: ChartPin,
         provider: k8s.Provider,
+        cost_estimates: Mapping[str, float] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         storage: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -103,6 +104,8 @@ class Monitoring(pulumi.ComponentResource):
         :param chart: the kube-prometheus-stack pin (config/versions.py CHARTS).
         :param crd_chart: the prometheus-operator-crds pin (config/versions.py CHARTS).
         :param provider: the cluster's Kubernetes provider.
+        :param cost_estimates: tenant namespace -> `TenantPlan.guaranteed_hourly_cost`, which the tenant
+            dashboard shows beside OpenCost's measured cost.
         :param depends_on: what must exist first (system nodes, add-ons).
         :param storage: what Prometheus' volume claim needs beyond that (the gp3 StorageClass); only
             the kube-prometheus-stack release waits for it.
@@ -142,7 +145,7 @@ class Monitoring(pulumi.ComponentResource):
         # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
         rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, config)
         declare(f"{name}-rules-{RULES_NAME}", rule, children.opts(self.release))
-        for dashboard in dashboards.dashboards():
+        for dashboard in dashboards.dashboards(cost_estimates):
             manifest = dashboards.dashboard_config_map(dashboard, NAMESPACE)
             declare(f"{name}-dashboard-{dashboard.uid}", manifest, children.opts(self.release))
 

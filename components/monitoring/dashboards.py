@@ -12,6 +12,7 @@ node's name. Every query's metrics and labels are checked against the metric inv
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,8 +68,10 @@ class Dashboard:
         return json.dumps(dashboard_model(self), sort_keys=True, indent=2)
 
 
-def dashboards() -> tuple[Dashboard, ...]:
-    return (gpu_fleet(), tenant_accounting(), autoscaling())
+def dashboards(estimates: Mapping[str, float] | None = None) -> tuple[Dashboard, ...]:
+    """`estimates`: tenant namespace -> the render's hourly cost of its guaranteed quota
+    (`TenantPlan.guaranteed_hourly_cost`), shown beside OpenCost's measured cost."""
+    return (gpu_fleet(), tenant_accounting(estimates or {}), autoscaling())
 
 
 def gpu_fleet() -> Dashboard:
@@ -120,7 +123,24 @@ def gpu_fleet() -> Dashboard:
     )
 
 
-def tenant_accounting() -> Dashboard:
+# OpenCost's series (upstream/metrics/opencost/metrics.go): GPUs each container holds, and each node's
+# price per GPU-hour; scraped with honorLabels, so `namespace` is the workload's.
+_GPU_ALLOCATION = 'container_gpu_allocation{container!=""}'
+_GPU_COST_PER_HOUR = f"{_GPU_ALLOCATION} * on (node) group_left () max by (node) (node_gpu_hourly_cost)"
+# A day's GPU-hours: the allocation sampled every 5 minutes over 24 h, 12 samples an hour.
+_DAY = "[24h:5m]"
+
+
+def _estimate(estimates: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
+    """The render's estimate as one constant series per tenant namespace (no query without tenants)."""
+    series = [
+        f'label_replace(vector({hourly:.4f}), "namespace", "{namespace}", "", "")'
+        for namespace, hourly in sorted(estimates.items())
+    ]
+    return ((" or ".join(series), "{{namespace}} estimate (guaranteed quota, on-demand)"),) if series else ()
+
+
+def tenant_accounting(estimates: Mapping[str, float]) -> Dashboard:
     quota = 'kube_resourcequota{resource=~"requests.nvidia.com/(gpu|mig-.+)", type="%s"}'
     kueue = f'{KUEUE_LEADER}, resource=~"nvidia.com/(gpu|mig-.+)"'
     return Dashboard(
@@ -160,6 +180,26 @@ def tenant_accounting() -> Dashboard:
                         "{{cluster_queue}} {{flavor}} {{resource}} nominal",
                     ),
                 ),
+            ),
+            Panel(
+                "GPU-hours by namespace, last 24 h (OpenCost)",
+                ((f"sum by (namespace) (sum_over_time({_GPU_ALLOCATION}{_DAY})) / 12", "{{namespace}}"),),
+            ),
+            Panel(
+                "GPU cost per hour by namespace: OpenCost against the render's estimate",
+                (
+                    (f"sum by (namespace) ({_GPU_COST_PER_HOUR})", "{{namespace}} measured (OpenCost)"),
+                    *_estimate(estimates),
+                ),
+                "currencyUSD",
+                description="Measured: the GPUs each namespace's containers hold at their node's OpenCost price "
+                "per GPU-hour. Estimate: the tenant's guaranteed quota at on-demand prices, from the stack config "
+                "(summary.md, Tenants).",
+            ),
+            Panel(
+                "GPU cost by namespace, last 24 h (OpenCost)",
+                ((f"sum by (namespace) (sum_over_time(({_GPU_COST_PER_HOUR}){_DAY})) / 12", "{{namespace}}"),),
+                "currencyUSD",
             ),
             Panel(
                 "Pending workloads by ClusterQueue",
