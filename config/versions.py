@@ -164,8 +164,8 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     # The trainer's controller (ghcr.io) and JobSet's (registry.k8s.io), each generating its own
     # webhook certificate before it turns ready.
     "kubeflow-trainer": HelmInstall(timeout_seconds=600),
-    # One exporter pod (ghcr.io); it turns ready once it answers, whatever Prometheus holds.
-    "opencost": HelmInstall(timeout_seconds=300),
+    # One exporter pod pulled from ghcr.io onto the system nodes; it turns ready once it answers.
+    "opencost": HelmInstall(timeout_seconds=600),
     # Pre-install admission-webhook Jobs (certgen), then operator, Grafana with its sidecars,
     # kube-state-metrics and node-exporter on every node: the most images of any release.
     "kube-prometheus-stack": HelmInstall(timeout_seconds=900),

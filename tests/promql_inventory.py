@@ -112,9 +112,10 @@ class Checker:
         self.inventory = inventory
         self.problems: list[str] = []
 
-    def record(self, name: str, expr: str) -> None:
-        """Check a recording rule and make its result a metric later expressions may read."""
-        self.inventory.metrics[name] = self.check(expr) or set()
+    def record(self, name: str, expr: str, labels: Iterable[str] = ()) -> None:
+        """Check a recording rule and make its result (with the rule's own labels) a metric later
+        expressions may read."""
+        self.inventory.metrics[name] = (self.check(expr) or set()) | set(labels)
 
     def check(self, expr: str, templates: Iterable[str] = (), extra: Iterable[str] = ()) -> set[str] | None:
         """The labels `expr`'s result carries (None for a scalar); problems go to `self.problems`."""

@@ -28,10 +28,10 @@ CONFIG = MonitoringConfig.model_validate({})
 
 def rules_and_dashboard_problems(inventory: Inventory) -> list[str]:
     checker = Checker(inventory)
-    for group in alerts.all_groups(CONFIG):
+    for group in (*alerts.all_groups(CONFIG), alerts.cost_estimate_group("team-a", 1.5)):
         for rule in group.rules:
             if isinstance(rule, alerts.RecordingRule):
-                checker.record(rule.record, rule.expr)
+                checker.record(rule.record, rule.expr, dict(rule.labels))
             else:
                 checker.check(rule.expr, [rule.summary, rule.description])
     for dashboard in dashboards.dashboards():

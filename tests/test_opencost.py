@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 from components import opencost
 from components.lib.placement import on_system_nodes
 from components.lib.prometheus import PROMETHEUS_URL
 from components.monitoring import dashboards
+from components.monitoring.alerts import COST_ESTIMATE
 from config.capacity import HOURS_PER_MONTH
 from offline.summary import render_summary
 
@@ -40,18 +39,24 @@ def test_opencost_runs_on_the_system_nodes_labelled_with_the_cluster_name():
     assert VALUES["clusterName"] == VALUES["opencost"]["exporter"]["defaultClusterId"] == "gpu-test"
 
 
-def test_the_tenant_dashboard_shows_each_tenants_estimate_beside_opencosts_cost():
+def test_each_tenant_gets_its_estimate_recorded_for_the_dashboard_beside_opencosts_cost():
     config = load(fixture_document("multi-pool"))
-    [board] = [
-        json.loads(next(iter(r.inputs["data"].values())))
+    rules = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["groups"]
         for r in render_fixture("multi-pool").resources
-        if r.inputs.get("metadata", {}).get("name") == dashboards.tenant_accounting({}).config_map_name
-    ]
-    [panel] = [p for p in board["panels"] if p["title"].startswith("GPU cost per hour by namespace")]
-    measured, estimate = (target["expr"] for target in panel["targets"])
-    assert "container_gpu_allocation" in measured and "node_gpu_hourly_cost" in measured
+        if r.inputs.get("kind") == "PrometheusRule" and "-cost-estimate-" in r.inputs["metadata"]["name"]
+    }
+    assert len(rules) == len(config.tenants)
     for tenant in config.tenants:
-        assert f'vector({tenant.guaranteed_hourly_cost:.4f}), "namespace", "{tenant.namespace}"' in estimate
+        [group] = rules[f"gpu-platform-cost-estimate-{tenant.namespace}"]
+        assert group["rules"] == [{
+            "record": COST_ESTIMATE, "expr": f"vector({tenant.guaranteed_hourly_cost:.4f})",
+            "labels": {"namespace": tenant.namespace},
+        }]
+    [panel] = [p for p in dashboards.tenant_accounting().panels if p.title.startswith("GPU cost per hour by namespace")]
+    measured, estimate = (expr for expr, _ in panel.queries)
+    assert "container_gpu_allocation" in measured and "node_gpu_hourly_cost" in measured
+    assert COST_ESTIMATE in estimate
 
 
 def test_the_estimate_is_the_summarys_monthly_cost_per_hour():

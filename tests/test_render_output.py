@@ -53,6 +53,7 @@ def test_a_render_writes_one_file_per_helm_release_beside_manifests_plan_and_sum
         "helm/kubeflow-trainer.yaml",
         "helm/kueue.yaml",
         "helm/kyverno.yaml",
+        "helm/opencost.yaml",
         "helm/prometheus-operator-crds.yaml",
         "manifests.yaml",
         "plan.json",

@@ -112,7 +112,7 @@ KEDA_QUERIES = {
 }
 PANELS = {
     f"{dashboard.uid}: {panel.title} [{index}]": expr
-    for dashboard in dashboards.dashboards(ESTIMATES)
+    for dashboard in dashboards.dashboards()
     for panel in dashboard.panels
     for index, (expr, _) in enumerate(panel.queries)
 }
@@ -136,7 +136,8 @@ VALUES: dict[str, tuple[str, str, float]] = {
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory: pytest.TempPathFactory) -> subprocess.CompletedProcess[str]:
     folder: Path = tmp_path_factory.mktemp("signals")
-    (folder / "rules.yaml").write_text(yaml.safe_dump(alerts.rule_file((alerts.recording_rules(),), CONFIG.runbook_base_url)))
+    groups = (alerts.recording_rules(), *(alerts.cost_estimate_group(ns, hourly) for ns, hourly in ESTIMATES.items()))
+    (folder / "rules.yaml").write_text(yaml.safe_dump(alerts.rule_file(groups, CONFIG.runbook_base_url)))
     queries = {**KEDA_QUERIES, **PANELS}
     tests = [
         {"expr": f"clamp_max(count({expr}), 1)", "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 1}]}

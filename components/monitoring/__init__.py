@@ -104,8 +104,8 @@ class Monitoring(pulumi.ComponentResource):
         :param chart: the kube-prometheus-stack pin (config/versions.py CHARTS).
         :param crd_chart: the prometheus-operator-crds pin (config/versions.py CHARTS).
         :param provider: the cluster's Kubernetes provider.
-        :param cost_estimates: tenant namespace -> `TenantPlan.guaranteed_hourly_cost`, which the tenant
-            dashboard shows beside OpenCost's measured cost.
+        :param cost_estimates: tenant namespace -> `TenantPlan.guaranteed_hourly_cost`: a recording rule
+            each, which the tenant dashboard shows beside OpenCost's measured cost.
         :param depends_on: what must exist first (system nodes, add-ons).
         :param storage: what Prometheus' volume claim needs beyond that (the gp3 StorageClass); only
             the kube-prometheus-stack release waits for it.
@@ -145,7 +145,11 @@ class Monitoring(pulumi.ComponentResource):
         # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
         rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, config)
         declare(f"{name}-rules-{RULES_NAME}", rule, children.opts(self.release))
-        for dashboard in dashboards.dashboards(cost_estimates):
+        for tenant_namespace, hourly in sorted((cost_estimates or {}).items()):
+            rule_name = f"{RULES_NAME}-cost-estimate-{tenant_namespace}"
+            estimate = alerts.cost_estimate_rule(rule_name, NAMESPACE, tenant_namespace, hourly)
+            declare(f"{name}-cost-estimate-{tenant_namespace}", estimate, children.opts(self.release))
+        for dashboard in dashboards.dashboards():
             manifest = dashboards.dashboard_config_map(dashboard, NAMESPACE)
             declare(f"{name}-dashboard-{dashboard.uid}", manifest, children.opts(self.release))
 

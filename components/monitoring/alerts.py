@@ -43,6 +43,9 @@ NAMESPACE_GPU_UTILISATION = "namespace:dcgm_gpu_utilization:avg"
 POD_GPU_UTILISATION = "namespace_pod:dcgm_gpu_utilization:avg"
 NAMESPACE_GPU_REQUESTS = "namespace_resource:gpu_requests:sum"
 PODS_AT_MIN_REPLICAS = "namespace_pod:autoscaled_at_min_replicas:max"
+# The render's estimate of a tenant's GPU cost per hour (TenantPlan.guaranteed_hourly_cost), one rule
+# per tenant so that adding a tenant adds a rule and changes no other object.
+COST_ESTIMATE = "namespace:gpu_quota_cost_estimate:hourly"
 
 SEVERITIES = ("critical", "warning", "info")
 
@@ -71,9 +74,13 @@ XID_WINDOW = "15m"
 class RecordingRule:
     record: str
     expr: str
+    labels: tuple[tuple[str, str], ...] = ()  # set on every series the rule records
 
     def as_rule(self) -> dict[str, Any]:
-        return {"record": self.record, "expr": self.expr}
+        rule: dict[str, Any] = {"record": self.record, "expr": self.expr}
+        if self.labels:
+            rule["labels"] = dict(self.labels)
+        return rule
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,14 @@ def recording_rules() -> RuleGroup:
                 f'label_replace({at_minimum}, "deployment", "$1", "scaletargetref_name", "(.*)"))',
             ),
         ),
+    )
+
+
+def cost_estimate_group(namespace: str, hourly: float) -> RuleGroup:
+    """The tenant's estimate as a constant series labelled with its namespace."""
+    return RuleGroup(
+        f"gpu-platform.cost-estimate.{namespace}",
+        (RecordingRule(COST_ESTIMATE, f"vector({hourly:.4f})", (("namespace", namespace),)),),
     )
 
 
@@ -329,11 +344,20 @@ def rule_file(groups: Sequence[RuleGroup], runbook_base_url: str) -> dict[str, A
 
 def prometheus_rule(name: str, namespace: str, config: MonitoringConfig) -> dict[str, Any]:
     """A monitoring.coreos.com/v1 PrometheusRule holding every group."""
+    return _prometheus_rule(name, namespace, rule_file(all_groups(config), config.runbook_base_url))
+
+
+def cost_estimate_rule(name: str, namespace: str, tenant_namespace: str, hourly: float) -> dict[str, Any]:
+    """A PrometheusRule recording one tenant's cost estimate."""
+    return _prometheus_rule(name, namespace, {"groups": [cost_estimate_group(tenant_namespace, hourly).as_group("")]})
+
+
+def _prometheus_rule(name: str, namespace: str, spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/part-of": "gpu-platform"}},
-        "spec": rule_file(all_groups(config), config.runbook_base_url),
+        "spec": spec,
     }
 
 

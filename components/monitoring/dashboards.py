@@ -12,14 +12,13 @@ node's name. Every query's metrics and labels are checked against the metric inv
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from config.labels import GPU_MODEL_LABEL, POOL_LABEL
 
 from ..lib.prometheus import DCGM_NODE
-from .alerts import DEVICE_GPU_UTILISATION, KUEUE_LEADER, NAMESPACE_GPU_REQUESTS, NAMESPACE_GPU_UTILISATION
+from .alerts import COST_ESTIMATE, DEVICE_GPU_UTILISATION, KUEUE_LEADER, NAMESPACE_GPU_REQUESTS, NAMESPACE_GPU_UTILISATION
 
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 DATASOURCE = {"type": "prometheus", "uid": "prometheus"}  # the uid the chart's default datasource gets
@@ -68,10 +67,8 @@ class Dashboard:
         return json.dumps(dashboard_model(self), sort_keys=True, indent=2)
 
 
-def dashboards(estimates: Mapping[str, float] | None = None) -> tuple[Dashboard, ...]:
-    """`estimates`: tenant namespace -> the render's hourly cost of its guaranteed quota
-    (`TenantPlan.guaranteed_hourly_cost`), shown beside OpenCost's measured cost."""
-    return (gpu_fleet(), tenant_accounting(estimates or {}), autoscaling())
+def dashboards() -> tuple[Dashboard, ...]:
+    return (gpu_fleet(), tenant_accounting(), autoscaling())
 
 
 def gpu_fleet() -> Dashboard:
@@ -131,16 +128,7 @@ _GPU_COST_PER_HOUR = f"{_GPU_ALLOCATION} * on (node) group_left () max by (node)
 _DAY = "[24h:5m]"
 
 
-def _estimate(estimates: Mapping[str, float]) -> tuple[tuple[str, str], ...]:
-    """The render's estimate as one constant series per tenant namespace (no query without tenants)."""
-    series = [
-        f'label_replace(vector({hourly:.4f}), "namespace", "{namespace}", "", "")'
-        for namespace, hourly in sorted(estimates.items())
-    ]
-    return ((" or ".join(series), "{{namespace}} estimate (guaranteed quota, on-demand)"),) if series else ()
-
-
-def tenant_accounting(estimates: Mapping[str, float]) -> Dashboard:
+def tenant_accounting() -> Dashboard:
     quota = 'kube_resourcequota{resource=~"requests.nvidia.com/(gpu|mig-.+)", type="%s"}'
     kueue = f'{KUEUE_LEADER}, resource=~"nvidia.com/(gpu|mig-.+)"'
     return Dashboard(
@@ -189,7 +177,7 @@ def tenant_accounting(estimates: Mapping[str, float]) -> Dashboard:
                 "GPU cost per hour by namespace: OpenCost against the render's estimate",
                 (
                     (f"sum by (namespace) ({_GPU_COST_PER_HOUR})", "{{namespace}} measured (OpenCost)"),
-                    *_estimate(estimates),
+                    (f"sum by (namespace) ({COST_ESTIMATE})", "{{namespace}} estimate (guaranteed quota, on-demand)"),
                 ),
                 "currencyUSD",
                 description="Measured: the GPUs each namespace's containers hold at their node's OpenCost price "
