@@ -9,7 +9,8 @@
 #   make docs                 regenerate the config reference in README.md
 #   make schema               regenerate the JSON Schema of Pulumi.<stack>.yaml (schema/pulumi-stack.schema.json)
 #   make diff [STACK=dev] [BASE=HEAD]  review what the working tree changes in STACK's render against BASE;
-#                             exit 0 no change, 1 changed, 2 a render failed
+#                             succeeds only when nothing changed (make reports any other exit as its own
+#                             error 2; `python -m offline diff` exits 1 changed, 2 a render failed)
 #   make bench                render time against tenant count, next to the SDK floor
 STACK ?= dev
 PYTHON ?= python3

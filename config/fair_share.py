@@ -54,12 +54,12 @@ class FlavorPlan:
         slices = self.slices_per_gpu
         if slices == 1:
             return f"{units} {self.unit}"
-        return f"{units} {self.unit} ({units / slices:g} GPUs at {slices} slices each)"
+        return f"{units} {self.unit} ({_gpus(units / slices)} at {slices} slices each)"
 
     def in_gpus(self, units: int) -> str:
         """`(3 GPUs)` after a figure in slices; empty where a unit is a GPU already."""
         slices = self.slices_per_gpu
-        return "" if slices == 1 else f" ({units / slices:g} GPUs)"
+        return "" if slices == 1 else f" ({_gpus(units / slices)})"
 
     @property
     def capacity_units(self) -> int:
@@ -466,6 +466,11 @@ def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems)
                     f"{quota.quota.nominal} + borrowing {quota.quota.borrowing_limit}); lower maxReplicas to "
                     f"{admissible // deployment.gpus_per_replica}",
                 )
+
+
+def _gpus(count: float) -> str:
+    """`1 GPU`, `0.5 GPUs`, `3 GPUs`."""
+    return f"{count:g} GPU" if count == 1 else f"{count:g} GPUs"
 
 
 def _lendable(quota: FlavorQuota) -> int:

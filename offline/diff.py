@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import io
 import json
+import re
 import subprocess
 import sys
 import tarfile
@@ -98,12 +99,16 @@ def read_render(out: Path) -> Render:
 
 
 def summary_sections(summary: str) -> dict[str, str]:
-    """summary.md by `## ` heading; the text before the first heading is the title."""
+    """summary.md by `## ` heading; the text before the first heading is the title.
+
+    A count in a heading (`Resources (191)`) is left out of its key, so the section compares with
+    itself when the count changes.
+    """
     sections: dict[str, str] = {}
     heading = ""
     for line in summary.splitlines(keepends=True):
         if line.startswith("## "):
-            heading = line[3:].strip()
+            heading = re.sub(r"\s*\(\d+\)$", "", line[3:].strip())
         sections[heading] = sections.get(heading, "") + line
     return sections
 

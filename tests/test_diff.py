@@ -59,6 +59,12 @@ def test_the_review_lists_added_removed_and_changed_urns_and_the_tables_that_cha
     assert "### Alerts" not in review
 
 
+def test_a_section_whose_heading_counts_something_is_compared_with_itself() -> None:
+    before = summary_sections("# t\n\n## Resources (178)\n\n| a |\n")
+    after = summary_sections("# t\n\n## Resources (191)\n\n| a |\n| b |\n")
+    assert before.keys() == after.keys() == {"", "Resources"}
+
+
 def test_no_change_says_so_and_the_exit_code_tells_the_two_apart() -> None:
     assert review_markdown("dev", "HEAD", BEFORE, BEFORE).endswith(
         "No changes: the working tree renders stack `dev` exactly as HEAD does.\n"
