@@ -69,12 +69,15 @@ class Cluster(pulumi.ComponentResource):
         partition: str,
         credentials: KubeconfigCredentials,
         tags: Mapping[str, str],
+        efa: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
         :param config: `PlatformConfig.cluster`.
         :param partition: `aws.get_partition().partition`; the access policy's ARN lies in it.
         :param credentials: what the stack's AWS provider authenticates with (`KubeconfigCredentials.from_stack_config`).
+        :param efa: whether a GPU pool uses EFA (`NodePoolConfig.efa`): the node security group then lets
+            its members send to each other, as EFA needs.
         """
         super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
         self.name = config.name
@@ -163,6 +166,23 @@ class Cluster(pulumi.ComponentResource):
             # Recorded so that a destroy removes the tag before the cluster (and its security group).
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
         )
+
+        if efa:
+            # EFA traffic must be allowed both in and out between the nodes' security group and itself (Amazon
+            # EC2 User Guide, "Get started with EFA": a security group allowing all traffic to and from itself).
+            # EKS's cluster security group, which the nodes use, already lets in all traffic from itself and
+            # lets out traffic to 0.0.0.0/0 only (EKS User Guide, sec-group-reqs): this adds the egress to itself.
+            ec2.SecurityGroupRule(
+                f"{name}-node-sg-efa-egress",
+                type="egress",
+                from_port=0,
+                to_port=0,
+                protocol="-1",
+                self=True,
+                security_group_id=self.security_group_id,
+                description="EFA: all traffic to the node security group itself",
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.eks]),
+            )
 
         # The creator's access comes with the cluster itself; every other admin's with its association.
         self.ready = [self.eks, *self._admin_access(name, config, partition)]

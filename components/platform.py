@@ -8,11 +8,12 @@ import pulumi_aws as aws
 from config import PlatformConfig
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, monitoring, opencost, queueing, supply_chain, training
+from . import autoscaling, efa, monitoring, opencost, queueing, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
 from .autoscaling import Autoscaling
 from .cluster import Cluster
+from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
 from .lib.kubeconfig import KubeconfigCredentials
@@ -68,6 +69,7 @@ class GpuPlatform(pulumi.ComponentResource):
             partition=partition,
             credentials=KubeconfigCredentials.from_stack_config(),
             tags=tags,
+            efa=config.uses_efa,
             opts=pulumi.ResourceOptions(parent=self),
         )
 
@@ -204,6 +206,18 @@ class GpuPlatform(pulumi.ComponentResource):
             namespaces=self.tenants.namespaces,
             depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
+        )
+        # EFA devices reach pods only through the device plugin; only where a pool asks for EFA.
+        self.efa = (
+            EfaDevicePlugin(
+                f"{name}-efa",
+                chart=config.charts[efa.CHART_KEY],
+                provider=self.cluster.provider,
+                depends_on=controllers_ready,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if config.uses_efa
+            else None
         )
         self.node_pools = NodePools(
             f"{name}-pools",

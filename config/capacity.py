@@ -16,6 +16,7 @@ from .labels import (
     DEVICE_PLUGIN_CONFIG_LABEL,
     DEVICE_PLUGIN_DEPLOY_LABEL,
     DRA_ALLOCATION,
+    EFA_LABEL,
     GPU_ALLOCATION_LABEL,
     GPU_DEVICE_CLASS,
     GPU_MODEL_LABEL,
@@ -98,6 +99,8 @@ class GpuPoolPlan:
             labels[GPU_ALLOCATION_LABEL] = DRA_ALLOCATION
             # A GPU advertised by both the device plugin and DRA could be handed out twice.
             labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+        if self.config.efa:
+            labels[EFA_LABEL] = "true"
         if self.config.ami_family == "bottlerocket":
             # Bottlerocket's NVIDIA variant runs its own device plugin; a second one would advertise every GPU twice.
             labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
@@ -182,7 +185,7 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
             f"{pool.gpus} is less than the {smallest} GPUs of the pool's smallest instance type; Karpenter could never "
             f"launch a node: declare at least {smallest}",
         )
-    _check_purchase(pool, types, key, problems)
+    _check_purchase_and_network(pool, types, key, problems)
     largest = max(t.gpus for t in types)
     if pool.allocation == "dra" and pool.gpus < largest:
         # Karpenter counts no DRA device against a limit, so a DRA pool is limited in nodes of its largest type.
@@ -204,8 +207,8 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
     return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu, mig_strategy=mig_strategy)
 
 
-def _check_purchase(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:
-    """Reservation-only types need the `reserved` capacity type."""
+def _check_purchase_and_network(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:
+    """Reservation-only types need the `reserved` capacity type; an EFA pool only types that have EFA."""
     for name in [t.name for t in types if t.reservation_only]:
         if RESERVED not in pool.capacity_types:
             problems.add(
@@ -214,6 +217,16 @@ def _check_purchase(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: 
                 "on-demand price): add 'reserved' and name them in capacityReservations",
             )
             break
+    if not pool.efa:
+        return
+    without = [t.name for t in types if t.efa == 0]
+    if without:
+        one = len(without) == 1
+        problems.add(
+            f"{key}.efa",
+            f"true, but {', '.join(without)} {'has' if one else 'have'} no Elastic Fabric Adapter: drop "
+            f"{'it' if one else 'them'} or set efa false",
+        )
 
 
 def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) -> tuple[InstanceType, ...]:

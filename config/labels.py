@@ -17,6 +17,8 @@ CPU_POOL_NAME = "cpu"
 # The DRA driver's kubelet plugin runs only where this is DRA_ALLOCATION.
 GPU_ALLOCATION_LABEL = "gpu-platform/gpu-allocation"
 DRA_ALLOCATION = "dra"
+# "true" on the nodes of pools with `efa`: the EFA device plugin runs only there.
+EFA_LABEL = "gpu-platform/efa"
 
 # --- labels the GPU Operator reads ----------------------------------------------------------------
 # The device plugin reads its named sharing configuration from this label...

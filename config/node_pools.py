@@ -337,6 +337,12 @@ class NodePoolConfig(ConfigModel):
     weight: int | None = Field(None, ge=1, le=100, description="NodePool weight: higher pools are tried first.")
     root_volume: RootVolumeConfig = Field(default_factory=RootVolumeConfig, description="Node volume.")
     sharing: SharingConfig = Field(default_factory=SharingConfig, description="GPU sharing mode.")
+    efa: bool = Field(
+        False,
+        description="Run the EFA device plugin on the pool's nodes and open the node security group to itself, so pods "
+        "requesting `vpc.amazonaws.com/efa` get Elastic Fabric Adapters: Karpenter launches their nodes with every "
+        "EFA the instance type has. Every type of the pool must have EFA.",
+    )
     allocation: Literal["devicePlugin", "dra"] = Field(
         "devicePlugin",
         description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled); the device "

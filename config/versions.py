@@ -114,6 +114,12 @@ CHARTS: dict[str, ChartPin] = {
     # the chart writes `<registry>/<repository>:<tag>` (templates/_helpers/_image.tpl, tag defaulting to
     # appVersion, the hooks' readiness-checker too), so a digest could only ride in as `tag: v1.19.0@sha256:...`.
     "kyverno": ChartPin(chart="kyverno", repository="https://kyverno.github.io/kyverno/", version="3.9.0"),
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin v0.5.30 (image v0.5.20), first in the repository's
+    # tag v0.0.241 (eks-charts tags the repository, not each chart). Installed when a pool sets `efa`:
+    # neither the AL2023 nor the Bottlerocket NVIDIA AMI runs a device plugin for vpc.amazonaws.com/efa.
+    "aws-efa-k8s-device-plugin": ChartPin(
+        chart="aws-efa-k8s-device-plugin", repository="https://aws.github.io/eks-charts", version="v0.5.30"
+    ),
 }
 
 
@@ -171,6 +177,8 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     "kube-prometheus-stack": HelmInstall(timeout_seconds=900),
     # Admission controller (three replicas), reports controller; each generates its webhook certificate first.
     "kyverno": HelmInstall(timeout_seconds=600),
+    # One DaemonSet on the EFA pools' nodes (none may exist yet); its image comes from an EKS ECR in us-west-2.
+    "aws-efa-k8s-device-plugin": HelmInstall(timeout_seconds=600),
 }
 
 

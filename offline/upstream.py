@@ -107,6 +107,8 @@ CHART_SOURCES: dict[str, ChartSource] = {
         "kedacore/charts", "v{version}", "keda", crds=("config/crd/bases/*.yaml",), crd_repository="kedacore/keda"
     ),
     "opencost": ChartSource("opencost/opencost-helm-chart", "opencost-{version}", "charts/opencost"),
+    # eks-charts tags the repository (v0.0.N), not each chart: the tag is where Chart.yaml first says the pin.
+    "aws-efa-k8s-device-plugin": ChartSource("aws/eks-charts", "v0.0.241", "stable/aws-efa-k8s-device-plugin"),
     "dra-driver-nvidia-gpu": ChartSource(
         "kubernetes-sigs/dra-driver-nvidia-gpu", "v{version}", "deployments/helm/dra-driver-nvidia-gpu",
         crds=("deployments/helm/dra-driver-nvidia-gpu/crds/*.yaml",),

@@ -1,4 +1,4 @@
-"""Big GPUs as AWS sells them: capacity reservations for reservation-only types, and single-strategy MIG.
+"""Big GPUs as AWS sells them: capacity reservations, EFA, and single-strategy MIG.
 
 The shape lives in tests/fixtures/shapes/big-gpu.yaml, outside the fixture stacks every generic test
 renders; it is rendered once here.
@@ -17,7 +17,7 @@ from offline.engine import Recording
 from offline.render import write_render
 from offline.validate import validate_render
 
-from .conftest import load, render
+from .conftest import chart_values_problems, load, render, render_fixture
 
 SHAPE = Path(__file__).resolve().parent / "fixtures" / "shapes" / "big-gpu.yaml"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -127,3 +127,54 @@ def test_single_strategy_mig_nodes_are_sized_and_limited_in_mig_devices_as_gpus(
     assert spec(NODEPOOL, "gpu-h100")["limits"] == {"nvidia.com/gpu": "112"}
     # The H200 pool hands out whole GPUs, as the provider already counts them: no overlay.
     assert [r.inputs["metadata"]["name"] for r in rendered().by_type(NODEOVERLAY)] == ["gpu-h100-p5.48xlarge"]
+
+
+# --- EFA --------------------------------------------------------------------------------------------
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+SG_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+
+
+def efa_plugin():
+    [release] = [r for r in rendered().by_type(RELEASE) if r.inputs["name"] == "aws-efa-k8s-device-plugin"]
+    return release
+
+
+def test_an_efa_pool_labels_its_nodes_for_the_efa_device_plugin():
+    labels = spec(NODEPOOL, "gpu-h200")["template"]["metadata"]["labels"]
+    assert labels["gpu-platform/efa"] == "true"
+    assert "gpu-platform/efa" not in spec(NODEPOOL, "gpu-h100")["template"]["metadata"]["labels"]
+
+
+def test_the_efa_device_plugin_runs_on_efa_pools_gpu_nodes_only():
+    # The chart's DaemonSet tolerates only CriticalAddonsOnly and selects by instance type
+    # (aws/eks-charts v0.0.241 stable/aws-efa-k8s-device-plugin/templates/daemonset.yaml): without the
+    # GPU taint's toleration it would never reach a GPU node, without the selector it would reach all.
+    release = efa_plugin()
+    values = release.inputs["values"]
+    assert values["nodeSelector"] == {"gpu-platform/efa": "true"}
+    assert values["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert release.inputs["namespace"] == "kube-system"
+    assert chart_values_problems("aws-efa-k8s-device-plugin", values) == []
+
+
+def test_efa_nodes_may_send_to_each_other():
+    # EFA needs all traffic allowed to and from the security group itself; EKS's cluster security group
+    # lets itself in already, and out only to 0.0.0.0/0.
+    [rule] = [r for r in rendered().by_type(SG_RULE) if r.name.endswith("-node-sg-efa-egress")]
+    assert (rule.inputs["type"], rule.inputs["protocol"], rule.inputs["self"]) == ("egress", "-1", True)
+
+
+def test_stacks_without_efa_get_neither_the_plugin_nor_the_rule():
+    recording = render_fixture("multi-pool")
+    assert not [r for r in recording.by_type(RELEASE) if r.inputs["name"] == "aws-efa-k8s-device-plugin"]
+    assert not [r for r in recording.by_type(SG_RULE) if r.name.endswith("-node-sg-efa-egress")]
+
+
+def test_efa_on_a_type_without_it_is_refused():
+    doc = document()
+    doc[P][0].update(instanceTypes=["g6e.xlarge", "g6e.12xlarge"], efa=True, sharing={"mode": "none"}, gpus=4)
+    doc["gpu-platform:tenants"][0]["gpu"].pop("h100-on-demand")
+    assert problems_of(doc) == [
+        "gpu-platform:nodePools[0].efa: true, but g6e.xlarge has no Elastic Fabric Adapter: drop it or set efa false"
+    ]
