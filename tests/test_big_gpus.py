@@ -176,5 +176,5 @@ def test_efa_on_a_type_without_it_is_refused():
     doc[P][0].update(instanceTypes=["g6e.xlarge", "g6e.12xlarge"], efa=True, sharing={"mode": "none"}, gpus=4)
     doc["gpu-platform:tenants"][0]["gpu"].pop("h100-on-demand")
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[0].efa: true, but g6e.xlarge has no Elastic Fabric Adapter: drop it or set efa false"
+        "gpu-platform:nodePools[gpu-h100].efa: true, but g6e.xlarge has no Elastic Fabric Adapter: drop it or set efa false"
     ]
