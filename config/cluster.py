@@ -89,6 +89,21 @@ def _unique(kind: str):
 PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
 
 
+def _tag_key(key: str) -> str:
+    owner = RESERVED_TAG_KEYS.get(key) or next(
+        (who for prefix, who in RESERVED_TAG_PREFIXES.items() if key.lower().startswith(prefix)), None
+    )
+    if owner is not None:
+        raise ValueError(f"is a tag key {owner} sets and owns: remove it or rename it")
+    if not 1 <= len(key) <= 128:
+        raise ValueError("is not a tag key of 1-128 characters")
+    return key
+
+
+TagKey = Annotated[str, AfterValidator(_tag_key)]
+TagValue = Annotated[str, Field(max_length=256)]
+
+
 def principal_slug(principal_arn: str) -> str:
     """`arn:aws:iam::111122223333:role/team/PlatformAdmin` -> `111122223333-role-team-platformadmin`.
 
@@ -225,7 +240,9 @@ class ClusterConfig(ConfigModel):
     protect: bool = Field(
         True, description="Protect the cluster, its secrets KMS key and the VPC from `pulumi destroy` and replacement."
     )
-    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource, e.g. cost allocation.")
+    tags: dict[TagKey, TagValue] = Field(
+        default_factory=dict, description="Tags on every AWS resource, e.g. cost allocation."
+    )
     network: NetworkConfig = Field(default_factory=NetworkConfig, description="The VPC.")
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig, description="Kubernetes API endpoint access.")
     admins: Annotated[list[PrincipalArn], _unique("principal")] = Field(
@@ -322,14 +339,6 @@ class ClusterConfig(ConfigModel):
                 f"Karpenter's nodes carry {TAGS_ADDED_TO_NODES} more (the platform's and Karpenter's own): drop "
                 f"{len(tags) - MAX_STACK_TAGS}"
             )
-        for key, value in tags.items():
-            owner = RESERVED_TAG_KEYS.get(key) or next(
-                (who for prefix, who in RESERVED_TAG_PREFIXES.items() if key.lower().startswith(prefix)), None
-            )
-            if owner is not None:
-                raise ValueError(f"has key {key!r}, which {owner} sets and owns: remove it or rename it")
-            if not 1 <= len(key) <= 128 or len(value) > 256:
-                raise ValueError(f"has {key!r}: keys are 1-128 characters, values at most 256")
         return tags
 
 

@@ -28,6 +28,8 @@ def key_path(root: str, loc: Loc, raw: Any = None) -> str:
     """
     path = root
     for part in loc:
+        if part == "[key]":
+            continue  # pydantic's marker for "the key itself" of a mapping entry: the path already names it
         if isinstance(part, int):
             label = item_labels(raw)[part] if isinstance(raw, list) and 0 <= part < len(raw) else str(part)
             path += f"[{label}]"

@@ -171,7 +171,7 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in(C, "tags", value={"aws:team": "ml"}),
-        "gpu-platform:cluster.tags: {'aws:team': 'ml'} has key 'aws:team', which AWS sets and owns: remove it or rename it",
+        "gpu-platform:cluster.tags.aws:team: 'aws:team' is a tag key AWS sets and owns: remove it or rename it",
         id="reserved-tag",
     ),
 ]
