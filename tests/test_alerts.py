@@ -79,6 +79,8 @@ HPA_INFO = S(
     scaletargetref_name="chat",
 )
 POOL = {"nodepool": "gpu-l40s", "resource_type": "nvidia.com/gpu"}
+MIG_POOL = {"nodepool": "gpu-h100", "resource_type": "nvidia.com/mig-1g.10gb"}
+DRA_POOL = {"nodepool": "gpu-l4-dra", "resource_type": "nodes"}
 LEADER = {"cohort": "gpu-dev", "cluster_queue": "team-a", "flavor": "h100-mig", "resource": "nvidia.com/mig-1g.10gb",
           "replica_role": "leader"}
 FOLLOWER = {**LEADER, "replica_role": "follower"}
@@ -141,11 +143,15 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
             S("kube_horizontalpodautoscaler_spec_min_replicas", **HPA): "1x90",
         },
     ),
+    # A mixed-MIG pool is limited per profile (config/advertised.py); its nodes report no nvidia.com/gpu, so
+    # only its profile limits can be reached. A DRA pool is limited in nodes.
     "NodePoolAtGPULimit": (
         "20m",
-        {"nodepool": "gpu-l40s"},
-        {S("karpenter_nodepools_usage", **POOL): "8x20", S("karpenter_nodepools_limit", **POOL): "8x20"},
-        {S("karpenter_nodepools_usage", **POOL): "4x20", S("karpenter_nodepools_limit", **POOL): "8x20"},
+        {"nodepool": "gpu-h100"},
+        {S("karpenter_nodepools_usage", **MIG_POOL): "64x20", S("karpenter_nodepools_limit", **MIG_POOL): "64x20",
+         S("karpenter_nodepools_usage", nodepool="gpu-h100", resource_type="nvidia.com/gpu"): "0x20"},
+        {S("karpenter_nodepools_usage", **POOL): "4x20", S("karpenter_nodepools_limit", **POOL): "8x20",
+         S("karpenter_nodepools_usage", **DRA_POOL): "1x20", S("karpenter_nodepools_limit", **DRA_POOL): "2x20"},
     ),
     "KueueWorkloadsPendingTooLong": (
         "65m",

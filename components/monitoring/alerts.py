@@ -62,6 +62,8 @@ _RUNNING = 'kube_pod_status_phase{phase="Running"} == 1'
 _BUSY_OF_WORKLOADS = f"({gpu_busy_percent()}) and on (namespace, pod) ({_GPU_REQUESTS} > 0)"
 # Kueue's leader (or its only, standalone manager); followers export the same gauges.
 KUEUE_LEADER = 'replica_role=~"leader|standalone"'
+# The NodePool limits that bound GPU pools (config/advertised.py): NVIDIA resources, or nodes for DRA pools.
+POOL_GPU_LIMITS = 'resource_type=~"nvidia.com/.+|nodes"'
 # Kueue names resources as Kubernetes does: whole GPUs and the mixed strategy's MIG profiles.
 _KUEUE_GPU = f'resource=~"{GPU_RESOURCE}|nvidia.com/mig-.+"'
 # vLLM reserves gpu_memory_utilization (0.9 by default: vllm/config/cache.py at v0.11.0) of a GPU's memory
@@ -257,8 +259,11 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "NodePoolAtGPULimit",
-                f'max by (nodepool) (karpenter_nodepools_usage{{resource_type="{GPU_RESOURCE}"}}) '
-                f'>= max by (nodepool) (karpenter_nodepools_limit{{resource_type="{GPU_RESOURCE}"}})',
+                # A GPU pool's limit is in the units Karpenter counts for its sharing mode (config/advertised.py):
+                # nvidia.com/gpu, a nvidia.com/mig-<profile> each, or nodes for DRA; any one reached stops the pool.
+                f"max by (nodepool) (max by (nodepool, resource_type) (karpenter_nodepools_usage{{{POOL_GPU_LIMITS}}}) "
+                f">= on (nodepool, resource_type) max by (nodepool, resource_type) "
+                f"(karpenter_nodepools_limit{{{POOL_GPU_LIMITS}}}))",
                 "warning",
                 "NodePool {{ $labels.nodepool }} is at its GPU limit",
                 "Karpenter has provisioned every GPU NodePool {{ $labels.nodepool }} may have; pending GPU pods "
