@@ -5,7 +5,7 @@ from __future__ import annotations
 import pulumi
 import pulumi_aws as aws
 
-from config import PlatformConfig
+from config import PlatformConfig, namespaces
 from config.versions import AMI_RELEASES
 
 from . import autoscaling, efa, monitoring, opencost, queueing, supply_chain, training
@@ -21,6 +21,7 @@ from .monitoring import Monitoring
 from .network import Network
 from .node_pools import CPU_AMI_FAMILY, NodePools
 from .opencost import OpenCost
+from .platform_network import PlatformNetwork
 from .queueing import Queueing
 from .supply_chain import SupplyChain
 from .system_nodes import SystemNodeGroup
@@ -260,6 +261,25 @@ class GpuPlatform(pulumi.ComponentResource):
             local_queues=self.queueing.local_queues,
             gpu_nodes=[self.gpu_operator.release, self.node_pools, *tenant_workloads_ready],
             depends_on=scraped_controllers_ready,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        # Each platform namespace closed to everything but what its components need; a policy waits
+        # for the component that creates its namespace.
+        platform_namespaces: dict[str, list[pulumi.Resource]] = {
+            namespaces.MONITORING: [self.monitoring],
+            namespaces.KEDA: [self.autoscaling],
+            namespaces.KUEUE: [self.queueing],
+            namespaces.GPU_OPERATOR: [self.gpu_operator],
+            namespaces.TRAINER: [self.training],
+        }
+        if self.gpu_operator.dra_release is not None:
+            platform_namespaces[namespaces.DRA_DRIVER] = [self.gpu_operator]
+        self.platform_network = PlatformNetwork(
+            f"{name}-platform-network",
+            platform_namespaces,
+            vpc_cidr=config.network.vpc_cidr,
+            provider=self.cluster.provider,
             opts=pulumi.ResourceOptions(parent=self),
         )
 

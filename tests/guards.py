@@ -15,6 +15,7 @@ component that enforces it would, for the one request it is given:
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -230,3 +231,67 @@ def trust_allows(policy: Mapping[str, Any], service: str, context: Mapping[str, 
         if equal and like and set(conditions) <= {"StringEquals", "ArnLike"}:
             return True
     return False
+
+
+# --- NetworkPolicy ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A pod: its namespace (and that namespace's labels), its labels, its address."""
+
+    namespace: str
+    ip: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    namespace_labels: Mapping[str, str] = field(default_factory=dict)
+
+    def all_namespace_labels(self) -> dict[str, str]:
+        return {**self.namespace_labels, "kubernetes.io/metadata.name": self.namespace}
+
+
+def connection_allowed(objects: Sequence[Mapping[str, Any]], source: Endpoint, destination: Endpoint, port: int) -> bool:
+    """Whether NetworkPolicies let `source` open a TCP connection to `destination` on `port`: the
+    source's egress policies and the destination's ingress policies must both allow it (a pod no
+    policy of a direction selects is open in that direction)."""
+    return _direction_allows(objects, source, destination, port, "Egress") and _direction_allows(
+        objects, destination, source, port, "Ingress"
+    )
+
+
+def _direction_allows(objects: Sequence[Mapping[str, Any]], pod: Endpoint, peer: Endpoint, port: int, direction: str) -> bool:
+    selecting = [
+        o["spec"]
+        for o in objects
+        if o["kind"] == "NetworkPolicy"
+        and o["metadata"]["namespace"] == pod.namespace
+        and direction in o["spec"].get("policyTypes", ["Ingress"])
+        and _selects(o["spec"]["podSelector"], pod.labels)
+    ]
+    if not selecting:
+        return True
+    key, peers_key = ("egress", "to") if direction == "Egress" else ("ingress", "from")
+    for spec in selecting:
+        for rule in spec.get(key) or ():
+            # A rule without peers matches every peer; one with peers, any of them.
+            peers = rule.get(peers_key)
+            peers_ok = not peers or any(_peer_matches(p, pod, peer) for p in peers)
+            ports_ok = not rule.get("ports") or any(p.get("port") in (None, port) for p in rule["ports"])
+            if peers_ok and ports_ok:
+                return True
+    return False
+
+
+def _peer_matches(peer_rule: Mapping[str, Any], pod: Endpoint, peer: Endpoint) -> bool:
+    if "ipBlock" in peer_rule:
+        block = peer_rule["ipBlock"]
+        address = ipaddress.ip_address(peer.ip)
+        return address in ipaddress.ip_network(block["cidr"]) and not any(
+            address in ipaddress.ip_network(e) for e in block.get("except", ())
+        )
+    namespace_ok = (
+        _selects(peer_rule["namespaceSelector"], peer.all_namespace_labels())
+        if "namespaceSelector" in peer_rule
+        else peer.namespace == pod.namespace
+    )
+    pods_ok = _selects(peer_rule["podSelector"], peer.labels) if "podSelector" in peer_rule else True
+    return namespace_ok and pods_ok

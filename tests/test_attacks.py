@@ -25,7 +25,17 @@ from config.labels import TENANT_LABEL
 from offline.upstream import chart_values
 
 from .conftest import render_fixture
-from .guards import Request, User, admission_denials, quota_denials, rbac_allows, trust_allows, with_container_defaults
+from .guards import (
+    Endpoint,
+    Request,
+    User,
+    admission_denials,
+    connection_allowed,
+    quota_denials,
+    rbac_allows,
+    trust_allows,
+    with_container_defaults,
+)
 from .recorded import kubernetes_objects
 
 TENANT = "data-science"
@@ -190,6 +200,13 @@ def unbounded_scratch(objects: Objects) -> bool:
     return all("ephemeral-storage" in c.get("resources", {}).get("limits", {}) for c in defaulted["spec"]["containers"])
 
 
+def alertmanager_reached(objects: Objects) -> bool:
+    """A tenant pod silencing alerts (or reading every tenant's metrics from Prometheus) in `monitoring`."""
+    tenant_pod = Endpoint(TENANT, "10.30.64.10", {"app": "notebook"}, tenant_labels(objects))
+    alertmanager = Endpoint("monitoring", "10.30.32.20", {"app.kubernetes.io/name": "alertmanager"})
+    return not any(connection_allowed(objects, tenant_pod, alertmanager, port) for port in (9093, 9090))
+
+
 def rbac_denies(verb: str, api_group: str, resource: str) -> Callable[[Objects], bool]:
     def attempt(objects: Objects) -> bool:
         return not rbac_allows(objects, ADMIN, verb, api_group, resource, TENANT)
@@ -224,6 +241,11 @@ def without(kind: str, name: str) -> Callable[[Objects], Objects]:
         return kept
 
     return remove
+
+
+def without_network_isolation(objects: Objects) -> Objects:
+    """Both layers: the tenant's own policies (egress) and monitoring's ingress policy."""
+    return [o for o in objects if not (o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] in (TENANT, "monitoring"))]
 
 
 def without_user_data(objects: Objects) -> Objects:
@@ -314,6 +336,12 @@ ATTACKS = [
         default_deny_deleted(TENANT_SERVICE_ACCOUNT),
         "admission: tenant-network-policies-are-platform-owned",
         without(VAP, "tenant-network-policies-are-platform-owned"),
+    ),
+    Attack(
+        "tenant-pod-silences-alerts-or-reads-every-tenants-metrics",
+        alertmanager_reached,
+        "NetworkPolicy: the tenant's egress (platform-owned) and monitoring's platform-ingress",
+        without_network_isolation,
     ),
     Attack(
         "pod-at-system-node-critical-preempts-other-tenants",
