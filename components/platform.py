@@ -265,16 +265,17 @@ class GpuPlatform(pulumi.ComponentResource):
         )
 
         # Each platform namespace closed to everything but what its components need; a policy waits
-        # for the component that creates its namespace.
+        # for the release installed into its namespace (so for the namespace), and for nothing a
+        # tenant adds.
         platform_namespaces: dict[str, list[pulumi.Resource]] = {
-            namespaces.MONITORING: [self.monitoring],
-            namespaces.KEDA: [self.autoscaling],
-            namespaces.KUEUE: [self.queueing],
-            namespaces.GPU_OPERATOR: [self.gpu_operator],
-            namespaces.TRAINER: [self.training],
+            namespaces.MONITORING: [self.monitoring.release],
+            namespaces.KEDA: [self.autoscaling.release],
+            namespaces.KUEUE: [self.queueing.release],
+            namespaces.GPU_OPERATOR: [self.gpu_operator.release],
+            namespaces.TRAINER: [self.training.release],
         }
         if self.gpu_operator.dra_release is not None:
-            platform_namespaces[namespaces.DRA_DRIVER] = [self.gpu_operator]
+            platform_namespaces[namespaces.DRA_DRIVER] = [self.gpu_operator.dra_release]
         self.platform_network = PlatformNetwork(
             f"{name}-platform-network",
             platform_namespaces,

@@ -104,7 +104,7 @@ class PlatformNetwork(pulumi.ComponentResource):
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`namespaces_created`: namespace -> the component that creates it (the policy waits for it);
+        """`namespaces_created`: namespace -> what the policy waits for (the release installed there);
         `vpc_cidr`: `PlatformConfig.network.vpc_cidr`, where the API server's webhook calls come from."""
         super().__init__("gpu-platform:network:PlatformNetwork", name, None, opts)
         for namespace, creators in sorted(namespaces_created.items()):
