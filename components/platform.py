@@ -273,9 +273,12 @@ class GpuPlatform(pulumi.ComponentResource):
             namespaces.KUEUE: [self.queueing.release],
             namespaces.GPU_OPERATOR: [self.gpu_operator.release],
             namespaces.TRAINER: [self.training.release],
+            namespaces.OPENCOST: [self.opencost.release],
         }
         if self.gpu_operator.dra_release is not None:
             platform_namespaces[namespaces.DRA_DRIVER] = [self.gpu_operator.dra_release]
+        if self.supply_chain is not None:
+            platform_namespaces[namespaces.KYVERNO] = [self.supply_chain.release]
         self.platform_network = PlatformNetwork(
             f"{name}-platform-network",
             platform_namespaces,

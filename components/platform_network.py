@@ -1,5 +1,7 @@
 """NetworkPolicies of the platform's own namespaces: closed to tenants, open to what each needs.
 
+The namespaces: `ACCESS`, where the stack creates them (components/platform.py).
+
 Every pod in a platform namespace accepts connections only from:
 - its own namespace (operator and webhook, NFD master and workers, Grafana and Prometheus, ...);
 - `monitoring` (Prometheus scrapes every component; Grafana and Alertmanager talk to Prometheus);
@@ -49,8 +51,11 @@ class NamespaceAccess:
 # Container ports, each from the pinned chart's defaults.
 ACCESS: dict[str, NamespaceAccess] = {
     # kube-prometheus-stack 88.5.3 values.yaml prometheusOperator.tls.internalPort: the operator's
-    # admission webhook. Prometheus (9090) also answers KEDA's Prometheus triggers.
-    namespaces.MONITORING: NamespaceAccess(api_server_ports=(10250,), from_namespaces={namespaces.KEDA: (9090,)}),
+    # admission webhook. Prometheus (9090) also answers KEDA's Prometheus triggers and OpenCost's queries
+    # (components/lib/prometheus.py PROMETHEUS_URL).
+    namespaces.MONITORING: NamespaceAccess(
+        api_server_ports=(10250,), from_namespaces={namespaces.KEDA: (9090,), namespaces.OPENCOST: (9090,)}
+    ),
     # keda 2.20.2 values.yaml: admission webhooks on 9443 (`webhooks.port` empty means 9443), the
     # external-metrics APIService on metricsServer portHttpsTarget 6443.
     namespaces.KEDA: NamespaceAccess(api_server_ports=(6443, 9443)),
@@ -63,6 +68,10 @@ ACCESS: dict[str, NamespaceAccess] = {
     namespaces.DRA_DRIVER: NamespaceAccess(api_server_ports=(443,)),
     # kubeflow-trainer values.yaml manager webhook.port 9443; its JobSet subchart's webhook, 9443 too.
     namespaces.TRAINER: NamespaceAccess(api_server_ports=(9443,)),
+    # OpenCost serves its API to Grafana and people (port-forward); Prometheus scrapes it.
+    namespaces.OPENCOST: NamespaceAccess(),
+    # kyverno 3.9.0 values.yaml: admissionController.webhookServer.port and cleanupController's webhook, 9443.
+    namespaces.KYVERNO: NamespaceAccess(api_server_ports=(9443,)),
 }
 
 

@@ -47,12 +47,13 @@ def test_no_pod_outside_the_platform_reaches_prometheus_alertmanager_or_grafana(
         assert not connection_allowed(objects(), source, monitoring, port)
 
 
-def test_grafana_and_alertmanager_reach_prometheus_and_keda_queries_it():
+def test_grafana_and_alertmanager_reach_prometheus_and_keda_and_opencost_query_it():
     prometheus = pod_in(namespaces.MONITORING, {"app.kubernetes.io/name": "prometheus"})
     assert connection_allowed(
         objects(), pod_in(namespaces.MONITORING, {"app.kubernetes.io/name": "grafana"}), prometheus, PROMETHEUS
     )
     assert connection_allowed(objects(), pod_in(namespaces.KEDA), prometheus, PROMETHEUS)
+    assert connection_allowed(objects(), pod_in(namespaces.OPENCOST), prometheus, PROMETHEUS)
     assert not connection_allowed(objects(), pod_in(namespaces.KEDA), prometheus, ALERTMANAGER)
 
 
