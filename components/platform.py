@@ -8,7 +8,7 @@ import pulumi_aws as aws
 from config import PlatformConfig, namespaces
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, efa, monitoring, opencost, queueing, supply_chain, training
+from . import autoscaling, efa, monitoring, opencost, queueing, secrets, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
 from .autoscaling import Autoscaling
@@ -23,6 +23,7 @@ from .node_pools import CPU_AMI_FAMILY, NodePools
 from .opencost import OpenCost
 from .platform_network import PlatformNetwork
 from .queueing import Queueing
+from .secrets import TenantSecrets
 from .supply_chain import SupplyChain
 from .system_nodes import SystemNodeGroup
 from .tenants import Tenants
@@ -249,7 +250,29 @@ class GpuPlatform(pulumi.ComponentResource):
             if verification is not None
             else None
         )
-        tenant_workloads_ready = [*self.supply_chain.policies.values()] if self.supply_chain else []
+        # External Secrets Operator, a role and a SecretStore per tenant, and the model servers' token secrets.
+        self.secrets = (
+            TenantSecrets(
+                f"{name}-secrets",
+                config.tenants,
+                cluster_name=name,
+                region=config.region,
+                account_id=account_id,
+                partition=partition,
+                chart=config.charts[secrets.CHART_KEY],
+                provider=self.cluster.provider,
+                namespaces=self.tenants.namespaces,
+                tags=tags,
+                depends_on=controllers_ready,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if config.secrets.enabled
+            else None
+        )
+        tenant_workloads_ready = [
+            *(self.supply_chain.policies.values() if self.supply_chain else ()),
+            *(self.secrets.external_secrets.values() if self.secrets else ()),
+        ]
 
         self.autoscaling = Autoscaling(
             name,

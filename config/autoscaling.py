@@ -17,6 +17,8 @@ WorkloadClass = Literal["realtime", "batch", "interactive"]
 _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
 # A Hugging Face Hub revision: a branch, a tag or a commit hash.
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
+# A Secrets Manager secret name below the tenant's path (Secrets Manager allows letters, digits and /_+=.@-).
+_SECRET_NAME = re.compile(r"^[A-Za-z0-9_+=.@-]+(/[A-Za-z0-9_+=.@-]+)*$")
 
 
 class ClassPreset(ConfigModel):
@@ -71,6 +73,12 @@ class ServingConfig(ConfigModel):
         description="Model revision passed as `--revision` (a branch, tag or commit hash); a commit hash pins the "
         "weights every replica downloads. Required when `supplyChain.requireModelRevisions` is true.",
     )
+    hf_token_secret: str | None = Field(
+        None,
+        description="Name of an AWS Secrets Manager secret under the tenant's path `/<cluster>/<tenant>/` whose "
+        "value is a Hugging Face token (e.g. `hf-token` for `/gpu-prod/inference/hf-token`); the server gets it as "
+        "`HF_TOKEN`. Needs `gpu-platform:secrets.enabled`.",
+    )
     port: int = Field(8000, ge=1024, le=65535, description="Port the server listens on (non-root: above 1023).")
     # runAsUser is an int64 in the API, but the API server refuses a UID above 2^31-1
     # (k8s.io/apimachinery pkg/util/validation/validation.go IsValidUserID: maxUserID = math.MaxInt32).
@@ -101,6 +109,13 @@ class ServingConfig(ConfigModel):
         if revision is not None and not _REVISION.match(revision):
             raise ValueError("is not a Hub revision: a branch, tag or commit hash such as 'd4aa6901d3a4...'")
         return revision
+
+    @field_validator("hf_token_secret")
+    @classmethod
+    def _secret_name(cls, name: str | None) -> str | None:
+        if name is not None and not _SECRET_NAME.match(name):
+            raise ValueError("is not a secret name below the tenant's path: letters, digits and /_+=.@-, e.g. 'hf-token'")
+        return name
 
     @property
     def pinned_by_digest(self) -> bool:

@@ -23,6 +23,7 @@ DRA_DRIVER = "dra-driver-nvidia-gpu"
 TRAINER = "kubeflow-system"
 KYVERNO = "kyverno"
 OPENCOST = "opencost"
+EXTERNAL_SECRETS = "external-secrets"
 
 # The namespaces the platform creates for its controllers, each with the one Pod Security level it
 # enforces, audits and warns at.
@@ -42,12 +43,14 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
     # RuntimeDefault seccomp) and JobSet's controller (the same, non-root and seccomp set on the pod)
     # meet `restricted` with the charts' defaults.
     TRAINER: "restricted",
-    # Kyverno's controllers and hook Jobs run non-root, with no privilege escalation, all capabilities
-    # dropped and RuntimeDefault seccomp (the chart's defaults).
+    # Kyverno's controllers and hook Jobs, and External Secrets Operator's controller, webhook and cert
+    # controller, run non-root, with no privilege escalation, all capabilities dropped and RuntimeDefault
+    # seccomp (the charts' defaults).
     KYVERNO: "restricted",
     # OpenCost's chart sets no pod or container securityContext (podSecurityContext: {}), which
     # `restricted` refuses; nothing of it needs more than `baseline`.
     OPENCOST: "baseline",
+    EXTERNAL_SECRETS: "restricted",
 }
 
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).

@@ -26,6 +26,7 @@ from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
 from .schedulability import check_schedulability
+from .secrets import IAM_ROLE_NAME_LIMIT, SecretsConfig, tenant_secrets_role_name
 from .supply_chain import SupplyChainConfig
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantConfig, TenantsConfig
@@ -56,12 +57,13 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "monitoring": MonitoringConfig,
     "autoscaling": AutoscalingConfig,
     "supplyChain": SupplyChainConfig,
+    "secrets": SecretsConfig,
     "versions": VersionsConfig,
 }
 # Sections that may be left out entirely, and what they mean then.
 OPTIONAL_SECTIONS: dict[str, Any] = {
     "nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "monitoring": {}, "autoscaling": {},
-    "supplyChain": {}, "versions": {},
+    "supplyChain": {}, "secrets": {}, "versions": {},
 }
 
 
@@ -104,6 +106,7 @@ class PlatformConfig:
     monitoring: MonitoringConfig
     autoscaling: AutoscalingConfig
     supply_chain: SupplyChainConfig
+    secrets: SecretsConfig
     # The system pods' requests against the system nodes' allocatable (config/system_capacity.py).
     system_capacity: SystemCapacityPlan
 
@@ -177,7 +180,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         system_nodes_ok = len(problems.lines) == problems_before_cluster
         if system_nodes_ok and isinstance(versions, VersionsConfig) and isinstance(monitoring_section, MonitoringConfig):
             system_capacity = _check_system_capacity(
-                cluster, versions, monitoring_section, sections.get("supplyChain"), problems
+                cluster, versions, monitoring_section, sections.get("supplyChain"), sections.get("secrets"), problems
             )
     if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
         addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
@@ -220,9 +223,11 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
                 )
         if gpu.dra.enabled:
             check_claim_templates(gpu.dra.claim_templates, tenant_plans, gpu_pools, problems)
-    supply_chain = sections.get("supplyChain")
-    if isinstance(tenants, TenantsConfig) and isinstance(supply_chain, SupplyChainConfig):
-        _check_serving(tenants, supply_chain, problems)
+    supply_chain, secrets = sections.get("supplyChain"), sections.get("secrets")
+    if isinstance(tenants, TenantsConfig) and isinstance(supply_chain, SupplyChainConfig) and isinstance(secrets, SecretsConfig):
+        _check_serving(tenants, supply_chain, secrets, problems)
+    if isinstance(tenants, TenantsConfig) and isinstance(secrets, SecretsConfig) and isinstance(cluster, ClusterConfig):
+        _check_secrets_roles(tenants, secrets, cluster, problems)
     problems.raise_if_any()
 
     assert isinstance(region, str)
@@ -232,7 +237,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     assert isinstance(cpu_pool, CpuPoolConfig)
     assert isinstance(monitoring, MonitoringConfig) and isinstance(autoscaling, AutoscalingConfig)
     assert system_capacity is not None
-    assert isinstance(supply_chain, SupplyChainConfig)
+    assert isinstance(supply_chain, SupplyChainConfig) and isinstance(secrets, SecretsConfig)
     return PlatformConfig(
         region=region,
         cluster=cluster,
@@ -249,6 +254,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         monitoring=monitoring,
         autoscaling=autoscaling,
         supply_chain=supply_chain,
+        secrets=secrets,
         system_capacity=system_capacity,
     )
 
@@ -307,6 +313,7 @@ def _check_system_capacity(
     versions: VersionsConfig,
     monitoring: MonitoringConfig,
     supply_chain: BaseModel | None,
+    secrets: BaseModel | None,
     problems: Problems,
 ) -> SystemCapacityPlan | None:
     """The controllers, add-ons and DaemonSets on the system nodes must fit `minSize` nodes of the smallest type."""
@@ -329,6 +336,7 @@ def _check_system_capacity(
         resolve_charts(versions),
         monitoring.replicas,
         kyverno_replicas=verification.admission_replicas if verification is not None else None,
+        external_secrets=isinstance(secrets, SecretsConfig) and secrets.enabled,
     )
     for path, message in capacity_problems(plan, root):
         problems.add(path, message)
@@ -409,8 +417,8 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
         problems.add(f"{NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied")
 
 
-def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, problems: Problems) -> None:
-    """What `supplyChain` asks of the model servers the platform declares."""
+def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secrets: SecretsConfig, problems: Problems) -> None:
+    """What `supplyChain` asks of the model servers the platform declares, and the secrets they name."""
     labels = item_labels(tenants.root)
     for i, tenant in enumerate(tenants.root):
         deployments = item_labels(tenant.inference)
@@ -431,6 +439,27 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, prob
                     f"not set and supplyChain.requireModelRevisions is true: name the commit of {serving.model} "
                     "to serve (the Hub's `main` moves)",
                 )
+            if serving.hf_token_secret is not None and not secrets.enabled:
+                problems.add(
+                    f"{key}.hfTokenSecret",
+                    f"{show(serving.hf_token_secret)} needs gpu-platform:secrets.enabled: true, which reads it from "
+                    "AWS Secrets Manager",
+                )
+
+
+def _check_secrets_roles(tenants: TenantsConfig, secrets: SecretsConfig, cluster: ClusterConfig, problems: Problems) -> None:
+    """Each tenant's secrets role is named `<cluster>-secrets-<tenant>`, which IAM caps at 64 characters."""
+    if not secrets.enabled:
+        return
+    labels = item_labels(tenants.root)
+    for i, tenant in enumerate(tenants.root):
+        role = tenant_secrets_role_name(cluster.name, tenant.name)
+        if len(role) > IAM_ROLE_NAME_LIMIT:
+            problems.add(
+                f"{NAMESPACE}:tenants[{labels[i]}].name",
+                f"{show(tenant.name)} makes its secrets role {role!r}, {len(role)} characters; IAM allows "
+                f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
+            )
 
 
 def _validates(model: type[BaseModel], value: Any) -> bool:

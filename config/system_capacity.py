@@ -286,6 +286,14 @@ CHART_DEFAULTS: dict[str, dict[str, dict[str, ChartPod]]] = {
             ),
         },
     },
+    # Installed with gpu-platform:secrets; unsized upstream (`resources: {}`), so only their pod count weighs.
+    "external-secrets": {
+        "2.9.0": {
+            "controller": ChartPod(("resources",), replicas=("replicaCount",)),
+            "webhook": ChartPod(("webhook", "resources"), replicas=("webhook", "replicaCount")),
+            "cert-controller": ChartPod(("certController", "resources"), replicas=("certController", "replicaCount")),
+        },
+    },
 }
 
 # The config-reloader sidecar in the Prometheus and Alertmanager pods: kube-prometheus-stack's
@@ -316,6 +324,10 @@ KUEUE = ControllerSizing(replicas=2)
 # the HPA's external metrics, and while it is down no ScaledObject scales.
 KEDA_OPERATOR = ControllerSizing(replicas=2)
 KEDA_METRICS_SERVER = ControllerSizing(replicas=2)
+# External Secrets Operator's webhook validates every ExternalSecret and SecretStore and fails closed: a
+# second replica keeps them writable through a node's loss. The controller runs one (the chart turns leader
+# election off); while it is away, Secrets already synced stay.
+EXTERNAL_SECRETS_WEBHOOK = ControllerSizing(replicas=2)
 # Kubeflow Trainer's manager: the requests its values.yaml suggests in a comment (`manager.resources`,
 # kubeflow/trainer v2.3.0 charts/kubeflow-trainer/values.yaml), no limit. One replica: its webhooks
 # cover only the trainer's own kinds, so while it restarts no TrainJob can be created, nothing else.
@@ -450,14 +462,18 @@ def plan_system_capacity(
     prometheus_replicas: int,
     *,
     kyverno_replicas: int | None = None,
+    external_secrets: bool = False,
 ) -> SystemCapacityPlan:
     """The pods the platform runs on the system nodes, sized from the charts at `charts`' versions and
     the program's values. Every type in `instance_types` must be in INSTANCE_SHAPES. Kyverno counts when
-    `kyverno_replicas` (its admission controller's) is given."""
+    `kyverno_replicas` (its admission controller's) is given, External Secrets Operator when `external_secrets`."""
     shapes = [INSTANCE_SHAPES[name].allocatable for name in instance_types]
     smallest = Requests(min(s.cpu_m for s in shapes), min(s.memory_mib for s in shapes))
     max_pods = min(INSTANCE_SHAPES[name].max_pods for name in instance_types)
-    installed = [name for name in CHART_DEFAULTS if name != "kyverno" or kyverno_replicas is not None]
+    installed = [
+        name for name in CHART_DEFAULTS
+        if (name != "kyverno" or kyverno_replicas is not None) and (name != "external-secrets" or external_secrets)
+    ]
     rows = {name: _chart_rows(name, charts[name].version) for name in installed}
     karpenter, kueue, keda = rows["karpenter"], rows["kueue"], rows["keda"]
     gpu, kps, trainer = rows["gpu-operator"], rows["kube-prometheus-stack"], rows["kubeflow-trainer"]
@@ -493,6 +509,13 @@ def plan_system_capacity(
         pods += [
             kyverno.pod("admission-controller", "kyverno-admission-controller", ControllerSizing(kyverno_replicas)),
             kyverno.pod("reports-controller", "kyverno-reports-controller"),
+        ]
+    if external_secrets:
+        eso = rows["external-secrets"]
+        pods += [
+            eso.pod("controller", "external-secrets"),
+            eso.pod("webhook", "external-secrets-webhook", EXTERNAL_SECRETS_WEBHOOK),
+            eso.pod("cert-controller", "external-secrets-cert-controller"),
         ]
     notes = tuple(row.note for row in rows.values() if row.note)
     return SystemCapacityPlan(tuple(instance_types), min_size, smallest, tuple(pods), max_pods, notes)

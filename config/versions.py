@@ -120,6 +120,12 @@ CHARTS: dict[str, ChartPin] = {
     "aws-efa-k8s-device-plugin": ChartPin(
         chart="aws-efa-k8s-device-plugin", repository="https://aws.github.io/eks-charts", version="v0.5.30"
     ),
+    # external-secrets/external-secrets tag helm-chart-2.9.0 (External Secrets Operator v2.9.0), the chart-release
+    # commit after v2.9.0. Installed when the stack hands tenants secrets (gpu-platform:secrets.enabled). Its
+    # images are pinned by tag only: templates/_helpers.tpl `external-secrets.image` writes `<repository>:<tag>`.
+    "external-secrets": ChartPin(
+        chart="external-secrets", repository="https://charts.external-secrets.io", version="2.9.0"
+    ),
 }
 
 
@@ -179,6 +185,9 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     "kyverno": HelmInstall(timeout_seconds=600),
     # One DaemonSet on the EFA pools' nodes (none may exist yet); its image comes from an EKS ECR in us-west-2.
     "aws-efa-k8s-device-plugin": HelmInstall(timeout_seconds=600),
+    # Controller, webhook (two replicas) and cert controller; the webhook turns ready once the cert controller
+    # has written its certificate and injected the CA.
+    "external-secrets": HelmInstall(timeout_seconds=600),
 }
 
 

@@ -450,6 +450,13 @@ def _supply_chain(config: PlatformConfig) -> str:
                 if d.serving is not None
             ],
         )
+    if config.secrets.enabled:
+        text += (
+            f"\nTenant secrets: External Secrets Operator {config.charts['external-secrets'].version}. Each tenant namespace's "
+            "SecretStore `aws-secrets-manager` reads AWS Secrets Manager secrets named "
+            f"`/{config.cluster.name}/<tenant>/*` through role `{config.cluster.name}-secrets-<tenant>`, and nothing else; "
+            "tenant admins write ExternalSecrets, never stores.\n"
+        )
     return "## Supply chain\n\n" + text
 
 

@@ -136,6 +136,13 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
         Renders("security.openshift.io/v1", "SecurityContextConstraints",
                 ("opencost.platforms.openshift.enabled", "opencost.platforms.openshift.enableSCC"), "scc.yaml"),
     ),
+    # external-secrets/external-secrets helm-chart-2.9.0 deploy/charts/external-secrets/templates/ (the
+    # ServiceMonitors also check `.Capabilities.APIVersions` unless `serviceMonitor.renderMode` says otherwise).
+    "external-secrets": (
+        Renders("monitoring.coreos.com/v1", "ServiceMonitor", ("serviceMonitor.enabled",), "servicemonitor.yaml"),
+        Renders("cert-manager.io/v1", "Certificate",
+                ("webhook.create", "webhook.certManager.enabled", "webhook.certManager.cert.create"), "webhook-certificate.yaml"),
+    ),
     # CRDs only.
     "karpenter-crd": (),
     "prometheus-operator-crds": (),

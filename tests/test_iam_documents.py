@@ -166,8 +166,33 @@ def pod_identity(namespace: str, service_account: str) -> dict[str, Any]:
     )
 
 
+ESO_CONTROLLER_ARN = f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-external-secrets"
+# The multi-pool fixture's tenants, each with a secrets role.
+TENANTS = ("data-science", "experiments", "inference", "llm-training")
+
+
+def external_secrets_tenant(tenant: str) -> dict[str, Any]:
+    """Only External Secrets Operator's controller, in its own namespace on this cluster (the Pod Identity
+    session's principal tags), for ExternalSecrets of the tenant's namespace (the `esoNamespace` session tag
+    ESO sets, external-secrets v2.9.0 providers/v1/aws/provider.go buildSessionTags)."""
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow",
+        "Principal": {"AWS": ESO_CONTROLLER_ARN},
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
+        "Condition": {"StringEquals": {
+            "aws:PrincipalAccount": ACCOUNT,
+            "aws:PrincipalTag/eks-cluster-name": CLUSTER,
+            "aws:PrincipalTag/kubernetes-namespace": "external-secrets",
+            "aws:PrincipalTag/kubernetes-service-account": "external-secrets",
+            "aws:RequestTag/esoNamespace": tenant,
+        }},
+    }]}
+
+
 # Who may assume each role; EC2 and VPC flow logs need sts:AssumeRole only.
 ROLE_TRUST = {
+    f"{CLUSTER}-external-secrets": pod_identity("external-secrets", "external-secrets"),
+    **{f"{CLUSTER}-secrets-{tenant}": external_secrets_tenant(tenant) for tenant in TENANTS},
     f"{CLUSTER}-karpenter-controller": pod_identity("kube-system", "karpenter"),
     f"{CLUSTER}-aws-ebs-csi-driver": pod_identity("kube-system", "ebs-csi-controller-sa"),
     # The node roles are for EC2 only (upstream's node role also trusts Pod Identity, which nothing here uses).
@@ -250,8 +275,7 @@ def test_each_role_gets_exactly_its_managed_policies():
 def test_flow_logs_may_write_only_to_their_own_log_group():
     # The actions VPC flow logs need to publish to CloudWatch Logs (VPC user guide, "flow-logs-iam-role").
     log_group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/vpc/{CLUSTER}/flow-logs"
-    [policy] = declared("aws:iam/rolePolicy:RolePolicy")
-    assert policy.inputs["role"] == f"{CLUSTER}-vpc-flow-logs"
+    [policy] = [p for p in declared("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-vpc-flow-logs"]
     assert json.loads(policy.inputs["policy"]) == {
         "Version": "2012-10-17",
         "Statement": [
@@ -317,12 +341,34 @@ def test_each_interruption_rule_matches_one_upstream_event_and_targets_the_queue
     assert {t.inputs["arn"] for t in targets} == {QUEUE_ARN}
 
 
+@pytest.mark.parametrize("tenant", TENANTS)
+def test_a_tenants_secrets_role_reads_only_its_own_path(tenant):
+    [policy] = [p for p in declared("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-secrets-{tenant}"]
+    assert json.loads(policy.inputs["policy"]) == {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow",
+        "Action": ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+        "Resource": f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:/{CLUSTER}/{tenant}/*",
+    }]}
+
+
+def test_external_secrets_controller_may_only_assume_the_tenants_secrets_roles():
+    [policy] = [p for p in declared("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-external-secrets"]
+    assert json.loads(policy.inputs["policy"]) == {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow",
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
+        "Resource": f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-secrets-*",
+    }]}
+
+
 def test_the_controller_and_the_ebs_driver_get_their_roles_through_pod_identity():
     associations = {
         (a.inputs["namespace"], a.inputs["serviceAccount"]): a.inputs["roleArn"]
         for a in declared("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     }
-    assert associations == {("kube-system", "karpenter"): f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-karpenter-controller"}
+    assert associations == {
+        ("kube-system", "karpenter"): f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-karpenter-controller",
+        ("external-secrets", "external-secrets"): ESO_CONTROLLER_ARN,
+    }
     # The EBS CSI driver's association is part of its add-on (service account ebs-csi-controller-sa).
     [ebs] = [a for a in declared("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"]
     assert ebs.inputs["podIdentityAssociations"] == [
@@ -341,7 +387,7 @@ def test_each_pod_identity_role_trusts_only_the_service_account_its_association_
         for association in addon.inputs.get("podIdentityAssociations") or ()
     ]
     pod_identity_roles = {
-        name for name, doc in roles.items() if doc["Statement"][0]["Principal"]["Service"] == "pods.eks.amazonaws.com"
+        name for name, doc in roles.items() if doc["Statement"][0]["Principal"].get("Service") == "pods.eks.amazonaws.com"
     }
     assert {arn.rsplit("/", 1)[1] for _, _, arn in associations} == pod_identity_roles
     for namespace, service_account, arn in associations:

@@ -82,7 +82,7 @@ def test_flow_logs_follow_config():
 
 def test_flow_log_role_writes_only_to_its_log_group():
     multi_pool = render_fixture("multi-pool")
-    [policy] = multi_pool.by_type("aws:iam/rolePolicy:RolePolicy")
+    [policy] = [p for p in multi_pool.by_type("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == "gpu-prod-vpc-flow-logs"]
     [statement] = json.loads(policy.inputs["policy"])["Statement"]
     assert all(resource.startswith("arn:aws:logs:us-east-1:111122223333:log-group:/aws/vpc/gpu-prod/flow-logs")
                for resource in statement["Resource"])

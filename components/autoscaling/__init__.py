@@ -125,7 +125,8 @@ class Autoscaling(pulumi.ComponentResource):
         :param gpu_nodes: what a served Deployment's pods need to run on a GPU node: the GPU Operator
             release (device plugin) and Karpenter's NodePools. `pulumi destroy` then removes the
             Deployment before them, while the queue still admits and the nodes still drain. Also what
-            admits its pods: the image verification policies (`SupplyChain.policies`), when the stack has them.
+            admits its pods and what they read: the image verification policies (`SupplyChain.policies`) and
+            the ExternalSecrets of model-hub tokens (`TenantSecrets.external_secrets`), when the stack has them.
         :param depends_on: what the KEDA release waits for: the system nodes, and the release of the
             monitoring CRDs (`Monitoring.crd_release`), which the chart's ServiceMonitors need.
         """

@@ -23,6 +23,7 @@ from config.labels import (
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PORT,
 )
+from config.secrets import HF_TOKEN_ENV, hf_token_secret_name
 from config.tenants import SERVER_SCRATCH_GIB
 
 from ..lib.placement import gpu_toleration
@@ -92,6 +93,11 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
     if gpus > 1:
         # Tensor-parallel workers exchange tensors through /dev/shm (64 MiB by default); it counts as memory.
         volumes.append(("/dev/shm", {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{2 * gpus}Gi"}}))
+    env: list[dict[str, Any]] = [{"name": "HOME", "value": CACHE_DIR}, {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"}]
+    if serving.hf_token_secret is not None:
+        # huggingface_hub reads the Hub token from HF_TOKEN; the Secret is External Secrets Operator's copy.
+        secret = {"name": hf_token_secret_name(deployment.name), "key": HF_TOKEN_ENV}
+        env.append({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": secret}})
     probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": SERVER_PROBE_PERIOD_SECONDS}
     labels = deployment_labels(deployment)
     # Deep-copied: the manifest shares no dict between its fields (or with HPA_BEHAVIOR-like constants).
@@ -134,10 +140,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
                             "image": serving.image,
                             "args": args,
                             "ports": [{"name": HTTP_PORT_NAME, "containerPort": serving.port, "protocol": "TCP"}],
-                            "env": [
-                                {"name": "HOME", "value": CACHE_DIR},
-                                {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
-                            ],
+                            "env": env,
                             "resources": {
                                 "requests": {"cpu": cpu, "memory": memory, EPHEMERAL_STORAGE: cache, GPU_RESOURCE: str(gpus)},
                                 "limits": {
