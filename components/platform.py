@@ -302,6 +302,8 @@ class GpuPlatform(pulumi.ComponentResource):
             platform_namespaces[namespaces.DRA_DRIVER] = [self.gpu_operator.dra_release]
         if self.supply_chain is not None:
             platform_namespaces[namespaces.KYVERNO] = [self.supply_chain.release]
+        if self.secrets is not None:
+            platform_namespaces[namespaces.EXTERNAL_SECRETS] = [self.secrets.release]
         self.platform_network = PlatformNetwork(
             f"{name}-platform-network",
             platform_namespaces,

@@ -72,6 +72,8 @@ ACCESS: dict[str, NamespaceAccess] = {
     namespaces.OPENCOST: NamespaceAccess(),
     # kyverno 3.9.0 values.yaml: admissionController.webhookServer.port and cleanupController's webhook, 9443.
     namespaces.KYVERNO: NamespaceAccess(api_server_ports=(9443,)),
+    # external-secrets 2.9.0 values.yaml webhook.port: the webhook that validates ExternalSecrets and stores.
+    namespaces.EXTERNAL_SECRETS: NamespaceAccess(api_server_ports=(10250,)),
 }
 
 
