@@ -4,6 +4,7 @@
 #   make check [STACK=dev]    validate a stack's config only
 #   make conformance          render every stack and check it against the vendored upstream schemas
 #   make lint                 ruff (lint + import order) and mypy
+#   make checkov              checkov over every stack's rendered manifests (after `make conformance`)
 #   make mutate               mutation testing (mutmut); long, not part of `make test`
 #   make vendor CHART=...     re-fetch a chart's upstream CRDs and defaults at its pinned version
 #   make docs                 regenerate the config reference in README.md
@@ -44,6 +45,20 @@ conformance: $(VENV)/.installed
 	  $(PY) -m offline validate --k8s-version $$version build/$$stack; \
 	done
 
+# checkov in its own virtualenv (requirements-checkov.txt); .checkov.yaml lists each accepted check
+# and why. Scans the renders `make conformance` leaves in build/<stack>.
+CHECKOV_VENV := .venv-checkov
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+checkov: $(CHECKOV_VENV)/.installed
+	@set -e; for stack in $(STACKS); do \
+	  echo "checkov: stack $$stack"; \
+	  $(CHECKOV_VENV)/bin/checkov --config-file .checkov.yaml -f build/$$stack/manifests.yaml; \
+	done
+
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
 	$(PY) -m mypy
@@ -74,4 +89,4 @@ diff: $(VENV)/.installed
 	$(PY) -m offline diff --stack $(STACK) --base $(BASE)
 
 clean:
-	rm -rf build mutants $(VENV)
+	rm -rf build mutants $(VENV) $(CHECKOV_VENV)
