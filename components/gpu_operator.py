@@ -165,9 +165,10 @@ def operator_values(pools: Sequence[GpuPoolPlan], gpu: GpuConfig) -> dict[str, A
         "driver": {"enabled": not all(stack.driver for stack in stacks)},
         "toolkit": {"enabled": not all(stack.toolkit for stack in stacks)},
         # Operands keep the chart's daemonsets.tolerations (nvidia.com/gpu Exists NoSchedule), which
-        # covers the GPU taint every GPU node carries. Where the node OS runs its own device plugin
-        # (Bottlerocket) the pool labels its nodes nvidia.com/gpu.deploy.device-plugin=false, which
-        # the operator honours and its device-plugin DaemonSet selects on.
+        # covers the GPU taint every GPU node carries. Bottlerocket pools label their nodes
+        # nvidia.com/gpu.deploy.operands=false (GpuPoolPlan.labels): the operator then strips every
+        # operand's deploy label there, so none of its DaemonSets (device plugin, DCGM exporter,
+        # validator, GFD...) selects those nodes.
         "mig": {"strategy": gpu.mig_strategy},
         # Each node picks its named configuration through its nvidia.com/device-plugin.config label.
         "devicePlugin": {"config": {"name": DEVICE_PLUGIN_CONFIG_MAP, "default": DEFAULT_SHARING_CONFIG}},
@@ -193,10 +194,11 @@ def dcgm_exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
     series per pod, and for DCGM_FI_DEV_GPU_UTIL and DCGM_FI_DEV_FB_USED each pod's own share, which it
     finds by mapping the GPU's processes to pods through /proc/<pid>/cgroup (pidmapper.go): hence
     hostPID. The chart's env and hostPID apply to every node's exporter, so both are on whenever a
-    pool time-slices; whole and MIG GPUs map to pods the same way either way.
+    pool the operator's operands run on time-slices; whole and MIG GPUs map to pods the same way either
+    way. Bottlerocket pools' GPUs are exported by the standalone exporter (components/dcgm_exporter.py).
     """
     values: dict[str, Any] = {"enabled": True, "serviceMonitor": {"enabled": True, "honorLabels": True}}
-    if any(pool.config.sharing.mode == "timeSlicing" for pool in pools):
+    if any(pool.config.sharing.mode == "timeSlicing" for pool in pools if pool.runs_operator_operands):
         values["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
         values["hostPID"] = True
     return values

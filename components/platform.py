@@ -8,11 +8,12 @@ import pulumi_aws as aws
 from config import PlatformConfig, namespaces
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, efa, monitoring, opencost, queueing, secrets, supply_chain, training
+from . import autoscaling, dcgm_exporter, efa, monitoring, opencost, queueing, secrets, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
 from .autoscaling import Autoscaling
 from .cluster import Cluster
+from .dcgm_exporter import DcgmExporter
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
@@ -208,6 +209,19 @@ class GpuPlatform(pulumi.ComponentResource):
             namespaces=self.tenants.namespaces,
             depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
+        )
+        # GPU metrics of the nodes the operator's operands skip (Bottlerocket), into the operator's namespace.
+        self.dcgm_exporter = (
+            DcgmExporter(
+                f"{name}-dcgm-exporter",
+                config.gpu_pools,
+                chart=config.charts[dcgm_exporter.CHART_KEY],
+                provider=self.cluster.provider,
+                depends_on=[*scraped_controllers_ready, self.gpu_operator.release],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if dcgm_exporter.exporter_pools(config.gpu_pools)
+            else None
         )
         # EFA devices reach pods only through the device plugin; only where a pool asks for EFA.
         self.efa = (

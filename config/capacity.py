@@ -23,6 +23,7 @@ from .labels import (
     GPU_RESOURCE,
     MIG_CONFIG_LABEL,
     MIG_DEVICE_CLASS,
+    OPERANDS_DEPLOY_LABEL,
     POOL_LABEL,
     device_class_resource,
 )
@@ -57,6 +58,16 @@ class GpuPoolPlan:
     def sharing_config_name(self) -> str:
         """The device-plugin configuration (time-slicing) or MIG layout this pool's nodes select."""
         return self.name
+
+    @property
+    def runs_operator_operands(self) -> bool:
+        """Whether the GPU Operator's operands, its DCGM exporter among them, run on the pool's nodes.
+
+        Not on Bottlerocket: NVIDIA does not support them there (NVIDIA/gpu-operator#946), and
+        Bottlerocket's NVIDIA variant brings the driver, toolkit and device plugin itself; a standalone
+        DCGM exporter serves the pool's GPU metrics instead (components/dcgm_exporter.py).
+        """
+        return self.config.ami_family != "bottlerocket"
 
     @property
     def dra_device_class(self) -> str | None:
@@ -104,6 +115,8 @@ class GpuPoolPlan:
         if self.config.ami_family == "bottlerocket":
             # Bottlerocket's NVIDIA variant runs its own device plugin; a second one would advertise every GPU twice.
             labels[DEVICE_PLUGIN_DEPLOY_LABEL] = "false"
+        if not self.runs_operator_operands:
+            labels[OPERANDS_DEPLOY_LABEL] = "false"
         return labels
 
     @property

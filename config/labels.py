@@ -27,6 +27,10 @@ DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # Set to "false" where the node OS brings its own device plugin (Bottlerocket) or DRA allocates the GPUs.
 DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+# Set to "false" where none of the operator's operands may run (Bottlerocket): the operator then removes
+# every nvidia.com/gpu.deploy.<operand> label from the node, and each operand's DaemonSet selects
+# `<its label>: "true"` (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go, hasOperandsDisabled).
+OPERANDS_DEPLOY_LABEL = "nvidia.com/gpu.deploy.operands"
 
 # --- labels Karpenter sets ------------------------------------------------------------------------
 CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"

@@ -126,6 +126,11 @@ CHARTS: dict[str, ChartPin] = {
     "external-secrets": ChartPin(
         chart="external-secrets", repository="https://charts.external-secrets.io", version="2.9.0"
     ),
+    # NVIDIA/dcgm-exporter tag 4.5.3-4.8.2 (deployment/, chart 4.8.2). Installed when a GPU pool runs
+    # Bottlerocket, whose nodes the GPU Operator's operands stay off (components/dcgm_exporter.py).
+    "dcgm-exporter": ChartPin(
+        chart="dcgm-exporter", repository="https://nvidia.github.io/dcgm-exporter/helm-charts", version="4.8.2"
+    ),
 }
 
 
@@ -188,6 +193,9 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     # Controller, webhook (two replicas) and cert controller; the webhook turns ready once the cert controller
     # has written its certificate and injected the CA.
     "external-secrets": HelmInstall(timeout_seconds=600),
+    # One DaemonSet on the Bottlerocket GPU pools' nodes (none may exist yet); where some do, each pod
+    # pulls its image from nvcr.io and turns ready 45 s after it starts (readinessProbe initialDelaySeconds).
+    "dcgm-exporter": HelmInstall(timeout_seconds=600),
 }
 
 

@@ -139,6 +139,8 @@ CHART_SOURCES: dict[str, ChartSource] = {
             "config/crds/bases/external-secrets.io_secretstores.yaml",
         ),
     ),
+    # NVIDIA tags the repository `<DCGM version>-<exporter version>`; the chart's version is the exporter's.
+    "dcgm-exporter": ChartSource("NVIDIA/dcgm-exporter", "4.5.3-{version}", "deployment"),
 }
 
 

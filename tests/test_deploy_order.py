@@ -86,6 +86,10 @@ CHART_KINDS: dict[str, tuple[Renders, ...]] = {
         Renders("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule", ("nfd.nodefeaturerules",), "nodefeaturerules.yaml",
                 crd_in_chart=True),
     ),
+    # NVIDIA/dcgm-exporter 4.5.3-4.8.2 deployment/templates/
+    "dcgm-exporter": (
+        Renders("monitoring.coreos.com/v1", "ServiceMonitor", ("serviceMonitor.enabled",), "service-monitor.yaml"),
+    ),
     # kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1 deployments/helm/dra-driver-nvidia-gpu/templates/
     # (only with `webhook.tls.mode: cert-manager`, which `when` cannot express; the platform leaves the default).
     "dra-driver-nvidia-gpu": (),

@@ -1,0 +1,135 @@
+"""A standalone DCGM exporter on the Bottlerocket GPU pools' nodes, where the GPU Operator's operands stay off.
+
+NVIDIA does not support the GPU Operator's operands on Bottlerocket (NVIDIA/gpu-operator#946), so those
+pools label their nodes `nvidia.com/gpu.deploy.operands=false` (config/capacity.py) and the operator's
+exporter never lands there. This release of NVIDIA's own chart (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2,
+deployment/values.yaml and templates/daemonset.yaml, service-monitor.yaml; pinned in config/versions.py)
+takes its place, writing the series the operator's would: the same image and counters, the same
+`hostname` label (NODE_NAME from spec.nodeName), the same pod attribution through the kubelet's
+pod-resources socket (the chart mounts `kubeletPath` as the operator does), KUBERNETES_VIRTUAL_GPUS
+and hostPID when a Bottlerocket pool time-slices, and the same `job`, scraped with honorLabels by a
+ServiceMonitor the monitoring stack's Prometheus selects (it selects every ServiceMonitor).
+
+How the exporter reaches the GPUs on Bottlerocket: the NVIDIA variants run every container through the
+NVIDIA container toolkit's hooks (bottlerocket-os/bottlerocket sources/shared-defaults/
+nvidia-oci-hooks-containerd-cri.toml), so no RuntimeClass is needed, but they set
+`settings.nvidia-container-runtime.visible-devices-envvar-when-unprivileged = false`
+(sources/shared-defaults/nvidia-k8s-container-toolkit.toml; SECURITY_GUIDANCE.md "Enforce requested
+NVIDIA GPU limits for unprivileged containers"): the image's NVIDIA_VISIBLE_DEVICES=all is honoured
+only for a privileged container, which the toolkit takes to mean one holding CAP_SYS_ADMIN. The chart's
+default securityContext (root, CAP_SYS_ADMIN, every other capability dropped) is that; DCGM then
+initialises on Bottlerocket (bottlerocket-os/bottlerocket#3992: "indeed it works with CAP_SYS_ADMIN"),
+without the full `privileged: true` the operator's exporter runs with. On a bump, diff values.yaml and
+templates/ between the two tags and the image tag against the GPU Operator's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from config import namespaces
+from config.capacity import GpuPoolPlan
+from config.labels import POOL_LABEL
+from config.versions import ChartPin
+
+from .lib.helm import helm_release
+from .lib.placement import gpu_toleration
+from .lib.resources import Children
+
+CHART_KEY = "dcgm-exporter"
+RELEASE_NAME = "dcgm-exporter"
+# The GPU Operator's namespace: `privileged` under Pod Security, which root, CAP_SYS_ADMIN and a
+# hostPath volume need, and already open to Prometheus' scrapes.
+NAMESPACE = namespaces.GPU_OPERATOR
+
+# The exporter image the GPU Operator v26.7.0 deploys (deployments/gpu-operator/values.yaml
+# dcgmExporter.version), so both exporters write the same metrics and labels.
+OPERATOR_EXPORTER_TAG = "4.6.0-4.8.3-distroless"
+# The counters the operator's exporter collects (assets/state-dcgm-exporter/0800_daemonset.yaml,
+# DCGM_EXPORTER_COLLECTORS), a file in the image: the alerts and dashboards are written against it.
+OPERATOR_COUNTERS = "/etc/dcgm-exporter/dcp-metrics-included.csv"
+# The operator's ServiceMonitor takes `job` from its Service's `app` label (assets/state-dcgm-exporter/
+# 0500_service_monitor.yaml jobLabel: app; 0400_service.yaml app: nvidia-dcgm-exporter).
+OPERATOR_JOB = "nvidia-dcgm-exporter"
+
+
+class DcgmExporter(pulumi.ComponentResource):
+    """The dcgm-exporter chart's release, on the nodes of the pools the GPU Operator's operands skip."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(
+        self,
+        name: str,
+        pools: Sequence[GpuPoolPlan],
+        *,
+        chart: ChartPin,
+        provider: k8s.Provider,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """
+        :param pools: `PlatformConfig.gpu_pools`; the exporter runs on the nodes of those without operator operands.
+        :param chart: `PlatformConfig.charts["dcgm-exporter"]`.
+        :param provider: the cluster's Kubernetes provider.
+        :param depends_on: the GPU Operator's release (its namespace) and the monitoring CRDs (the ServiceMonitor).
+        """
+        super().__init__("gpu-platform:gpu:DcgmExporter", name, None, opts)
+        children = Children(self, provider, depends_on)
+        self.release = helm_release(
+            f"{name}-release",
+            release_name=RELEASE_NAME,
+            pin=chart,
+            namespace=NAMESPACE,
+            values=exporter_values(pools),
+            opts=children.opts(),
+        )
+        self.register_outputs({"chartVersion": self.release.version})
+
+
+def exporter_pools(pools: Sequence[GpuPoolPlan]) -> list[GpuPoolPlan]:
+    """The pools whose GPU metrics come from this exporter: those the operator's operands skip."""
+    return [pool for pool in pools if not pool.runs_operator_operands]
+
+
+def exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
+    """Values of the dcgm-exporter chart (4.8.2); every key exists in its values.yaml."""
+    served = exporter_pools(pools)
+    if not served:
+        raise ValueError("no GPU pool runs without the GPU Operator's operands: the operator's exporter serves them all")
+    values: dict[str, Any] = {
+        "image": {"tag": OPERATOR_EXPORTER_TAG},
+        # `-f` replaces the chart's default, its own exporter-metrics-config-map, which is then not mounted.
+        "arguments": ["-f", OPERATOR_COUNTERS],
+        "extraConfigMapVolumes": [],
+        "extraVolumeMounts": [],
+        # Exactly those pools' nodes, past the GPU taint; the chart's control-plane toleration is dropped.
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": POOL_LABEL, "operator": "In", "values": sorted(p.name for p in served)}]}
+                    ]
+                }
+            }
+        },
+        "tolerations": [gpu_toleration()],
+        # honorLabels keeps the `namespace`, `pod` and `container` the exporter labels each GPU with
+        # (Prometheus would rename them exported_*), as on the operator's ServiceMonitor; `job` is the
+        # operator's, so a query or rule that names the job sees every GPU node.
+        "serviceMonitor": {
+            "enabled": True,
+            "honorLabels": True,
+            "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": OPERATOR_JOB}],
+        },
+    }
+    if any(pool.config.sharing.mode == "timeSlicing" for pool in served):
+        # A time-sliced GPU's series name one pod unless the exporter writes one per pod, which it maps
+        # through /proc/<pid>/cgroup (the same setting as the operator's exporter, components/gpu_operator.py).
+        values["extraEnv"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+        values["hostPID"] = True
+    return values

@@ -1,0 +1,198 @@
+"""GPU metrics on Bottlerocket: the GPU Operator's operands stay off there, a standalone exporter takes over.
+
+The standalone exporter (components/dcgm_exporter.py) must write what the operator's would, so the
+alerts, recording rules, dashboards and KEDA triggers see Bottlerocket GPUs like any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import dcgm_exporter
+from components.gpu_operator import operator_values
+from config.labels import OPERANDS_DEPLOY_LABEL
+from config.node_pools import GpuConfig
+from offline.metrics_inventory import load_inventory
+from offline.upstream import UPSTREAM_DIR
+
+from .conftest import chart_values_problems, fixture_document, load, render_fixture
+from .promql_inventory import SCRAPES, Checker, Inventory, Scrape, scraped_labels
+from .recorded import releases
+from .test_inventory import rules_and_dashboard_problems
+
+NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+OPERATOR_DAEMONSET = UPSTREAM_DIR / "metrics/gpu-operator/v26.7.0/0800_daemonset.yaml"
+
+# NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go: the deploy labels the operator sets to "true"
+# on a container-workload GPU node (gpuStateLabels[container]) unless the node already carries them with
+# a non-empty value (addGPUStateLabels), and the ones it strips, with those, from a node labelled
+# nvidia.com/gpu.deploy.operands=false (hasOperandsDisabled -> removeAllGPUStateLabels).
+OPERATOR_STATE_LABELS = (
+    "nvidia.com/gpu.deploy.driver",
+    "nvidia.com/gpu.deploy.gpu-feature-discovery",
+    "nvidia.com/gpu.deploy.container-toolkit",
+    "nvidia.com/gpu.deploy.device-plugin",
+    "nvidia.com/gpu.deploy.dcgm",
+    "nvidia.com/gpu.deploy.dcgm-exporter",
+    "nvidia.com/gpu.deploy.node-status-exporter",
+    "nvidia.com/gpu.deploy.operator-validator",
+    "nvidia.com/gpu.deploy.client",
+)
+UPSTREAM_OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
+
+
+def labelled_by_operator(labels: dict[str, str]) -> dict[str, str]:
+    """A GPU node's labels after the operator's node labelling (state_manager.go, updateGPUStateLabels)."""
+    if labels.get(UPSTREAM_OPERANDS_LABEL) == "false":
+        return {key: value for key, value in labels.items() if key not in OPERATOR_STATE_LABELS}
+    return {**{key: "true" for key in OPERATOR_STATE_LABELS}, **{k: v for k, v in labels.items() if v != ""}}
+
+
+def operator_exporter_daemonset() -> dict[str, Any]:
+    return yaml.safe_load(Path(OPERATOR_DAEMONSET).read_text())
+
+
+def node_pools(fixture: str) -> dict[str, dict[str, Any]]:
+    """Each NodePool's template (labels, taints) by pool name."""
+    return {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]["template"]
+        for r in render_fixture(fixture).by_type(NODE_POOL)
+    }
+
+
+def bottlerocket_pools(fixture: str) -> set[str]:
+    return {p.name for p in load(fixture_document(fixture)).gpu_pools if p.config.ami_family == "bottlerocket"}
+
+
+def selects(affinity: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a required node affinity of `In` expressions admits a node with `labels`."""
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    return any(
+        all(e["operator"] == "In" and labels.get(e["key"]) in e["values"] for e in term["matchExpressions"])
+        for term in terms
+    )
+
+
+def tolerates(tolerations: list[dict[str, str]], taint: dict[str, str]) -> bool:
+    return any(
+        t["key"] == taint["key"] and t["effect"] == taint["effect"]
+        and (t["operator"] == "Exists" or t.get("value") == taint.get("value"))
+        for t in tolerations
+    )
+
+
+@pytest.fixture(scope="module")
+def standalone() -> dict[str, Any]:
+    return releases(render_fixture("single-pool"))[dcgm_exporter.RELEASE_NAME].inputs["values"]
+
+
+# --- the operator's exporter ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("fixture", ["single-pool", "multi-pool"])
+def test_the_operators_dcgm_exporter_skips_bottlerocket_nodes_and_runs_on_every_other_gpu_node(fixture):
+    assert OPERANDS_DEPLOY_LABEL == UPSTREAM_OPERANDS_LABEL
+    # assets/state-dcgm-exporter/0800_daemonset.yaml: the DaemonSet selects its deploy label "true".
+    selector = operator_exporter_daemonset()["spec"]["template"]["spec"]["nodeSelector"]
+    bottlerocket = bottlerocket_pools(fixture)
+    for name, template in node_pools(fixture).items():
+        if name == "cpu":
+            continue
+        node = labelled_by_operator(template["metadata"]["labels"])
+        runs = all(node.get(key) == value for key, value in selector.items())
+        assert runs is (name not in bottlerocket), name
+        # No operand at all on Bottlerocket: every operand DaemonSet selects its own deploy label.
+        assert (name in bottlerocket) is not any(key in node for key in OPERATOR_STATE_LABELS), name
+
+
+def test_the_operators_exporter_attributes_shared_gpus_only_where_its_own_nodes_time_slice():
+    # single-pool's only pool is time-sliced Bottlerocket: the operator's exporter serves no node there.
+    exporter = operator_values(load(fixture_document("single-pool")).gpu_pools, GpuConfig())["dcgmExporter"]
+    assert "env" not in exporter and "hostPID" not in exporter
+
+
+# --- the standalone exporter ---------------------------------------------------------------------
+
+def test_the_standalone_exporter_is_installed_only_where_a_gpu_pool_runs_bottlerocket():
+    assert bottlerocket_pools("single-pool")
+    assert dcgm_exporter.RELEASE_NAME in releases(render_fixture("single-pool"))
+    assert not bottlerocket_pools("single-pool-dra")
+    assert dcgm_exporter.RELEASE_NAME not in releases(render_fixture("single-pool-dra"))
+
+
+@pytest.mark.parametrize("fixture", ["single-pool", "multi-pool"])
+def test_the_standalone_exporter_runs_on_exactly_the_bottlerocket_gpu_nodes_past_their_taints(fixture):
+    values = releases(render_fixture(fixture))[dcgm_exporter.RELEASE_NAME].inputs["values"]
+    bottlerocket = bottlerocket_pools(fixture)
+    for name, template in node_pools(fixture).items():
+        assert selects(values["affinity"], template["metadata"]["labels"]) is (name in bottlerocket), name
+        if name in bottlerocket:
+            assert all(tolerates(values["tolerations"], taint) for taint in template["spec"].get("taints", [])), name
+    assert "nodeSelector" not in values
+
+
+def test_the_standalone_exporters_values_exist_in_the_pinned_chart(standalone):
+    assert chart_values_problems(dcgm_exporter.CHART_KEY, standalone) == []
+
+
+def test_the_standalone_exporter_runs_the_operators_image_and_counters(standalone):
+    # gpu-operator v26.7.0 values.yaml dcgmExporter.version; the operator's DaemonSet's DCGM_EXPORTER_COLLECTORS.
+    operator_chart = yaml.safe_load((UPSTREAM_DIR / "gpu-operator/v26.7.0/values.yaml").read_text())
+    assert standalone["image"] == {"tag": operator_chart["dcgmExporter"]["version"]}
+    [container] = operator_exporter_daemonset()["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert standalone["arguments"] == ["-f", env["DCGM_EXPORTER_COLLECTORS"]]
+    # The chart's own counters ConfigMap would shadow the file at its mount path: not mounted.
+    assert standalone["extraVolumeMounts"] == standalone["extraConfigMapVolumes"] == []
+
+
+def test_the_standalone_exporter_maps_gpus_to_pods_through_the_same_kubelet_socket(standalone):
+    # dcgm-exporter 4.8.2 templates/daemonset.yaml mounts `kubeletPath` at /var/lib/kubelet/pod-resources,
+    # where the operator's DaemonSet mounts the host's /var/lib/kubelet/pod-resources.
+    chart = yaml.safe_load((UPSTREAM_DIR / "dcgm-exporter/4.8.2/values.yaml").read_text())
+    volumes = operator_exporter_daemonset()["spec"]["template"]["spec"]["volumes"]
+    [volume] = [v for v in volumes if v["name"] == "pod-gpu-resources"]
+    assert "kubeletPath" not in standalone and chart["kubeletPath"] == volume["hostPath"]["path"]
+
+
+def test_the_standalone_exporter_attributes_time_sliced_gpus_to_every_pod_as_the_operators_does(standalone):
+    [time_sliced] = [p for p in load(fixture_document("single-pool-dra")).gpu_pools if p.config.sharing.mode == "timeSlicing"]
+    operator = operator_values((time_sliced,), GpuConfig())["dcgmExporter"]
+    assert (standalone["extraEnv"], standalone["hostPID"]) == (operator["env"], operator["hostPID"])
+
+
+def test_bottlerocket_lets_the_standalone_exporter_see_the_gpus_by_cap_sys_admin():
+    # Bottlerocket honours NVIDIA_VISIBLE_DEVICES=all only in privileged containers, which the NVIDIA
+    # container toolkit takes to mean CAP_SYS_ADMIN (bottlerocket-os/bottlerocket SECURITY_GUIDANCE.md,
+    # #3992): the chart's default securityContext grants it, and the values leave it alone.
+    chart = yaml.safe_load((UPSTREAM_DIR / "dcgm-exporter/4.8.2/values.yaml").read_text())
+    assert "SYS_ADMIN" in chart["securityContext"]["capabilities"]["add"]
+    values = dcgm_exporter.exporter_values(load(fixture_document("single-pool")).gpu_pools)
+    assert "securityContext" not in values and "runtimeClassName" not in values
+
+
+def test_the_standalone_exporters_series_carry_every_label_the_rules_dashboards_and_triggers_read(standalone):
+    monitor = standalone["serviceMonitor"]
+    # honorLabels keeps the exporter's `namespace`/`pod` (the workload's) over the scrape's (the exporter's).
+    assert monitor["honorLabels"] is SCRAPES["dcgm-exporter"].honor_labels is True
+    scrape = Scrape(monitor["honorLabels"], SCRAPES["dcgm-exporter"].target_labels)
+    raw = load_inventory()
+    inventory = Inventory.load({source: metrics for source, metrics in raw.items() if source != "dcgm-exporter"})
+    inventory.metrics |= {name: scraped_labels(labels, scrape) for name, labels in raw["dcgm-exporter"].items()}
+    assert rules_and_dashboard_problems(inventory) == []
+    checker = Checker(inventory)
+    queries = [
+        trigger["metadata"]["query"]
+        for fixture in ("single-pool", "multi-pool")
+        for r in render_fixture(fixture).resources if r.inputs.get("kind") == "ScaledObject"
+        for trigger in r.inputs["spec"]["triggers"] if trigger["type"] == "prometheus"
+    ]
+    assert queries
+    for query in queries:
+        checker.check(query)
+    assert checker.problems == []
+    # The operator's ServiceMonitor's job (jobLabel: app of Service nvidia-dcgm-exporter).
+    assert monitor["relabelings"] == [{"action": "replace", "targetLabel": "job", "replacement": "nvidia-dcgm-exporter"}]
