@@ -118,9 +118,10 @@ def test_a_pool_yields_its_declared_gpus_at_the_cheapest_price_per_gpu(fixture, 
 
 
 POOL_LABELS = [
-    # Time-sliced on Bottlerocket: by Bottlerocket's device plugin, not the operator's, which stays off.
+    # Time-sliced on Bottlerocket: by Bottlerocket's device plugin, not the operator's; no operand of the operator runs.
     ("single-pool", "gpu-l40s", {
         "gpu-platform/node-pool": "gpu-l40s", "gpu-platform/gpu-model": "l40s", "nvidia.com/gpu.deploy.device-plugin": "false",
+        "nvidia.com/gpu.deploy.operands": "false",
     }),
     ("single-pool-dra", "gpu-l40s", {
         "gpu-platform/node-pool": "gpu-l40s", "gpu-platform/gpu-model": "l40s", "nvidia.com/device-plugin.config": "gpu-l40s",
@@ -129,9 +130,10 @@ POOL_LABELS = [
         "gpu-platform/node-pool": "gpu-h100", "gpu-platform/gpu-model": "h100-80gb", "nvidia.com/mig.config": "gpu-h100",
     }),
     ("multi-pool", "gpu-a100", {"gpu-platform/node-pool": "gpu-a100", "gpu-platform/gpu-model": "a100-40gb"}),
-    # Bottlerocket runs its own device plugin: the operator's stays off.
+    # Bottlerocket runs its own device plugin: the operator's stays off, with every other operand of the operator.
     ("multi-pool", "gpu-l40s", {
         "gpu-platform/node-pool": "gpu-l40s", "gpu-platform/gpu-model": "l40s", "nvidia.com/gpu.deploy.device-plugin": "false",
+        "nvidia.com/gpu.deploy.operands": "false",
     }),
 ]
 
