@@ -45,6 +45,7 @@ def test_a_render_writes_one_file_per_helm_release_beside_manifests_plan_and_sum
     written = write_render(render_fixture("multi-pool"), multi_pool_config(), tmp_path)
     assert files(tmp_path) == set(written)
     assert sorted(str(path.relative_to(tmp_path)) for path in written) == [
+        "helm/dcgm-exporter.yaml",
         "helm/external-secrets.yaml",
         "helm/gpu-operator.yaml",
         "helm/karpenter-crd.yaml",
