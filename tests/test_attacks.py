@@ -10,6 +10,7 @@ lists the same rows, and what stays the tenant's own responsibility.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import functools
 import json
 import re
@@ -207,6 +208,36 @@ def alertmanager_reached(objects: Objects) -> bool:
     return not any(connection_allowed(objects, tenant_pod, alertmanager, port) for port in (9093, 9090))
 
 
+def unsigned_image(objects: Objects) -> bool:
+    """A pod running an image from a registry a supply-chain policy covers, unsigned. Kyverno's CEL
+    library (verifyImageSignatures) is not evaluated offline: the policy is checked structurally to
+    deny, fail closed, bind this namespace's pods, match the image and verify every container list."""
+    image = "ghcr.io/acme-ai/trainer:1.0"
+    for policy in (o for o in objects if o["kind"] == "ImageValidatingPolicy"):
+        spec = policy["spec"]
+        rules = spec["matchConstraints"]["resourceRules"]
+        checked = " ".join(v["expression"] for v in spec["validations"])
+        if (
+            spec["validationActions"] == ["Deny"]
+            and spec["failurePolicy"] == "Fail"
+            and _selects_namespace(spec["matchConstraints"]["namespaceSelector"], tenant_labels(objects))
+            and any("pods" in r["resources"] and "CREATE" in r["operations"] for r in rules)
+            and any(fnmatch.fnmatchcase(image, m["glob"]) for m in spec["matchImageReferences"])
+            and all(f"images.{kind}.all(" in checked for kind in ("containers", "initContainers", "ephemeralContainers"))
+            and "verifyImageSignatures" in checked
+            and spec["attestors"]
+        ):
+            return True
+    return False
+
+
+def _selects_namespace(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    return (
+        all((e["key"] in labels) == (e["operator"] == "Exists") for e in selector.get("matchExpressions", ()))
+        and selector.get("matchLabels", {}).items() <= labels.items()
+    )
+
+
 def rbac_denies(verb: str, api_group: str, resource: str) -> Callable[[Objects], bool]:
     def attempt(objects: Objects) -> bool:
         return not rbac_allows(objects, ADMIN, verb, api_group, resource, TENANT)
@@ -342,6 +373,12 @@ ATTACKS = [
         alertmanager_reached,
         "NetworkPolicy: the tenant's egress (platform-owned) and monitoring's platform-ingress",
         without_network_isolation,
+    ),
+    Attack(
+        "unsigned-image-from-a-verified-registry",
+        unsigned_image,
+        "Kyverno ImageValidatingPolicy (structural)",
+        lambda objects: [o for o in objects if o["kind"] != "ImageValidatingPolicy"],
     ),
     Attack(
         "pod-at-system-node-critical-preempts-other-tenants",
