@@ -16,7 +16,8 @@ nvidia-oci-hooks-containerd-cri.toml), so no RuntimeClass is needed, but they se
 `settings.nvidia-container-runtime.visible-devices-envvar-when-unprivileged = false`
 (sources/shared-defaults/nvidia-k8s-container-toolkit.toml; SECURITY_GUIDANCE.md "Enforce requested
 NVIDIA GPU limits for unprivileged containers"): the image's NVIDIA_VISIBLE_DEVICES=all is honoured
-only for a privileged container, which the toolkit takes to mean one holding CAP_SYS_ADMIN. The chart's
+only for a privileged container, which the toolkit takes to mean one with CAP_SYS_ADMIN in its bounding
+set (NVIDIA/nvidia-container-toolkit v1.20 internal/config/image/privileged.go, IsPrivileged). The chart's
 default securityContext (root, CAP_SYS_ADMIN, every other capability dropped) is that; DCGM then
 initialises on Bottlerocket (bottlerocket-os/bottlerocket#3992: "indeed it works with CAP_SYS_ADMIN"),
 without the full `privileged: true` the operator's exporter runs with. On a bump, diff values.yaml and

@@ -166,8 +166,9 @@ def test_the_standalone_exporter_attributes_time_sliced_gpus_to_every_pod_as_the
 
 def test_bottlerocket_lets_the_standalone_exporter_see_the_gpus_by_cap_sys_admin():
     # Bottlerocket honours NVIDIA_VISIBLE_DEVICES=all only in privileged containers, which the NVIDIA
-    # container toolkit takes to mean CAP_SYS_ADMIN (bottlerocket-os/bottlerocket SECURITY_GUIDANCE.md,
-    # #3992): the chart's default securityContext grants it, and the values leave it alone.
+    # container toolkit takes to mean CAP_SYS_ADMIN in the bounding set (bottlerocket-os/bottlerocket
+    # SECURITY_GUIDANCE.md, #3992; NVIDIA/nvidia-container-toolkit internal/config/image/privileged.go):
+    # the chart's default securityContext grants it, and the values leave it alone.
     chart = yaml.safe_load((UPSTREAM_DIR / "dcgm-exporter/4.8.2/values.yaml").read_text())
     assert "SYS_ADMIN" in chart["securityContext"]["capabilities"]["add"]
     values = dcgm_exporter.exporter_values(load(fixture_document("single-pool")).gpu_pools)
