@@ -16,6 +16,7 @@ from components import dcgm_exporter
 from components.gpu_operator import operator_values
 from config.labels import OPERANDS_DEPLOY_LABEL
 from config.node_pools import GpuConfig
+from config.versions import CHARTS
 from offline.metrics_inventory import load_inventory
 from offline.upstream import UPSTREAM_DIR
 
@@ -25,7 +26,9 @@ from .recorded import releases
 from .test_inventory import rules_and_dashboard_problems
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
-OPERATOR_DAEMONSET = UPSTREAM_DIR / "metrics/gpu-operator/v26.7.0/0800_daemonset.yaml"
+OPERATOR_VERSION = CHARTS["gpu-operator"].version
+OPERATOR_DAEMONSET = UPSTREAM_DIR / f"metrics/gpu-operator/{OPERATOR_VERSION}/0800_daemonset.yaml"
+EXPORTER_CHART_VALUES = UPSTREAM_DIR / f"{dcgm_exporter.CHART_KEY}/{CHARTS[dcgm_exporter.CHART_KEY].version}/values.yaml"
 
 # NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go: the deploy labels the operator sets to "true"
 # on a container-workload GPU node (gpuStateLabels[container]) unless the node already carries them with
@@ -140,7 +143,7 @@ def test_the_standalone_exporters_values_exist_in_the_pinned_chart(standalone):
 
 def test_the_standalone_exporter_runs_the_operators_image_and_counters(standalone):
     # gpu-operator v26.7.0 values.yaml dcgmExporter.version; the operator's DaemonSet's DCGM_EXPORTER_COLLECTORS.
-    operator_chart = yaml.safe_load((UPSTREAM_DIR / "gpu-operator/v26.7.0/values.yaml").read_text())
+    operator_chart = yaml.safe_load((UPSTREAM_DIR / f"gpu-operator/{OPERATOR_VERSION}/values.yaml").read_text())
     assert standalone["image"] == {"tag": operator_chart["dcgmExporter"]["version"]}
     [container] = operator_exporter_daemonset()["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in container["env"]}
@@ -152,7 +155,7 @@ def test_the_standalone_exporter_runs_the_operators_image_and_counters(standalon
 def test_the_standalone_exporter_maps_gpus_to_pods_through_the_same_kubelet_socket(standalone):
     # dcgm-exporter 4.8.2 templates/daemonset.yaml mounts `kubeletPath` at /var/lib/kubelet/pod-resources,
     # where the operator's DaemonSet mounts the host's /var/lib/kubelet/pod-resources.
-    chart = yaml.safe_load((UPSTREAM_DIR / "dcgm-exporter/4.8.2/values.yaml").read_text())
+    chart = yaml.safe_load(EXPORTER_CHART_VALUES.read_text())
     volumes = operator_exporter_daemonset()["spec"]["template"]["spec"]["volumes"]
     [volume] = [v for v in volumes if v["name"] == "pod-gpu-resources"]
     assert "kubeletPath" not in standalone and chart["kubeletPath"] == volume["hostPath"]["path"]
@@ -169,7 +172,7 @@ def test_bottlerocket_lets_the_standalone_exporter_see_the_gpus_by_cap_sys_admin
     # container toolkit takes to mean CAP_SYS_ADMIN in the bounding set (bottlerocket-os/bottlerocket
     # SECURITY_GUIDANCE.md, #3992; NVIDIA/nvidia-container-toolkit internal/config/image/privileged.go):
     # the chart's default securityContext grants it, and the values leave it alone.
-    chart = yaml.safe_load((UPSTREAM_DIR / "dcgm-exporter/4.8.2/values.yaml").read_text())
+    chart = yaml.safe_load(EXPORTER_CHART_VALUES.read_text())
     assert "SYS_ADMIN" in chart["securityContext"]["capabilities"]["add"]
     values = dcgm_exporter.exporter_values(load(fixture_document("single-pool")).gpu_pools)
     assert "securityContext" not in values and "runtimeClassName" not in values
