@@ -18,6 +18,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
+# Python caches compiled modules in __pycache__ (ignored by git) even where the environment turns that
+# off: `make render` compiles the project's modules once and `make test` imports them from the cache.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: render test check conformance lint mutate vendor docs schema diff bench clean
 

@@ -20,7 +20,7 @@ from components.lib.kubeconfig import KubeconfigCredentials, kubeconfig
 from components.platform import GpuPlatform
 from config import ConfigError
 from offline import cloud
-from offline.engine import run_program
+from offline.engine import Recording, run_program
 
 from .conftest import fixture_document, load, render, render_fixture
 
@@ -189,8 +189,8 @@ def test_aws_owned_policy_arns_follow_the_partition():
 # --- the Kubernetes provider's credentials ------------------------------------------------------
 
 
-def provider_kubeconfig(document: dict) -> dict:
-    """The kubeconfig the stack's Kubernetes provider gets, read through a program of its own."""
+def provider_kubeconfig(document: dict) -> tuple[dict, Recording]:
+    """The kubeconfig the stack's Kubernetes provider gets, read through a program of its own, and that program's recording."""
     from offline.stack import stack_config_from_mapping
 
     config = stack_config_from_mapping("test", document)
@@ -199,25 +199,27 @@ def provider_kubeconfig(document: dict) -> dict:
         platform = GpuPlatform(load(document))
         pulumi.export("providerKubeconfig", pulumi.Output.unsecret(platform.cluster.provider_kubeconfig))
 
-    return json.loads(run_program("test", config.values, config.secret_keys, program).outputs["providerKubeconfig"])
+    recording = run_program("test", config.values, config.secret_keys, program)
+    return json.loads(recording.outputs["providerKubeconfig"]), recording
 
 
 def test_get_token_runs_with_the_stacks_profile_and_assumed_role():
     doc = fixture_document("single-pool")
     doc["aws:profile"] = "platform"
     doc["aws:assumeRoles"] = [{"roleArn": f"arn:aws:iam::{ACCOUNT}:role/Hop"}, {"roleArn": PLATFORM_DEPLOY}]
-    [user] = provider_kubeconfig(doc)["users"]
+    kubeconfig, recording = provider_kubeconfig(doc)
+    [user] = kubeconfig["users"]
     args = user["user"]["exec"]["args"]
     assert user["user"]["exec"]["command"] == "aws"
     assert args[:8] == ["--region", "us-west-2", "eks", "get-token", "--cluster-name", "gpu-dev", "--output", "json"]
     assert args[8:] == ["--role-arn", PLATFORM_DEPLOY, "--profile", "platform"]
     # pulumi-eks stops reading aws:profile once providerCredentialOpts is set, so both go in.
-    [cluster] = render(doc).by_type("eks:index:Cluster")
+    [cluster] = recording.by_type("eks:index:Cluster")
     assert cluster.inputs["providerCredentialOpts"] == {"profileName": "platform", "roleArn": PLATFORM_DEPLOY}
 
 
 def test_without_profile_or_role_get_token_uses_the_ambient_credentials():
-    [user] = provider_kubeconfig(fixture_document("single-pool"))["users"]
+    [user] = provider_kubeconfig(fixture_document("single-pool"))[0]["users"]
     assert "--profile" not in user["user"]["exec"]["args"] and "--role-arn" not in user["user"]["exec"]["args"]
     [cluster] = render_fixture("single-pool").by_type("eks:index:Cluster")
     assert "providerCredentialOpts" not in cluster.inputs

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+
+from offline.engine import Recording
+
 from .conftest import fixture_document, render, render_fixture, short
 
 NEWCOMER = {
@@ -15,11 +19,17 @@ NEWCOMER = {
 }
 
 
-def test_adding_a_tenant_only_adds_resources():
-    before = render_fixture("multi-pool")
+@functools.cache
+def with_newcomer() -> Recording:
+    """The multi-pool fixture with NEWCOMER onboarded, rendered once for this module's tests."""
     doc = fixture_document("multi-pool")
     doc["gpu-platform:tenants"].append(NEWCOMER)
-    after = render(doc, "multi-pool")
+    return render(doc, "multi-pool")
+
+
+def test_adding_a_tenant_only_adds_resources():
+    before = render_fixture("multi-pool")
+    after = with_newcomer()
 
     after_by_urn = {r.urn: r for r in after.resources}
     for resource in before.resources:
@@ -33,11 +43,9 @@ def test_adding_a_tenant_only_adds_resources():
 
 
 def test_a_new_tenant_gets_its_namespace_quota_and_queues():
-    doc = fixture_document("multi-pool")
-    doc["gpu-platform:tenants"].append(NEWCOMER)
     kinds = {
         r.inputs["kind"]
-        for r in render(doc, "multi-pool").resources
+        for r in with_newcomer().resources
         if r.custom and r.type.startswith("kubernetes:") and r.inputs.get("metadata", {}).get("namespace") == "newcomers"
     }
     assert {"ResourceQuota", "LimitRange", "NetworkPolicy", "RoleBinding"} <= kinds
