@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from components.cluster import CLUSTER_ADMIN_POLICY
@@ -30,6 +32,29 @@ def eks_cluster(recording):
     return cluster
 
 
+# Two variants, each rendered once: the changes each test reads are independent of one another.
+ONCALL = "arn:aws:iam::111122223333:role/PlatformOnCall"
+OTHER_ACCOUNT_ADMIN = "arn:aws:iam::444455556666:role/PlatformAdmin"
+
+
+@functools.cache
+def single_pool_variant():
+    """single-pool on Kubernetes 1.34 with an admin of another account."""
+    doc = fixture_document("single-pool")
+    doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
+    doc["gpu-platform:cluster"]["admins"].append(OTHER_ACCOUNT_ADMIN)
+    return render(doc)
+
+
+@functools.cache
+def multi_pool_variant():
+    """multi-pool without public endpoint CIDRs and with an on-call admin."""
+    doc = fixture_document("multi-pool")
+    doc["gpu-platform:cluster"]["endpoint"] = {"publicAccessCidrs": []}
+    doc["gpu-platform:cluster"]["admins"].append(ONCALL)
+    return render(doc)
+
+
 def test_cluster_uses_api_authentication_and_skips_the_default_node_group(recording):
     inputs = eks_cluster(recording).inputs
     assert inputs["authenticationMode"] == "API"
@@ -39,9 +64,7 @@ def test_cluster_uses_api_authentication_and_skips_the_default_node_group(record
 
 
 def test_cluster_runs_the_configured_kubernetes_version():
-    doc = fixture_document("single-pool")
-    doc["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
-    assert eks_cluster(render(doc)).inputs["version"] == "1.34"
+    assert eks_cluster(single_pool_variant()).inputs["version"] == "1.34"
 
 
 def test_secrets_are_encrypted_with_a_rotating_kms_key(recording):
@@ -68,9 +91,7 @@ def test_dev_endpoint_is_private_plus_the_example_office_range():
 
 
 def test_without_public_cidrs_the_public_endpoint_is_off():
-    doc = fixture_document("multi-pool")
-    doc["gpu-platform:cluster"]["endpoint"] = {"publicAccessCidrs": []}
-    inputs = eks_cluster(render(doc)).inputs
+    inputs = eks_cluster(multi_pool_variant()).inputs
     assert inputs["endpointPrivateAccess"] is True
     assert inputs["endpointPublicAccess"] is False
     assert "publicAccessCidrs" not in inputs
@@ -78,14 +99,9 @@ def test_without_public_cidrs_the_public_endpoint_is_off():
 
 def test_each_admin_but_the_creator_gets_an_access_entry_with_cluster_admin_at_cluster_scope():
     # The creator (the fake account's deployer, PlatformDeploy) has EKS's own entry: tests/test_deploy_access.py.
-    doc = fixture_document("multi-pool")
-    doc["gpu-platform:cluster"]["admins"].append("arn:aws:iam::111122223333:role/PlatformOnCall")
-    recording = render(doc)
+    recording = multi_pool_variant()
     entries = {e.inputs["principalArn"]: e for e in admin_entries(recording)}
-    assert set(entries) == {
-        "arn:aws:iam::111122223333:role/PlatformAdmin",
-        "arn:aws:iam::111122223333:role/PlatformOnCall",
-    }
+    assert set(entries) == {"arn:aws:iam::111122223333:role/PlatformAdmin", ONCALL}
     associations = recording.by_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
     assert len(associations) == 2
     for association in associations:
@@ -98,9 +114,7 @@ def test_each_admin_but_the_creator_gets_an_access_entry_with_cluster_admin_at_c
 
 def test_access_entry_names_are_stable_per_principal():
     assert principal_slug("arn:aws:iam::111122223333:role/team/PlatformAdmin") == "111122223333-role-team-platformadmin"
-    doc = fixture_document("single-pool")
-    doc["gpu-platform:cluster"]["admins"].append("arn:aws:iam::444455556666:role/PlatformAdmin")
-    names = sorted(e.name for e in admin_entries(render(doc)))
+    names = sorted(e.name for e in admin_entries(single_pool_variant()))
     assert names == [
         "gpu-dev-cluster-admin-111122223333-role-platformadmin",
         "gpu-dev-cluster-admin-444455556666-role-platformadmin",
