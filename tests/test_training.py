@@ -31,6 +31,7 @@ from offline.validate import CustomResourceDefinitions, object_findings
 
 from .admission import Admission, Inadmissible, Tenancy, admit, pod_sets
 from .conftest import chart_values_problems, fixture_document, load, project_path, render_fixture
+from .guards import User, rbac_allows
 from .recorded import kubernetes_objects, releases, waits_for
 
 PIN = CHARTS[training.CHART_KEY]
@@ -191,58 +192,11 @@ def test_a_trainjob_whose_pods_do_not_all_start_gives_its_quota_back():
 # --- tenants' rights, resolved from the rendered bindings and roles -------------------------------------
 
 
-# kubernetes/kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go: the built-in roles'
-# own labels and aggregation selectors. Their own rules name no training kind, so only aggregation counts.
-BUILT_IN_ROLES: dict[str, tuple[dict[str, str], dict[str, str]]] = {
-    "admin": ({}, {"rbac.authorization.k8s.io/aggregate-to-admin": "true"}),
-    "edit": ({"rbac.authorization.k8s.io/aggregate-to-admin": "true"}, {"rbac.authorization.k8s.io/aggregate-to-edit": "true"}),
-    "view": ({"rbac.authorization.k8s.io/aggregate-to-edit": "true"}, {"rbac.authorization.k8s.io/aggregate-to-view": "true"}),
-}
-
-
-@dataclass(frozen=True)
-class Role:
-    labels: Mapping[str, str]
-    selector: Mapping[str, str] | None
-    rules: tuple[Mapping[str, Any], ...]
-
-
-def cluster_roles(recording: Recording) -> dict[str, Role]:
-    roles = {name: Role(labels, selector, ()) for name, (labels, selector) in BUILT_IN_ROLES.items()}
-    for r in kubernetes_objects(recording):
-        if r.inputs["kind"] == "ClusterRole":
-            metadata = r.inputs["metadata"]
-            roles[metadata["name"]] = Role(metadata.get("labels", {}), None, tuple(r.inputs.get("rules") or ()))
-    return roles
-
-
-def effective_rules(roles: Mapping[str, Role], name: str) -> list[Mapping[str, Any]]:
-    """The rules of a ClusterRole after the aggregation controller: its own plus every selected role's, transitively."""
-    role = roles[name]
-    rules = list(role.rules)
-    if role.selector:
-        for other, candidate in roles.items():
-            if other != name and role.selector.items() <= candidate.labels.items():
-                rules += effective_rules(roles, other)
-    return rules
-
-
 def allowed(recording: Recording, group: str, verb: str, api_group: str, resource: str, namespace: str | None) -> bool:
-    """Whether a member of `group` may `verb` `resource` in `namespace` (None: cluster-scoped), by RBAC alone."""
-    roles = cluster_roles(recording)
-    granted: list[Mapping[str, Any]] = []
-    for r in kubernetes_objects(recording):
-        kind = r.inputs["kind"]
-        if kind not in ("RoleBinding", "ClusterRoleBinding"):
-            continue
-        if not any(s["kind"] == "Group" and s["name"] in (group, training.AUTHENTICATED) for s in r.inputs["subjects"]):
-            continue
-        if kind == "RoleBinding" and r.inputs["metadata"]["namespace"] != namespace:
-            continue
-        granted += effective_rules(roles, r.inputs["roleRef"]["name"])
-    return any(
-        api_group in rule["apiGroups"] and resource in rule["resources"] and verb in rule["verbs"] for rule in granted
-    )
+    """Whether a member of `group` may `verb` `resource` in `namespace` (None: cluster-scoped), by RBAC alone:
+    the rendered bindings and roles with the built-in admin/edit/view aggregated (tests/guards.py)."""
+    objects = [r.inputs for r in kubernetes_objects(recording)]
+    return rbac_allows(objects, User(f"member-of-{group}", (group,)), verb, api_group, resource, namespace)
 
 
 ADMINS, VIEWERS = "gpu-platform:data-science:admins", "gpu-platform:data-science:viewers"
