@@ -61,12 +61,15 @@ def native_capacity(instance_type: InstanceType) -> dict[str, int]:
 
 def advertised(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str, int]:
     """GPU extended resources a node of this type in this pool advertises once configured; zeros omitted."""
-    config = pool.config
-    gpus = instance_type.gpus
-    if config.allocation == "dra":
+    if pool.config.allocation == "dra":
         # The device plugin is off on DRA nodes; their GPUs are ResourceSlice devices.
         return {}
-    sharing = config.sharing
+    return device_plugin_resources(pool, instance_type.gpus)
+
+
+def device_plugin_resources(pool: GpuPoolPlan, gpus: int) -> dict[str, int]:
+    """What `gpus` physical GPUs of this (device-plugin) pool advertise, by extended resource."""
+    sharing = pool.config.sharing
     if sharing.mode == "timeSlicing":
         assert sharing.replicas is not None
         return {time_sliced_resource(pool): sharing.replicas * gpus}
@@ -99,16 +102,7 @@ def limit_units(pool: GpuPoolPlan) -> dict[str, int]:
     gpus = config.gpus
     if config.allocation == "dra":
         return {NODES_RESOURCE: gpus // max(t.gpus for t in pool.instance_types)}
-    sharing = config.sharing
-    if sharing.mode == "timeSlicing":
-        assert sharing.replicas is not None
-        return {time_sliced_resource(pool): sharing.replicas * gpus}
-    if sharing.mode == "mig":
-        assert sharing.mig_layout is not None
-        if pool.mig_strategy == "single":
-            return {GPU_RESOURCE: sum(sharing.mig_layout.values()) * gpus}
-        return {mig_resource(profile): count * gpus for profile, count in sorted(sharing.mig_layout.items())}
-    return {GPU_RESOURCE: gpus}
+    return device_plugin_resources(pool, gpus)
 
 
 def nodepool_limits(pool: GpuPoolPlan) -> dict[str, str]:
