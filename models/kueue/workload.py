@@ -17,8 +17,8 @@ their node labels), init containers, pod overhead, CEL device selectors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from models import kubeflow_trainer
@@ -35,9 +35,38 @@ class PodSet:
     name: str
     count: int
     requests: Mapping[str, int]  # per pod, in Kueue's units
+    tolerations: tuple[Mapping[str, Any], ...] = ()
 
     def total(self) -> dict[str, int]:
         return {resource: amount * self.count for resource, amount in self.requests.items()}
+
+
+@dataclass(eq=False, slots=True)
+class Workload:
+    """A Kueue Workload: pending, or admitted with `usage` charged to its ClusterQueue.
+
+    `timestamp` orders the queue (creation, or the last eviction with requeuingStrategy.timestamp
+    Eviction); `reserved_at` orders preemption candidates (QuotaReserved's transition time); `evicted`
+    marks one whose eviction is under way (its quota is still held until it is gone).
+    """
+
+    name: str
+    cluster_queue: str
+    pod_sets: tuple[PodSet, ...]
+    priority: int = 0
+    timestamp: float = 0.0
+    usage: dict[tuple[str, str], int] = field(default_factory=dict)
+    flavors: tuple[Mapping[str, str], ...] = ()  # per PodSet, resource -> flavor, while admitted
+    reserved_at: float = 0.0
+    evicted: bool = False
+    namespace_labels: Mapping[str, str] | None = None  # None: the ClusterQueue's namespaceSelector is not checked
+
+    def total_requests(self) -> list[dict[str, int]]:
+        return [pod_set.total() for pod_set in self.pod_sets]
+
+    def uses(self, frs: Collection[tuple[str, str]]) -> bool:
+        """WorkloadUsesResources: it holds quota in one of these (flavor, resource)s."""
+        return any(fr in frs for fr in self.usage)
 
 
 @dataclass(frozen=True)
