@@ -178,8 +178,8 @@ class Queueing(pulumi.ComponentResource):
         if missing:
             raise ValueError(f"Queueing needs the namespace resource of every tenant; missing: {', '.join(missing)}")
 
-        # --- controller -------------------------------------------------------------------------
-        self.namespace = declare(f"{name}-namespace", controller_namespace(NAMESPACE), children.opts())
+        objects = queueing_objects(queueing, flavors, tenants)
+        self.namespace = declare(f"{name}-namespace", objects.pop("namespace"), children.opts())
         self.release = helm_release(
             f"{name}-release",
             release_name=RELEASE_NAME,
@@ -188,46 +188,15 @@ class Queueing(pulumi.ComponentResource):
             values=kueue_values(flavors),
             opts=children.opts(self.namespace),
         )
-        installed = [self.release]
-
-        # --- flavors, cohorts, priority tiers ---------------------------------------------------
-        self.flavors = {
-            CPU_FLAVOR: declare(f"{name}-flavor-{CPU_FLAVOR}", cpu_resource_flavor(), children.opts(*installed))
-        }
-        for flavor in flavors:
-            self.flavors[flavor.name] = declare(
-                f"{name}-flavor-{flavor.name}", resource_flavor(flavor), children.opts(*installed)
-            )
-
-        self.cohorts = {}
-        for cohort in cohorts(queueing):
-            parent = cohort["spec"].get("parentName")
-            after = [*installed, self.cohorts[parent]] if parent else installed
-            cohort_name = cohort["metadata"]["name"]
-            self.cohorts[cohort_name] = declare(f"{name}-cohort-{cohort_name}", cohort, children.opts(*after))
-
-        self.priority_classes = {
-            manifest["metadata"]["name"]: declare(
-                f"{name}-priority-{manifest['metadata']['name']}", manifest, children.opts(*installed)
-            )
-            for manifest in workload_priority_classes(queueing)
-        }
-
-        # --- per tenant -------------------------------------------------------------------------
-        self.cluster_queues, self.local_queues = {}, {}
-        for tenant in tenants:
-            queue = cluster_queue(tenant)
-            flavor_names = [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]]
-            self.cluster_queues[tenant.name] = declare(
-                f"{name}-cq-{tenant.name}",
-                queue,
-                children.opts(*installed, *(self.flavors[f] for f in flavor_names), self.cohorts[tenant.cohort]),
-            )
-            self.local_queues[tenant.name] = declare(
-                f"{name}-lq-{tenant.name}",
-                local_queue(tenant),
-                children.opts(*installed, self.cluster_queues[tenant.name], namespaces[tenant.name]),
-            )
+        # Builders return what an object names before the object (flavors and the root Cohort first, a
+        # ClusterQueue before its LocalQueue), so whatever it waits for is declared by the time it is.
+        declared: dict[str, dict[str, pulumi.CustomResource]] = {kind: {} for kind in _DECLARED_KINDS}
+        for suffix, manifest in objects.items():
+            after = [self.release, *_named_by(manifest, declared, namespaces)]
+            declared[manifest["kind"]][_key(manifest)] = declare(f"{name}-{suffix}", manifest, children.opts(*after))
+        self.flavors, self.cohorts = declared["ResourceFlavor"], declared["Cohort"]
+        self.priority_classes = declared["WorkloadPriorityClass"]
+        self.cluster_queues, self.local_queues = declared["ClusterQueue"], declared["LocalQueue"]
 
         self.register_outputs(
             {
@@ -236,6 +205,32 @@ class Queueing(pulumi.ComponentResource):
                 "clusterQueues": sorted(self.cluster_queues),
             }
         )
+
+
+_DECLARED_KINDS = ("ResourceFlavor", "Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
+
+
+def _key(manifest: Mapping[str, Any]) -> str:
+    """How `Queueing` keys a declared object: by name; a LocalQueue (always `default`) by its tenant's ClusterQueue."""
+    return manifest["spec"]["clusterQueue"] if manifest["kind"] == "LocalQueue" else manifest["metadata"]["name"]
+
+
+def _named_by(
+    manifest: Mapping[str, Any],
+    declared: Mapping[str, Mapping[str, pulumi.CustomResource]],
+    namespaces: Mapping[str, pulumi.Resource],
+) -> list[pulumi.Resource]:
+    """What a Kueue object names and so waits for: a Cohort its parent, a ClusterQueue its flavors and
+    Cohort, a LocalQueue its ClusterQueue and its tenant's namespace (a ClusterQueue is named for its tenant)."""
+    spec = manifest.get("spec", {})
+    if manifest["kind"] == "Cohort" and spec.get("parentName"):
+        return [declared["Cohort"][spec["parentName"]]]
+    if manifest["kind"] == "ClusterQueue":
+        flavors = [declared["ResourceFlavor"][flavor["name"]] for flavor in spec["resourceGroups"][0]["flavors"]]
+        return [*flavors, declared["Cohort"][spec["cohortName"]]]
+    if manifest["kind"] == "LocalQueue":
+        return [declared["ClusterQueue"][spec["clusterQueue"]], namespaces[spec["clusterQueue"]]]
+    return []
 
 
 # --- controller builders -------------------------------------------------------------------------
@@ -402,18 +397,22 @@ def workload_priority_classes(queueing: QueueingConfig) -> list[dict[str, Any]]:
     ]
 
 
-def queueing_manifests(
+def queueing_objects(
     queueing: QueueingConfig, flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]
-) -> list[dict[str, Any]]:
-    """Every Kueue object the component declares, as plain manifests."""
-    return [
-        cpu_resource_flavor(),
-        *(resource_flavor(flavor) for flavor in flavors),
-        *cohorts(queueing),
-        *workload_priority_classes(queueing),
-        *(cluster_queue(tenant) for tenant in tenants),
-        *(local_queue(tenant) for tenant in tenants),
-    ]
+) -> dict[str, dict[str, Any]]:
+    """Logical-name suffix -> manifest: every object `Queueing` declares, the controller's namespace first.
+
+    Parents come before what refers to them: flavors and cohorts (the root first) before the
+    ClusterQueues that name them, each ClusterQueue before its tenant's LocalQueue.
+    """
+    objects = {"namespace": controller_namespace(NAMESPACE), f"flavor-{CPU_FLAVOR}": cpu_resource_flavor()}
+    objects.update({f"flavor-{flavor.name}": resource_flavor(flavor) for flavor in flavors})
+    objects.update({f"cohort-{cohort['metadata']['name']}": cohort for cohort in cohorts(queueing)})
+    objects.update({f"priority-{tier['metadata']['name']}": tier for tier in workload_priority_classes(queueing)})
+    for tenant in tenants:
+        objects[f"cq-{tenant.name}"] = cluster_queue(tenant)
+        objects[f"lq-{tenant.name}"] = local_queue(tenant)
+    return objects
 
 
 def quantity(value: float) -> str:
