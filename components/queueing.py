@@ -28,7 +28,6 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from config import namespaces
-from config.autoscaling import SERVER_STARTUP_SECONDS
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
 from config.labels import (
     APP_NAME_LABEL,
@@ -39,6 +38,7 @@ from config.labels import (
 )
 from config.system_capacity import KUEUE
 from config.tenants import QueueingConfig
+from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from config.versions import ChartPin
 
 from .lib.helm import helm_release
@@ -66,22 +66,6 @@ TRAINING_OPERATOR_FRAMEWORKS: tuple[str, ...] = (
 # v1beta1's `enable` (fairsharing.Enabled is `cfg.FairSharing != nil`) and has no default for the
 # strategies, which validation requires. These are v1beta1's defaults and the docs' example.
 FAIR_SHARING_PREEMPTION_STRATEGIES: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-
-# waitForPodsReady: an admitted workload whose pods are not all ready by `timeout` is evicted, its
-# quota released, and requeued after a backoff (v1beta2 defaults.go turns it on with a 30-minute
-# timeout; we size it). The timeout covers the slowest normal start of the platform's model server:
-# Karpenter gives a NodeClaim 5 minutes to launch and 15 to register its node before replacing it
-# (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/lifecycle/liveness.go, LaunchTimeout and
-# registrationTimeout); the GPU Operator readies the node and the server's image (vLLM's is ~10 GB) is
-# pulled; then the server's startup probe allows SERVER_STARTUP_SECONDS to load the model.
-NODE_LAUNCH_SECONDS = (5 + 15) * 60
-NODE_SETUP_SECONDS = 10 * 60
-PODS_READY_TIMEOUT_SECONDS = NODE_LAUNCH_SECONDS + NODE_SETUP_SECONDS + SERVER_STARTUP_SECONDS
-# Requeue backoff after an eviction: base x 2^(n-1) plus jitter, capped (pkg/controller/core/
-# workload_controller.go via workload.UpdateRequeueState); these are v1beta2's defaults, written out.
-# No backoffLimitCount: a model server's pod is requeued for as long as it exists, never deactivated.
-REQUEUE_BACKOFF_BASE_SECONDS = 60
-REQUEUE_BACKOFF_MAX_SECONDS = 3600
 
 # Resources Kueue leaves out of its accounting (pkg/workload/workload.go, dropExcludedResources: a
 # prefix match on the resource name). With the default quotaCheckStrategy BlockUndeclared a workload
@@ -278,7 +262,7 @@ def manager_config(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
        managed. With the tenant's LocalQueue named `default`, such jobs run under its quota.
     3. Fair sharing on: a `fairSharing` section (see FAIR_SHARING_PREEMPTION_STRATEGIES).
     4. ClusterQueue resource metrics on (`metrics.enableClusterQueueResources`), for quota alerts.
-    5. `waitForPodsReady`: admitted work that never starts gives its quota back (PODS_READY_TIMEOUT_SECONDS).
+    5. `waitForPodsReady`: admitted work that never starts gives its quota back (config/timing.py).
     6. `resources`: node-local resources left out of quota (EXCLUDED_RESOURCE_PREFIXES), and, where a
        pool allocates GPUs through DRA, the driver's DeviceClasses mapped to quota resources
        (`device_class_mappings`).

@@ -110,7 +110,7 @@ def test_replica_bounds_and_target_come_from_the_deployment():
     spec = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 12)
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat"}
-    assert spec["pollingInterval"] == autoscaling.POLLING_INTERVAL_SECONDS
+    assert spec["pollingInterval"] == 15
 
 
 # --- triggers -----------------------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ def test_hpa_behaviour_is_the_seed():
 def test_failing_queries_fall_back_without_scaling_a_loaded_service_down(fixture, replicas):
     scaled = _scaled_object(_config(fixture), "inference", "chat")
     assert scaled["spec"]["fallback"] == {
-        "failureThreshold": autoscaling.FALLBACK_FAILURE_THRESHOLD,
+        "failureThreshold": 3,
         "replicas": replicas,
         "behavior": "currentReplicasIfHigher",
     }
