@@ -33,7 +33,6 @@ from config.labels import (
     APP_NAME_LABEL,
     DRA_DEVICE_CLASSES,
     LOCAL_QUEUE,
-    NAMESPACE_NAME_LABEL,
     device_class_resource,
 )
 from config.system_capacity import KUEUE
@@ -42,7 +41,7 @@ from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECON
 from config.versions import ChartPin
 
 from .lib.helm import helm_release
-from .lib.namespaces import controller_namespace, every_tenant_namespace
+from .lib.namespaces import controller_namespace, every_tenant_namespace, namespace_selector
 from .lib.placement import gpu_toleration, on_system_nodes
 from .lib.prometheus import CHART_SCRAPE_VALUES
 from .lib.resources import Children, declare
@@ -351,7 +350,7 @@ def cluster_queue(tenant: TenantPlan) -> dict[str, Any]:
     flavors += [_flavor_quotas(quota.flavor.name, covered, quota.resources()) for quota in tenant.quotas]
     spec = {
         "cohortName": tenant.cohort,
-        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: tenant.namespace}},
+        "namespaceSelector": namespace_selector(tenant.namespace),
         "resourceGroups": [{"coveredResources": list(covered), "flavors": flavors}],
         # Reclaim: a tenant gets its nominal quota back from borrowers whatever their priority.
         # Within its own queue, higher tiers preempt lower ones. borrowWithinCohort stays Never:
