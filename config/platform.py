@@ -39,7 +39,10 @@ DRA_MIN_KUBERNETES = (1, 34)
 class NodePoolsConfig(RootModel[list[NodePoolConfig]]):
     """GPU pools: each one a Karpenter NodePool and EC2NodeClass."""
 
-NAMESPACE = "gpu-platform"
+
+# The namespace of the project's keys in a stack file (`gpu-platform:cluster`): Pulumi gives a
+# project's config the project's name (Pulumi.yaml `name`). Not a Kubernetes namespace.
+CONFIG_NAMESPACE = "gpu-platform"
 REGION_KEY = "aws:region"
 # Config namespaces a stack may hold besides the project's: the providers the program uses and
 # Pulumi's own. A key in any other namespace is a typo (`gpu-platfrom:tenants`) that would otherwise be
@@ -141,7 +144,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         _check_key(key, problems)
 
     for name, model in SECTIONS.items():
-        key = f"{NAMESPACE}:{name}"
+        key = f"{CONFIG_NAMESPACE}:{name}"
         value = _decode(raw.get(key))
         if value is None and name in OPTIONAL_SECTIONS:
             value = OPTIONAL_SECTIONS[name]
@@ -189,7 +192,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     problems_before_pools = len(problems.lines)
     if isinstance(pools, NodePoolsConfig) and isinstance(gpu, GpuConfig):
         protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
-        gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+        gpu_pools = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
     # Quotas are checked against pools only when every pool is sound: a broken pool would otherwise
     # show up again as tenants' "no such flavor" or as capacity it never declared.
     pools_ok = isinstance(pools, NodePoolsConfig) and len(problems.lines) == problems_before_pools
@@ -218,7 +221,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
         for index, template in enumerate(gpu.dra.claim_templates):
             if template.namespace not in names:
                 problems.add(
-                    f"{NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}].namespace",
+                    f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}].namespace",
                     f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
                 )
         if gpu.dra.enabled:
@@ -283,7 +286,7 @@ def plan_network(cluster: ClusterConfig, region_zones: tuple[str, ...]) -> Netwo
 
 def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problems) -> None:
     """Rules that span fields of `gpu-platform:cluster`."""
-    root = f"{NAMESPACE}:cluster"
+    root = f"{CONFIG_NAMESPACE}:cluster"
     nodes = cluster.system_nodes
     if not nodes.min_size <= nodes.desired_size <= nodes.max_size:
         problems.add(
@@ -317,7 +320,7 @@ def _check_system_capacity(
     problems: Problems,
 ) -> SystemCapacityPlan | None:
     """The controllers, add-ons and DaemonSets on the system nodes must fit `minSize` nodes of the smallest type."""
-    root = f"{NAMESPACE}:cluster.systemNodes"
+    root = f"{CONFIG_NAMESPACE}:cluster.systemNodes"
     nodes = cluster.system_nodes
     unknown = [(i, name) for i, name in enumerate(nodes.instance_types) if name not in INSTANCE_SHAPES]
     for index, name in unknown:
@@ -362,10 +365,10 @@ def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPl
         if len({name for _, name, _ in holders}) > 1:
             position, name, flavor = holders[1]
             problems.add(
-                f"{NAMESPACE}:tenants[{name}].gpu.{flavor}",
+                f"{CONFIG_NAMESPACE}:tenants[{name}].gpu.{flavor}",
                 f"gives {name} time slices of pool {pool.name}, which {holders[0][1]} holds quota on too; time slices share "
                 f"a GPU's memory and faults between tenants: give the pool to one tenant or set "
-                f"{NAMESPACE}:nodePools[{pool.name}].sharing.shareBetweenTenants: true",
+                f"{CONFIG_NAMESPACE}:nodePools[{pool.name}].sharing.shareBetweenTenants: true",
             )
 
 
@@ -374,7 +377,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
     version = tuple(int(part) for part in cluster.kubernetes_version.split("."))
     if gpu.dra.enabled and version < DRA_MIN_KUBERNETES:
         problems.add(
-            f"{NAMESPACE}:gpu.dra.enabled",
+            f"{CONFIG_NAMESPACE}:gpu.dra.enabled",
             f"true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs {cluster.kubernetes_version}: "
             "upgrade cluster.kubernetesVersion or set dra.enabled: false",
         )
@@ -382,7 +385,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
     for pool in pools:
         if pool.config.allocation != "dra":
             continue
-        key = f"{NAMESPACE}:nodePools[{pool.name}].allocation"
+        key = f"{CONFIG_NAMESPACE}:nodePools[{pool.name}].allocation"
         if not gpu.dra.enabled:
             problems.add(key, f"'dra' on pool {pool.name} needs gpu-platform:gpu.dra.enabled: true")
         if pool.config.ami_family == "bottlerocket":
@@ -396,7 +399,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
     profiles = {profile for pool in dra_pools for profile in (pool.config.sharing.mig_layout or {})}
     templates = item_labels(gpu.dra.claim_templates)
     for index, template in enumerate(gpu.dra.claim_templates):
-        key = f"{NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}]"
+        key = f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}]"
         if (template.namespace, template.name) in seen:
             problems.add(f"{key}.name", f"{template.namespace}/{template.name} is declared twice")
         seen.add((template.namespace, template.name))
@@ -414,7 +417,9 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
                 f"({', '.join(sorted(profiles)) or 'no DRA pool has MIG'})",
             )
     if gpu.dra.claim_templates and not dra_pools:
-        problems.add(f"{NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied")
+        problems.add(
+            f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied"
+        )
 
 
 def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secrets: SecretsConfig, problems: Problems) -> None:
@@ -426,7 +431,7 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secr
             serving = deployment.serving
             if serving is None:
                 continue
-            key = f"{NAMESPACE}:tenants[{labels[i]}].inference[{deployments[j]}].serving"
+            key = f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].inference[{deployments[j]}].serving"
             if supply_chain.require_digests and not serving.pinned_by_digest:
                 problems.add(
                     f"{key}.image",
@@ -456,7 +461,7 @@ def _check_secrets_roles(tenants: TenantsConfig, secrets: SecretsConfig, cluster
         role = tenant_secrets_role_name(cluster.name, tenant.name)
         if len(role) > IAM_ROLE_NAME_LIMIT:
             problems.add(
-                f"{NAMESPACE}:tenants[{labels[i]}].name",
+                f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].name",
                 f"{show(tenant.name)} makes its secrets role {role!r}, {len(role)} characters; IAM allows "
                 f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
             )
@@ -473,19 +478,19 @@ def _validates(model: type[BaseModel], value: Any) -> bool:
 def _check_key(key: str, problems: Problems) -> None:
     """A key names a section of the project or lives in a provider's namespace; anything else is a typo."""
     namespace, _, name = key.partition(":")
-    known = [f"{NAMESPACE}:{section}" for section in SECTIONS]
-    if namespace == NAMESPACE and name not in SECTIONS:
+    known = [f"{CONFIG_NAMESPACE}:{section}" for section in SECTIONS]
+    if namespace == CONFIG_NAMESPACE and name not in SECTIONS:
         guess = difflib.get_close_matches(key, known, n=1)
         hint = f"did you mean {guess[0]}? " if guess else ""
         problems.add(key, f"unknown key; {hint}known keys: {', '.join(known)}")
-    elif namespace != NAMESPACE and namespace not in PROVIDER_NAMESPACES:
+    elif namespace != CONFIG_NAMESPACE and namespace not in PROVIDER_NAMESPACES:
         guess = difflib.get_close_matches(key, known, n=1) or (
-            [f"{NAMESPACE}:{name}"] if difflib.get_close_matches(namespace, [NAMESPACE], n=1) else []
+            [f"{CONFIG_NAMESPACE}:{name}"] if difflib.get_close_matches(namespace, [CONFIG_NAMESPACE], n=1) else []
         )
         hint = f"did you mean {guess[0]}? " if guess else ""
         problems.add(
             key,
-            f"unknown namespace {namespace!r}; {hint}keys belong to {NAMESPACE} or a provider "
+            f"unknown namespace {namespace!r}; {hint}keys belong to {CONFIG_NAMESPACE} or a provider "
             f"({', '.join(PROVIDER_NAMESPACES)}), and a key in any other namespace would be ignored",
         )
 
