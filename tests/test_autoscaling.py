@@ -26,6 +26,7 @@ from offline.openapi import Finding
 from offline.validate import CustomResourceDefinitions, object_findings
 
 from .conftest import FIXTURES, chart_values_problems, fixture_document, load, render_fixture, stand_in_namespaces
+from .conftest import fixture_config as _config
 
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
@@ -34,11 +35,6 @@ SYSTEM_PLACEMENT = {
     "nodeSelector": {"CriticalAddonsOnly": "true"},
     "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
 }
-
-
-@functools.cache
-def _config(fixture: str) -> PlatformConfig:
-    return load(fixture_document(fixture))
 
 
 def _with_chat(**changes: Any) -> PlatformConfig:

@@ -12,24 +12,21 @@ import yaml
 
 from components import queueing
 from config import PlatformConfig
-from config.fair_share import CPU_FLAVOR, TenantPlan
+from config.fair_share import CPU_FLAVOR
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
 from config.versions import CHARTS, ChartPin
 from offline.engine import RecordedResource, normalise, run_program
 from offline.upstream import chart_dir
 from offline.validate import CustomResourceDefinitions, object_findings
 
+from .builders import tenant_plan as tenant
 from .conftest import FIXTURES, chart_values_problems, fixture_document, load, stand_in_namespaces
+from .conftest import fixture_config as _config
 
 CHART_VALUES = chart_dir("kueue", CHARTS["kueue"].version) / "values.yaml"
 # The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
 KUEUE_PIN = CHARTS.get("kueue", ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"))
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
-
-
-@functools.cache
-def _config(fixture: str) -> PlatformConfig:
-    return load(fixture_document(fixture))
 
 
 @pytest.fixture(params=FIXTURES)
@@ -54,10 +51,6 @@ def flavor_resources(queue: dict[str, Any], flavor: str) -> dict[str, dict[str, 
 
 def _amount(resource: str, value: int) -> str:
     return f"{value}Gi" if resource == "memory" else str(value)
-
-
-def tenant(config: PlatformConfig, name: str) -> TenantPlan:
-    return next(t for t in config.tenants if t.name == name)
 
 
 # --- flavors -------------------------------------------------------------------------------------

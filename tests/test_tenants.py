@@ -35,7 +35,8 @@ from config.labels import GPU_RESOURCE
 from offline.builtin_kinds import built_in_findings
 from offline.engine import RecordedResource, run_program
 
-from .conftest import fixture_document, load, short
+from .builders import tenant_plan
+from .conftest import fixture_config, fixture_document, load, short
 
 PSS = "pod-security.kubernetes.io"
 ON_CALL = "arn:aws:iam::111122223333:role/MLPlatformOnCall"
@@ -48,13 +49,12 @@ RFC1918 = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"}
 # --- config and harness ---------------------------------------------------------------------------
 
 
-@functools.cache
 def multi_pool():
-    return load(fixture_document("multi-pool"))
+    return fixture_config("multi-pool")
 
 
 def tenant(name: str) -> TenantPlan:
-    return next(plan for plan in multi_pool().tenants if plan.name == name)
+    return tenant_plan(multi_pool(), name)
 
 
 def declare(tenants: Sequence[TenantPlan], kubernetes_version: str = "1.35", protect: bool = False) -> list[RecordedResource]:
