@@ -16,7 +16,7 @@ and the internet (never the VPC's private ranges or the instance metadata servic
 No egress to the Kubernetes API: the workloads tenants run (TrainJob and Kueue-admitted Job pods,
 notebooks, inference servers) only talk to each other and to data; the operators that create and
 watch their pods run in their own namespaces. Pods that drive the API themselves (Spark's driver,
-KubeRay's autoscaler) need a network allowance the config does not have yet.
+KubeRay's autoscaler) need a network allowance the config does not offer.
 These policies are enforced only when the vpc-cni add-on runs with `enableNetworkPolicy: "true"`.
 """
 

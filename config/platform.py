@@ -49,7 +49,7 @@ REGION_KEY = "aws:region"
 # ignored, and on an unprotected stack `pulumi up` would then delete what the misspelt section declares.
 PROVIDER_NAMESPACES = ("aws", "eks", "kubernetes", "pulumi")
 
-# The top-level keys under `gpu-platform:` and the model of each. Later capabilities add theirs here.
+# The top-level keys under `gpu-platform:` and the model of each; a new section adds its key here.
 SECTIONS: dict[str, type[BaseModel]] = {
     "cluster": ClusterConfig,
     "nodePools": NodePoolsConfig,

@@ -14,7 +14,7 @@ from components import queueing
 from config import PlatformConfig
 from config.fair_share import CPU_FLAVOR
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
-from config.versions import CHARTS, ChartPin
+from config.versions import CHARTS
 from offline.engine import RecordedResource, normalise, run_program
 from offline.upstream import chart_dir
 from offline.validate import CustomResourceDefinitions, object_findings
@@ -24,8 +24,7 @@ from .conftest import FIXTURES, chart_values_problems, fixture_document, load, s
 from .conftest import fixture_config as _config
 
 CHART_VALUES = chart_dir("kueue", CHARTS["kueue"].version) / "values.yaml"
-# The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
-KUEUE_PIN = CHARTS.get("kueue", ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"))
+KUEUE_PIN = CHARTS["kueue"]
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 
 
