@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_aws as aws
 
@@ -31,144 +33,204 @@ from .tenants import Tenants
 from .training import Training
 
 
+@dataclass(frozen=True)
+class _Account:
+    """What every phase names the AWS account by: found once per stack."""
+
+    # Found once, used in every ARN of an AWS-owned policy: aws-cn and aws-us-gov have their own.
+    partition: str
+    # The account every trust policy names (aws:SourceAccount).
+    account_id: pulumi.Output[str]
+
+
 class GpuPlatform(pulumi.ComponentResource):
-    """Network, cluster, add-ons and system nodes for one stack.
+    """The whole platform for one stack, declared in phases, each a method:
+
+    foundation (network, cluster, add-ons, system nodes), cluster-wide controllers, tenancy (namespaces,
+    admission, queues, secrets), capacity (GPU software and Karpenter's pools), serving (KEDA and the
+    model servers) and the platform namespaces' network policies. A phase gets what earlier phases
+    declared through the attributes they set and the lists they return.
 
     Logical names start with the cluster name from config, so two stacks' resources never collide
     and a resource's name only changes when its config name does.
     """
 
     def __init__(self, config: PlatformConfig, opts: pulumi.ResourceOptions | None = None):
-        name = config.cluster.name
-        super().__init__("gpu-platform:index:GpuPlatform", name, None, opts)
-        cluster_config = config.cluster
-        tags = config.tags
-        # Found once, used in every ARN of an AWS-owned policy: aws-cn and aws-us-gov have their own.
-        partition = aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition
-        # The account every trust policy names (aws:SourceAccount).
-        account_id = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id
+        super().__init__("gpu-platform:index:GpuPlatform", config.cluster.name, None, opts)
+        account = _Account(
+            partition=aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition,
+            account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
+        )
+        # Controllers go on the system nodes, so they wait for them and for cluster DNS.
+        controllers_ready, storage_class = self._foundation(config, account)
+        # Charts that render ServiceMonitors (Karpenter's, Kueue's, KEDA's) wait for the release that installs
+        # their CRD: without it Kueue's and KEDA's installs fail and Karpenter's leaves its ServiceMonitor out
+        # until the next upgrade. The GPU Operator creates the DCGM exporter's ServiceMonitor itself, and skips
+        # it while the CRD is missing (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go, ServiceMonitor).
+        scraped_controllers_ready = self._controllers(config, account, controllers_ready, storage_class)
+        self._tenancy(config, account, controllers_ready, scraped_controllers_ready)
+        self._capacity(config, controllers_ready, scraped_controllers_ready)
+        self._serving(config, scraped_controllers_ready)
+        self._network(config)
+        self.register_outputs({})
 
+    def _opts(self) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions(parent=self)
+
+    def _foundation(self, config: PlatformConfig, account: _Account) -> tuple[list[pulumi.Resource], pulumi.Resource]:
+        """Network, cluster, the add-ons nodes need, system nodes, the rest of the add-ons, the gp3 StorageClass.
+
+        Returns what controllers wait for (system nodes and every add-on) and the StorageClass.
+        """
+        name, cluster_config, tags = config.cluster.name, config.cluster, config.tags
+        flow_logs = cluster_config.network.flow_logs
         self.network = Network(
             f"{name}-network",
             config.network,
             cluster_name=name,
             region=config.region,
-            account_id=account_id,
-            partition=partition,
+            account_id=account.account_id,
+            partition=account.partition,
             tags=tags,
             protect=cluster_config.protect,
-            flow_log_retention_days=(
-                cluster_config.network.flow_logs.retention_days if cluster_config.network.flow_logs.enabled else None
-            ),
+            flow_log_retention_days=flow_logs.retention_days if flow_logs.enabled else None,
             ecr_endpoints=cluster_config.network.ecr_endpoints,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-
         self.cluster = Cluster(
             f"{name}-cluster",
             cluster_config,
             vpc_id=self.network.vpc_id,
             private_subnet_ids=self.network.private_subnet_ids,
-            partition=partition,
+            partition=account.partition,
             credentials=KubeconfigCredentials.from_stack_config(),
             tags=tags,
             efa=config.uses_efa,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-
-        node_addons = ClusterAddons(
-            f"{name}-node-addons",
-            [addon for addon in config.addon_versions if addon.name in BEFORE_NODES],
-            cluster_name=name,
-            account_id=account_id,
-            partition=partition,
-            tags=tags,
-            depends_on=[self.cluster.eks],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        node_addons = self._addons(f"{name}-node-addons", config, account, [self.cluster.eks], before_nodes=True)
         self.system_nodes = SystemNodeGroup(
             f"{name}-system",
             cluster_config.system_nodes,
             cluster_name=name,
-            partition=partition,
+            partition=account.partition,
             subnet_ids=self.network.private_subnet_ids,
             tags=tags,
             depends_on=[self.cluster.eks, *node_addons.addons.values()],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-        workload_addons = ClusterAddons(
-            f"{name}-addons",
-            [addon for addon in config.addon_versions if addon.name not in BEFORE_NODES],
-            cluster_name=name,
-            account_id=account_id,
-            partition=partition,
-            tags=tags,
-            depends_on=[self.system_nodes.node_group],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        workload_addons = self._addons(f"{name}-addons", config, account, [self.system_nodes.node_group], before_nodes=False)
         storage_class = DefaultStorageClass(
             f"{name}-storage",
             provider=self.cluster.provider,
             depends_on=[workload_addons.addons[EBS_CSI_DRIVER]],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
+        )
+        return [self.system_nodes.node_group, *workload_addons.addons.values()], storage_class
+
+    def _addons(
+        self, name: str, config: PlatformConfig, account: _Account, depends_on: list[pulumi.Resource], *, before_nodes: bool
+    ) -> ClusterAddons:
+        """The EKS add-ons that must run before nodes join (`BEFORE_NODES`), or all the others."""
+        return ClusterAddons(
+            name,
+            [addon for addon in config.addon_versions if (addon.name in BEFORE_NODES) == before_nodes],
+            cluster_name=config.cluster.name,
+            account_id=account.account_id,
+            partition=account.partition,
+            tags=config.tags,
+            depends_on=depends_on,
+            opts=self._opts(),
         )
 
-        # Controllers go on the system nodes, so they wait for them and for cluster DNS.
-        controllers_ready = [self.system_nodes.node_group, *workload_addons.addons.values()]
+    def _controllers(
+        self, config: PlatformConfig, account: _Account, controllers_ready: list[pulumi.Resource], storage_class: pulumi.Resource
+    ) -> list[pulumi.Resource]:
+        """Cluster-wide controllers no tenant object needs: monitoring, Karpenter, OpenCost, Kyverno.
+
+        Returns what a chart rendering ServiceMonitors waits for.
+        """
+        name, provider = config.cluster.name, self.cluster.provider
         # Prometheus' volume needs the gp3 StorageClass; its pods go on the system nodes.
         self.monitoring = Monitoring(
             f"{name}-monitoring",
             config.monitoring,
             chart=config.charts[monitoring.CHART_KEY],
             crd_chart=config.charts[monitoring.CRD_CHART_KEY],
-            provider=self.cluster.provider,
+            provider=provider,
             cost_estimates={tenant.namespace: tenant.guaranteed_hourly_cost for tenant in config.tenants},
             depends_on=controllers_ready,
             storage=[storage_class],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-        # Charts that render ServiceMonitors (Karpenter's, Kueue's, KEDA's) wait for the release that installs
-        # their CRD: without it Kueue's and KEDA's installs fail and Karpenter's leaves its ServiceMonitor out
-        # until the next upgrade. The GPU Operator creates the DCGM exporter's ServiceMonitor itself, and skips
-        # it while the CRD is missing (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go, ServiceMonitor).
         scraped_controllers_ready = [*controllers_ready, self.monitoring.crd_release]
         self.karpenter = Karpenter(
             f"{name}-karpenter",
             cluster_name=name,
             region=config.region,
-            account_id=account_id,
-            partition=partition,
+            account_id=account.account_id,
+            partition=account.partition,
             chart_versions=config.charts,
-            k8s_provider=self.cluster.provider,
-            tags=tags,
+            k8s_provider=provider,
+            tags=config.tags,
             create_spot_service_linked_role=config.creates_spot_service_linked_role,
             depends_on=controllers_ready,
             service_monitor_crd=[self.monitoring.crd_release],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-        # Tenants' namespaces, quotas, network rules and access. Kueue's LocalQueues go into
-        # `self.tenants.namespaces`, each waiting for its namespace.
+        # Cost per namespace from this Prometheus; its ServiceMonitor needs the monitoring CRDs.
+        self.opencost = OpenCost(
+            f"{name}-opencost",
+            name,
+            chart=config.charts[opencost.CHART_KEY],
+            provider=provider,
+            depends_on=scraped_controllers_ready,
+            opts=self._opts(),
+        )
+        # Kyverno before the platform's model servers, so their first pods are verified too; nothing of the
+        # platform's own waits for it (its webhooks never see a platform namespace).
+        verification = config.supply_chain.image_verification
+        self.supply_chain = (
+            SupplyChain(
+                f"{name}-supply-chain",
+                verification,
+                chart=config.charts[supply_chain.CHART_KEY],
+                provider=provider,
+                depends_on=controllers_ready,
+                opts=self._opts(),
+            )
+            if verification is not None
+            else None
+        )
+        return scraped_controllers_ready
+
+    def _tenancy(
+        self,
+        config: PlatformConfig,
+        account: _Account,
+        controllers_ready: list[pulumi.Resource],
+        scraped_controllers_ready: list[pulumi.Resource],
+    ) -> None:
+        """Tenants' namespaces, quotas, network rules and access; their admission policies, Kueue and its
+        queues, the trainer, and the tenants' secrets."""
+        name, provider = config.cluster.name, self.cluster.provider
+        # Kueue's LocalQueues go into `self.tenants.namespaces`, each waiting for its namespace.
         self.tenants = Tenants(
             f"{name}-tenants",
             config.tenants,
             cluster_name=name,
-            kubernetes_version=cluster_config.kubernetes_version,
-            provider=self.cluster.provider,
-            tags=tags,
-            protect=cluster_config.protect,
+            kubernetes_version=config.cluster.kubernetes_version,
+            provider=provider,
+            tags=config.tags,
+            protect=config.cluster.protect,
             depends_on=[self.cluster.eks],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-
         # Admission policies of every tenant namespace, bound by the tenant label: in place before any
         # tenant principal can act (its access entry waits for the cluster, as they do).
         self.admission = TenantAdmission(
-            f"{name}-admission",
-            provider=self.cluster.provider,
-            depends_on=[self.cluster.eks],
-            opts=pulumi.ResourceOptions(parent=self),
+            f"{name}-admission", provider=provider, depends_on=[self.cluster.eks], opts=self._opts()
         )
-
         # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
         self.queueing = Queueing(
             f"{name}-queueing",
@@ -176,39 +238,59 @@ class GpuPlatform(pulumi.ComponentResource):
             config.flavors,
             config.tenants,
             chart=config.charts[queueing.CHART_KEY],
-            provider=self.cluster.provider,
+            provider=provider,
             namespaces=self.tenants.namespaces,
             depends_on=scraped_controllers_ready,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
         # The trainer after Kueue, whose TrainJob webhook must queue the first TrainJob.
         self.training = Training(
             f"{name}-training",
             chart=config.charts[training.CHART_KEY],
-            provider=self.cluster.provider,
+            provider=provider,
             depends_on=controllers_ready,
             queueing=[self.queueing.release],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-        # Cost per namespace from this Prometheus; its ServiceMonitor needs the monitoring CRDs.
-        self.opencost = OpenCost(
-            f"{name}-opencost",
-            name,
-            chart=config.charts[opencost.CHART_KEY],
-            provider=self.cluster.provider,
-            depends_on=scraped_controllers_ready,
-            opts=pulumi.ResourceOptions(parent=self),
+        self._tenant_secrets(config, account, controllers_ready)
+
+    def _tenant_secrets(self, config: PlatformConfig, account: _Account, controllers_ready: list[pulumi.Resource]) -> None:
+        """External Secrets Operator, a role and a SecretStore per tenant, and the model servers' token secrets."""
+        self.secrets = (
+            TenantSecrets(
+                f"{config.cluster.name}-secrets",
+                config.tenants,
+                cluster_name=config.cluster.name,
+                region=config.region,
+                account_id=account.account_id,
+                partition=account.partition,
+                chart=config.charts[secrets.CHART_KEY],
+                provider=self.cluster.provider,
+                namespaces=self.tenants.namespaces,
+                tags=config.tags,
+                depends_on=controllers_ready,
+                opts=self._opts(),
+            )
+            if config.secrets.enabled
+            else None
         )
+
+    def _capacity(
+        self, config: PlatformConfig, controllers_ready: list[pulumi.Resource], scraped_controllers_ready: list[pulumi.Resource]
+    ) -> None:
+        """What makes GPU nodes usable and launches them: the GPU Operator (and DRA), the DCGM exporter for
+        Bottlerocket pools, the EFA device plugin, and Karpenter's NodePools."""
+        name, provider = config.cluster.name, self.cluster.provider
         self.gpu_operator = GpuOperator(
             f"{name}-gpu",
             config.gpu_pools,
             config.gpu,
-            kubernetes_version=cluster_config.kubernetes_version,
+            kubernetes_version=config.cluster.kubernetes_version,
             charts=config.charts,
-            provider=self.cluster.provider,
+            provider=provider,
             namespaces=self.tenants.namespaces,
             depends_on=scraped_controllers_ready,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
         # GPU metrics of the nodes the operator's operands skip (Bottlerocket), into the operator's namespace.
         self.dcgm_exporter = (
@@ -216,9 +298,9 @@ class GpuPlatform(pulumi.ComponentResource):
                 f"{name}-dcgm-exporter",
                 config.gpu_pools,
                 chart=config.charts[dcgm_exporter.CHART_KEY],
-                provider=self.cluster.provider,
+                provider=provider,
                 depends_on=[*scraped_controllers_ready, self.gpu_operator.release],
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=self._opts(),
             )
             if dcgm_exporter.exporter_pools(config.gpu_pools)
             else None
@@ -228,9 +310,9 @@ class GpuPlatform(pulumi.ComponentResource):
             EfaDevicePlugin(
                 f"{name}-efa",
                 chart=config.charts[efa.CHART_KEY],
-                provider=self.cluster.provider,
+                provider=provider,
                 depends_on=controllers_ready,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=self._opts(),
             )
             if config.uses_efa
             else None
@@ -242,54 +324,25 @@ class GpuPlatform(pulumi.ComponentResource):
             cluster_name=name,
             node_role_name=self.karpenter.node_role_name,
             cpu_ami_release=AMI_RELEASES[CPU_AMI_FAMILY],
-            tags=tags,
-            provider=self.cluster.provider,
+            tags=config.tags,
+            provider=provider,
             spot_role=self.karpenter.spot_service_linked_role,
             depends_on=self.karpenter.destroy_after,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
 
-        # Kyverno before the platform's model servers, so their first pods are verified too; nothing of the
-        # platform's own waits for it (its webhooks never see a platform namespace).
-        verification = config.supply_chain.image_verification
-        self.supply_chain = (
-            SupplyChain(
-                f"{name}-supply-chain",
-                verification,
-                chart=config.charts[supply_chain.CHART_KEY],
-                provider=self.cluster.provider,
-                depends_on=controllers_ready,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            if verification is not None
-            else None
-        )
-        # External Secrets Operator, a role and a SecretStore per tenant, and the model servers' token secrets.
-        self.secrets = (
-            TenantSecrets(
-                f"{name}-secrets",
-                config.tenants,
-                cluster_name=name,
-                region=config.region,
-                account_id=account_id,
-                partition=partition,
-                chart=config.charts[secrets.CHART_KEY],
-                provider=self.cluster.provider,
-                namespaces=self.tenants.namespaces,
-                tags=tags,
-                depends_on=controllers_ready,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            if config.secrets.enabled
-            else None
-        )
+    def _serving(self, config: PlatformConfig, scraped_controllers_ready: list[pulumi.Resource]) -> None:
+        """KEDA, and each tenant's inference deployments: their scalers and the model servers the platform runs.
+
+        A served Deployment waits for the GPU nodes and for what admits its pods and what they read: the
+        image verification policies and the model-hub token secrets, when the stack has them.
+        """
         tenant_workloads_ready = [
             *(self.supply_chain.policies.values() if self.supply_chain else ()),
             *(self.secrets.external_secrets.values() if self.secrets else ()),
         ]
-
         self.autoscaling = Autoscaling(
-            name,
+            config.cluster.name,
             config.tenants,
             config.autoscaling,
             chart=config.charts[autoscaling.CHART_KEY],
@@ -298,12 +351,15 @@ class GpuPlatform(pulumi.ComponentResource):
             local_queues=self.queueing.local_queues,
             gpu_nodes=[self.gpu_operator.release, self.node_pools, *tenant_workloads_ready],
             depends_on=scraped_controllers_ready,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
 
-        # Each platform namespace closed to everything but what its components need; a policy waits
-        # for the release installed into its namespace (so for the namespace), and for nothing a
-        # tenant adds.
+    def _network(self, config: PlatformConfig) -> None:
+        """Each platform namespace closed to everything but what its components need.
+
+        A policy waits for the release installed into its namespace (so for the namespace), and for
+        nothing a tenant adds.
+        """
         platform_namespaces: dict[str, list[pulumi.Resource]] = {
             namespaces.MONITORING: [self.monitoring.release],
             namespaces.KEDA: [self.autoscaling.release],
@@ -319,11 +375,9 @@ class GpuPlatform(pulumi.ComponentResource):
         if self.secrets is not None:
             platform_namespaces[namespaces.EXTERNAL_SECRETS] = [self.secrets.release]
         self.platform_network = PlatformNetwork(
-            f"{name}-platform-network",
+            f"{config.cluster.name}-platform-network",
             platform_namespaces,
             vpc_cidr=config.network.vpc_cidr,
             provider=self.cluster.provider,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=self._opts(),
         )
-
-        self.register_outputs({})

@@ -35,8 +35,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from config import namespaces
-from config.labels import NAMESPACE_NAME_LABEL
 
+from .lib.namespaces import namespace_peer
 from .lib.resources import Children, declare
 
 
@@ -77,10 +77,6 @@ ACCESS: dict[str, NamespaceAccess] = {
 }
 
 
-def _namespace_peer(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
-
-
 def _ports(ports: Sequence[int]) -> list[dict[str, Any]]:
     return [{"protocol": "TCP", "port": port} for port in ports]
 
@@ -90,9 +86,9 @@ def platform_network_policy(namespace: str, vpc_cidr: str) -> dict[str, Any]:
     access = ACCESS[namespace]
     ingress: list[dict[str, Any]] = [{"from": [{"podSelector": {}}]}]
     if namespace != namespaces.MONITORING:
-        ingress.append({"from": [_namespace_peer(namespaces.MONITORING)]})
+        ingress.append({"from": [namespace_peer(namespaces.MONITORING)]})
     for source, ports in sorted(access.from_namespaces.items()):
-        ingress.append({"from": [_namespace_peer(source)], "ports": _ports(ports)})
+        ingress.append({"from": [namespace_peer(source)], "ports": _ports(ports)})
     if access.api_server_ports:
         ingress.append({"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": _ports(access.api_server_ports)})
     return {

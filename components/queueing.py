@@ -27,22 +27,21 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from config import namespaces
-from config.autoscaling import SERVER_STARTUP_SECONDS
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
 from config.labels import (
     APP_NAME_LABEL,
     DRA_DEVICE_CLASSES,
     LOCAL_QUEUE,
-    NAMESPACE_NAME_LABEL,
     device_class_resource,
 )
 from config.system_capacity import KUEUE
 from config.tenants import QueueingConfig
+from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from config.versions import ChartPin
 from models.kubernetes.quantity import gibibytes, plain_decimal
 
 from .lib.helm import helm_release
-from .lib.namespaces import controller_namespace, every_tenant_namespace
+from .lib.namespaces import controller_namespace, every_tenant_namespace, namespace_selector
 from .lib.placement import gpu_toleration, on_system_nodes
 from .lib.prometheus import CHART_SCRAPE_VALUES
 from .lib.resources import Children, declare
@@ -66,22 +65,6 @@ TRAINING_OPERATOR_FRAMEWORKS: tuple[str, ...] = (
 # v1beta1's `enable` (fairsharing.Enabled is `cfg.FairSharing != nil`) and has no default for the
 # strategies, which validation requires. These are v1beta1's defaults and the docs' example.
 FAIR_SHARING_PREEMPTION_STRATEGIES: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-
-# waitForPodsReady: an admitted workload whose pods are not all ready by `timeout` is evicted, its
-# quota released, and requeued after a backoff (v1beta2 defaults.go turns it on with a 30-minute
-# timeout; we size it). The timeout covers the slowest normal start of the platform's model server:
-# Karpenter gives a NodeClaim 5 minutes to launch and 15 to register its node before replacing it
-# (kubernetes-sigs/karpenter v1.14.1 pkg/controllers/nodeclaim/lifecycle/liveness.go, LaunchTimeout and
-# registrationTimeout); the GPU Operator readies the node and the server's image (vLLM's is ~10 GB) is
-# pulled; then the server's startup probe allows SERVER_STARTUP_SECONDS to load the model.
-NODE_LAUNCH_SECONDS = (5 + 15) * 60
-NODE_SETUP_SECONDS = 10 * 60
-PODS_READY_TIMEOUT_SECONDS = NODE_LAUNCH_SECONDS + NODE_SETUP_SECONDS + SERVER_STARTUP_SECONDS
-# Requeue backoff after an eviction: base x 2^(n-1) plus jitter, capped (pkg/controller/core/
-# workload_controller.go via workload.UpdateRequeueState); these are v1beta2's defaults, written out.
-# No backoffLimitCount: a model server's pod is requeued for as long as it exists, never deactivated.
-REQUEUE_BACKOFF_BASE_SECONDS = 60
-REQUEUE_BACKOFF_MAX_SECONDS = 3600
 
 # Resources Kueue leaves out of its accounting (pkg/workload/workload.go, dropExcludedResources: a
 # prefix match on the resource name). With the default quotaCheckStrategy BlockUndeclared a workload
@@ -178,8 +161,8 @@ class Queueing(pulumi.ComponentResource):
         if missing:
             raise ValueError(f"Queueing needs the namespace resource of every tenant; missing: {', '.join(missing)}")
 
-        # --- controller -------------------------------------------------------------------------
-        self.namespace = declare(f"{name}-namespace", controller_namespace(NAMESPACE), children.opts())
+        objects = queueing_objects(queueing, flavors, tenants)
+        self.namespace = declare(f"{name}-namespace", objects.pop("namespace"), children.opts())
         self.release = helm_release(
             f"{name}-release",
             release_name=RELEASE_NAME,
@@ -188,46 +171,15 @@ class Queueing(pulumi.ComponentResource):
             values=kueue_values(flavors),
             opts=children.opts(self.namespace),
         )
-        installed = [self.release]
-
-        # --- flavors, cohorts, priority tiers ---------------------------------------------------
-        self.flavors = {
-            CPU_FLAVOR: declare(f"{name}-flavor-{CPU_FLAVOR}", cpu_resource_flavor(), children.opts(*installed))
-        }
-        for flavor in flavors:
-            self.flavors[flavor.name] = declare(
-                f"{name}-flavor-{flavor.name}", resource_flavor(flavor), children.opts(*installed)
-            )
-
-        self.cohorts = {}
-        for cohort in cohorts(queueing):
-            parent = cohort["spec"].get("parentName")
-            after = [*installed, self.cohorts[parent]] if parent else installed
-            cohort_name = cohort["metadata"]["name"]
-            self.cohorts[cohort_name] = declare(f"{name}-cohort-{cohort_name}", cohort, children.opts(*after))
-
-        self.priority_classes = {
-            manifest["metadata"]["name"]: declare(
-                f"{name}-priority-{manifest['metadata']['name']}", manifest, children.opts(*installed)
-            )
-            for manifest in workload_priority_classes(queueing)
-        }
-
-        # --- per tenant -------------------------------------------------------------------------
-        self.cluster_queues, self.local_queues = {}, {}
-        for tenant in tenants:
-            queue = cluster_queue(tenant)
-            flavor_names = [f["name"] for f in queue["spec"]["resourceGroups"][0]["flavors"]]
-            self.cluster_queues[tenant.name] = declare(
-                f"{name}-cq-{tenant.name}",
-                queue,
-                children.opts(*installed, *(self.flavors[f] for f in flavor_names), self.cohorts[tenant.cohort]),
-            )
-            self.local_queues[tenant.name] = declare(
-                f"{name}-lq-{tenant.name}",
-                local_queue(tenant),
-                children.opts(*installed, self.cluster_queues[tenant.name], namespaces[tenant.name]),
-            )
+        # Builders return what an object names before the object (flavors and the root Cohort first, a
+        # ClusterQueue before its LocalQueue), so whatever it waits for is declared by the time it is.
+        declared: dict[str, dict[str, pulumi.CustomResource]] = {kind: {} for kind in _DECLARED_KINDS}
+        for suffix, manifest in objects.items():
+            after = [self.release, *_named_by(manifest, declared, namespaces)]
+            declared[manifest["kind"]][_key(manifest)] = declare(f"{name}-{suffix}", manifest, children.opts(*after))
+        self.flavors, self.cohorts = declared["ResourceFlavor"], declared["Cohort"]
+        self.priority_classes = declared["WorkloadPriorityClass"]
+        self.cluster_queues, self.local_queues = declared["ClusterQueue"], declared["LocalQueue"]
 
         self.register_outputs(
             {
@@ -236,6 +188,32 @@ class Queueing(pulumi.ComponentResource):
                 "clusterQueues": sorted(self.cluster_queues),
             }
         )
+
+
+_DECLARED_KINDS = ("ResourceFlavor", "Cohort", "WorkloadPriorityClass", "ClusterQueue", "LocalQueue")
+
+
+def _key(manifest: Mapping[str, Any]) -> str:
+    """How `Queueing` keys a declared object: by name; a LocalQueue (always `default`) by its tenant's ClusterQueue."""
+    return manifest["spec"]["clusterQueue"] if manifest["kind"] == "LocalQueue" else manifest["metadata"]["name"]
+
+
+def _named_by(
+    manifest: Mapping[str, Any],
+    declared: Mapping[str, Mapping[str, pulumi.CustomResource]],
+    namespaces: Mapping[str, pulumi.Resource],
+) -> list[pulumi.Resource]:
+    """What a Kueue object names and so waits for: a Cohort its parent, a ClusterQueue its flavors and
+    Cohort, a LocalQueue its ClusterQueue and its tenant's namespace (a ClusterQueue is named for its tenant)."""
+    spec = manifest.get("spec", {})
+    if manifest["kind"] == "Cohort" and spec.get("parentName"):
+        return [declared["Cohort"][spec["parentName"]]]
+    if manifest["kind"] == "ClusterQueue":
+        flavors = [declared["ResourceFlavor"][flavor["name"]] for flavor in spec["resourceGroups"][0]["flavors"]]
+        return [*flavors, declared["Cohort"][spec["cohortName"]]]
+    if manifest["kind"] == "LocalQueue":
+        return [declared["ClusterQueue"][spec["clusterQueue"]], namespaces[spec["clusterQueue"]]]
+    return []
 
 
 # --- controller builders -------------------------------------------------------------------------
@@ -283,7 +261,7 @@ def manager_config(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
        managed. With the tenant's LocalQueue named `default`, such jobs run under its quota.
     3. Fair sharing on: a `fairSharing` section (see FAIR_SHARING_PREEMPTION_STRATEGIES).
     4. ClusterQueue resource metrics on (`metrics.enableClusterQueueResources`), for quota alerts.
-    5. `waitForPodsReady`: admitted work that never starts gives its quota back (PODS_READY_TIMEOUT_SECONDS).
+    5. `waitForPodsReady`: admitted work that never starts gives its quota back (config/timing.py).
     6. `resources`: node-local resources left out of quota (EXCLUDED_RESOURCE_PREFIXES), and, where a
        pool allocates GPUs through DRA, the driver's DeviceClasses mapped to quota resources
        (`device_class_mappings`).
@@ -372,7 +350,7 @@ def cluster_queue(tenant: TenantPlan) -> dict[str, Any]:
     flavors += [_flavor_quotas(quota.flavor.name, covered, quota.resources()) for quota in tenant.quotas]
     spec = {
         "cohortName": tenant.cohort,
-        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: tenant.namespace}},
+        "namespaceSelector": namespace_selector(tenant.namespace),
         "resourceGroups": [{"coveredResources": list(covered), "flavors": flavors}],
         # Reclaim: a tenant gets its nominal quota back from borrowers whatever their priority.
         # Within its own queue, higher tiers preempt lower ones. borrowWithinCohort stays Never:
@@ -402,18 +380,22 @@ def workload_priority_classes(queueing: QueueingConfig) -> list[dict[str, Any]]:
     ]
 
 
-def queueing_manifests(
+def queueing_objects(
     queueing: QueueingConfig, flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]
-) -> list[dict[str, Any]]:
-    """Every Kueue object the component declares, as plain manifests."""
-    return [
-        cpu_resource_flavor(),
-        *(resource_flavor(flavor) for flavor in flavors),
-        *cohorts(queueing),
-        *workload_priority_classes(queueing),
-        *(cluster_queue(tenant) for tenant in tenants),
-        *(local_queue(tenant) for tenant in tenants),
-    ]
+) -> dict[str, dict[str, Any]]:
+    """Logical-name suffix -> manifest: every object `Queueing` declares, the controller's namespace first.
+
+    Parents come before what refers to them: flavors and cohorts (the root first) before the
+    ClusterQueues that name them, each ClusterQueue before its tenant's LocalQueue.
+    """
+    objects = {"namespace": controller_namespace(NAMESPACE), f"flavor-{CPU_FLAVOR}": cpu_resource_flavor()}
+    objects.update({f"flavor-{flavor.name}": resource_flavor(flavor) for flavor in flavors})
+    objects.update({f"cohort-{cohort['metadata']['name']}": cohort for cohort in cohorts(queueing)})
+    objects.update({f"priority-{tier['metadata']['name']}": tier for tier in workload_priority_classes(queueing)})
+    for tenant in tenants:
+        objects[f"cq-{tenant.name}"] = cluster_queue(tenant)
+        objects[f"lq-{tenant.name}"] = local_queue(tenant)
+    return objects
 
 
 def _flavor_quotas(

@@ -16,7 +16,7 @@ and the internet (never the VPC's private ranges or the instance metadata servic
 No egress to the Kubernetes API: the workloads tenants run (TrainJob and Kueue-admitted Job pods,
 notebooks, inference servers) only talk to each other and to data; the operators that create and
 watch their pods run in their own namespaces. Pods that drive the API themselves (Spark's driver,
-KubeRay's autoscaler) need a network allowance the config does not have yet.
+KubeRay's autoscaler) need a network allowance the config does not offer.
 These policies are enforced only when the vpc-cni add-on runs with `enableNetworkPolicy: "true"`.
 """
 
@@ -32,9 +32,10 @@ from pulumi_aws import eks as aws_eks
 from config import namespaces
 from config.cluster import principal_slug
 from config.fair_share import TenantPlan
-from config.labels import EPHEMERAL_STORAGE, NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_GROUP_PREFIX, TENANT_LABEL
+from config.labels import EPHEMERAL_STORAGE, POD_SECURITY_LABEL, TENANT_GROUP_PREFIX, TENANT_LABEL
 from config.tenants import DEFAULT_EPHEMERAL_LIMIT_GIB, DEFAULT_EPHEMERAL_REQUEST_GIB
 
+from .lib.namespaces import namespace_peer, namespace_selector
 from .lib.resources import Children, declare
 
 # `warn` and `audit` stay restricted even where `enforce` is relaxed: users still see what would fail.
@@ -176,11 +177,6 @@ def namespace(plan: TenantPlan, kubernetes_version: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": plan.namespace, "labels": dict(sorted(labels.items()))}}
 
 
-def tenant_namespace_selector(tenant: str) -> dict[str, Any]:
-    """The label selector of one tenant's namespace, by the tenant label the tenant cannot change."""
-    return {"matchLabels": {TENANT_LABEL: tenant}}
-
-
 def resource_quota(plan: TenantPlan) -> dict[str, Any]:
     """The quota derived in config/fair_share.py: never below what Kueue admits for the tenant."""
     return {
@@ -245,7 +241,7 @@ def network_policies(plan: TenantPlan) -> dict[str, dict[str, Any]]:
                     {
                         "to": [
                             {
-                                "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: DNS_NAMESPACE}},
+                                "namespaceSelector": namespace_selector(DNS_NAMESPACE),
                                 "podSelector": {"matchLabels": dict(DNS_POD_LABELS)},
                             }
                         ],
@@ -271,7 +267,7 @@ def network_policies(plan: TenantPlan) -> dict[str, dict[str, Any]]:
             {
                 "podSelector": every_pod,
                 "policyTypes": ["Ingress"],
-                "ingress": [{"from": [_namespace_peer(namespaces.MONITORING)]}],
+                "ingress": [{"from": [namespace_peer(namespaces.MONITORING)]}],
             },
         ),
     }
@@ -283,7 +279,7 @@ def network_policies(plan: TenantPlan) -> dict[str, dict[str, Any]]:
             {
                 "podSelector": every_pod,
                 "policyTypes": ["Ingress"],
-                "ingress": [{"from": [_namespace_peer(ns) for ns in network.ingress_from_namespaces]}],
+                "ingress": [{"from": [namespace_peer(ns) for ns in network.ingress_from_namespaces]}],
             },
         )
     if network.internet_egress:
@@ -340,8 +336,3 @@ def _policy(plan: TenantPlan, name: str, spec: dict[str, Any]) -> dict[str, Any]
         "metadata": {"name": name, "namespace": plan.namespace},
         "spec": spec,
     }
-
-
-def _namespace_peer(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
-

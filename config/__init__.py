@@ -4,6 +4,6 @@
 """
 
 from .errors import ConfigError
-from .platform import NAMESPACE, SECTIONS, PlatformConfig, load_platform_config
+from .platform import CONFIG_NAMESPACE, SECTIONS, PlatformConfig, load_platform_config
 
-__all__ = ["NAMESPACE", "SECTIONS", "ConfigError", "PlatformConfig", "load_platform_config"]
+__all__ = ["CONFIG_NAMESPACE", "SECTIONS", "ConfigError", "PlatformConfig", "load_platform_config"]

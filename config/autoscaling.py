@@ -1,7 +1,7 @@
 """`gpu-platform:autoscaling` and each tenant's `inference` deployments: KEDA scaling on GPU load.
 
 A deployment scales on its own GPU utilisation and, when given a target, on its request queue depth
-(`vllm:num_requests_waiting`). Its class sets the thresholds: the seed's presets, overridable.
+(`vllm:num_requests_waiting`). Its class sets the thresholds: the platform's presets, overridable per stack.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class ClassPreset(ConfigModel):
         return self
 
 
-# The seed's presets: realtime scales early and settles fast; batch runs hot; interactive reacts quickest.
+# The platform's presets: realtime scales early and settles fast; batch runs hot; interactive reacts quickest.
 CLASS_PRESETS: dict[WorkloadClass, ClassPreset] = {
     "realtime": ClassPreset(scaleUpUtilization=70, scaleDownUtilization=30, cooldownSeconds=60),
     "batch": ClassPreset(scaleUpUtilization=85, scaleDownUtilization=40, cooldownSeconds=300),

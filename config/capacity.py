@@ -1,7 +1,7 @@
 """GPU capacity, derived once: each pool's instance types, GPU model, limit, schedulable units, labels, cost.
 
-Everything that reads GPU capacity (NodePools, the GPU Operator's sharing configs, the summary, and
-later quotas and queues) reads a `GpuPoolPlan`; nothing recomputes it from raw config.
+Everything that reads GPU capacity (NodePools, the GPU Operator's sharing configs, the summary, the
+quotas and queues) reads a `GpuPoolPlan`; nothing recomputes it from raw config.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each GPU pool becomes a Karpenter NodePool and EC2NodeClass. The pool declares its GPU capacity once
 (`gpus`); the NodePool's `nvidia.com/gpu` limit, the schedulable units its sharing mode yields, its
-cost and (later) every quota and queue are derived from that one number.
+cost and every quota and queue are derived from that one number.
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, RootModel, ValidationError
 
@@ -39,14 +39,17 @@ DRA_MIN_KUBERNETES = (1, 34)
 class NodePoolsConfig(RootModel[list[NodePoolConfig]]):
     """GPU pools: each one a Karpenter NodePool and EC2NodeClass."""
 
-NAMESPACE = "gpu-platform"
+
+# The namespace of the project's keys in a stack file (`gpu-platform:cluster`): Pulumi gives a
+# project's config the project's name (Pulumi.yaml `name`). Not a Kubernetes namespace.
+CONFIG_NAMESPACE = "gpu-platform"
 REGION_KEY = "aws:region"
 # Config namespaces a stack may hold besides the project's: the providers the program uses and
 # Pulumi's own. A key in any other namespace is a typo (`gpu-platfrom:tenants`) that would otherwise be
 # ignored, and on an unprotected stack `pulumi up` would then delete what the misspelt section declares.
 PROVIDER_NAMESPACES = ("aws", "eks", "kubernetes", "pulumi")
 
-# The top-level keys under `gpu-platform:` and the model of each. Later capabilities add theirs here.
+# The top-level keys under `gpu-platform:` and the model of each; a new section adds its key here.
 SECTIONS: dict[str, type[BaseModel]] = {
     "cluster": ClusterConfig,
     "nodePools": NodePoolsConfig,
@@ -132,16 +135,59 @@ class PlatformConfig:
 
 
 def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
-    """Parse and check the whole stack config; raise `ConfigError` listing every problem."""
-    problems = Problems()
-    sections: dict[str, BaseModel] = {}
-    partial_tenants: TenantsConfig | None = None
+    """Parse and check the whole stack config; raise `ConfigError` listing every problem.
 
+    Each section is parsed on its own, then every rule of `RULES` runs, in order, on what parsed.
+    """
+    problems = Problems()
     for key in sorted(raw):
         _check_key(key, problems)
+    parsed = _parse_sections(raw, problems)
+    for rule in RULES:
+        rule(parsed, problems)
+    problems.raise_if_any()
+    return _platform_config(parsed)
 
+
+_Section = TypeVar("_Section", bound=BaseModel)
+
+
+@dataclass
+class ParsedConfig:
+    """The sections that parsed, and what the rules derive from them as they run.
+
+    A rule reads a section only when it parsed (`section` returns None otherwise), so one broken
+    section never hides the mistakes of another. Rules that derive (pools, flavors, tenant plans) set
+    their field for the rules after them.
+    """
+
+    region: Any
+    sections: dict[str, BaseModel]
+    # The tenants that validate on their own, when the tenants section as a whole does not.
+    partial_tenants: TenantsConfig | None = None
+    system_capacity: SystemCapacityPlan | None = None
+    addon_versions: tuple[AddonVersion, ...] = ()
+    gpu_pools: tuple[GpuPoolPlan, ...] = ()
+    # Every pool is sound: quotas are checked against pools only then, so a broken pool does not show
+    # up again as tenants' "no such flavor" or as capacity it never declared.
+    pools_ok: bool = False
+    flavors: tuple[FlavorPlan, ...] = ()
+    tenant_plans: tuple[TenantPlan, ...] = ()
+
+    def section(self, name: str, model: type[_Section]) -> _Section | None:
+        value = self.sections.get(name)
+        return value if isinstance(value, model) else None
+
+    @property
+    def known_region(self) -> str | None:
+        return self.region if self.region in AVAILABILITY_ZONES else None
+
+
+def _parse_sections(raw: Mapping[str, Any], problems: Problems) -> ParsedConfig:
+    """Each section of `SECTIONS` through its model; one line per problem, the sound sections kept."""
+    parsed = ParsedConfig(region=raw.get(REGION_KEY), sections={})
     for name, model in SECTIONS.items():
-        key = f"{NAMESPACE}:{name}"
+        key = f"{CONFIG_NAMESPACE}:{name}"
         value = _decode(raw.get(key))
         if value is None and name in OPTIONAL_SECTIONS:
             value = OPTIONAL_SECTIONS[name]
@@ -149,113 +195,173 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
             problems.add(key, "required but not set; see the config reference in README.md")
             continue
         try:
-            sections[name] = model.model_validate(value)
+            parsed.sections[name] = model.model_validate(value)
         except ValidationError as err:
             problems.add_validation_error(key, model, err, value)
             if model is TenantsConfig and isinstance(value, list):
                 # The tenants that are sound are still checked against pools and each other, so a second
                 # tenant's over-quota shows up in the same run as the first tenant's typo.
                 sound = [tenant for tenant in value if _validates(TenantConfig, tenant)]
-                partial_tenants = TenantsConfig.model_validate(sound)
+                parsed.partial_tenants = TenantsConfig.model_validate(sound)
+    return parsed
 
-    region = raw.get(REGION_KEY)
-    if not region:
+
+# --- cross-section rules, run in this order ------------------------------------------------------------
+
+
+def _rule_region(parsed: ParsedConfig, problems: Problems) -> None:
+    """`aws:region` is set and config/regions.py knows its zones."""
+    if not parsed.region:
         problems.add(REGION_KEY, "required but not set; e.g. `pulumi config set aws:region us-west-2`")
-    elif region not in AVAILABILITY_ZONES:
+    elif parsed.region not in AVAILABILITY_ZONES:
         problems.add(
             REGION_KEY,
-            f"{show(region)} is not in config/regions.py; use one of {', '.join(AVAILABILITY_ZONES)} or add its zones there",
+            f"{show(parsed.region)} is not in config/regions.py; use one of {', '.join(AVAILABILITY_ZONES)} "
+            "or add its zones there",
         )
 
-    cluster = sections.get("cluster")
-    versions = sections.get("versions")
-    addon_versions: tuple[AddonVersion, ...] = ()
-    gpu_pools: tuple[GpuPoolPlan, ...] = ()
-    system_capacity: SystemCapacityPlan | None = None
-    if isinstance(cluster, ClusterConfig):
-        problems_before_cluster = len(problems.lines)
-        _check_cluster(cluster, region if region in AVAILABILITY_ZONES else None, problems)
-        monitoring_section = sections.get("monitoring")
-        # Sized only when the system node group itself is sound: a wrong architecture says enough.
-        system_nodes_ok = len(problems.lines) == problems_before_cluster
-        if system_nodes_ok and isinstance(versions, VersionsConfig) and isinstance(monitoring_section, MonitoringConfig):
-            system_capacity = _check_system_capacity(
-                cluster, versions, monitoring_section, sections.get("supplyChain"), sections.get("secrets"), problems
-            )
-    if isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig):
-        addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
-    pools = sections.get("nodePools")
-    gpu = sections.get("gpu")
-    problems_before_pools = len(problems.lines)
-    if isinstance(pools, NodePoolsConfig) and isinstance(gpu, GpuConfig):
-        protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
-        gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
-    # Quotas are checked against pools only when every pool is sound: a broken pool would otherwise
-    # show up again as tenants' "no such flavor" or as capacity it never declared.
-    pools_ok = isinstance(pools, NodePoolsConfig) and len(problems.lines) == problems_before_pools
-    if isinstance(gpu, GpuConfig) and isinstance(cluster, ClusterConfig):
-        _check_gpu(gpu, cluster, gpu_pools, problems)
-    queueing = sections.get("queueing")
-    tenants = sections.get("tenants")
-    flavors: tuple[FlavorPlan, ...] = ()
-    tenant_plans: tuple[TenantPlan, ...] = ()
-    if isinstance(queueing, QueueingConfig) and pools_ok:
-        flavors = plan_flavors(gpu_pools, queueing, problems)
-        # Tenants are checked even when the cluster section is broken (its admins then count as none), or
-        # when some tenants are: independent mistakes are all reported in one run.
-        admins = cluster.admins if isinstance(cluster, ClusterConfig) else []
-        creator = cluster.creator if isinstance(cluster, ClusterConfig) else None
-        checked = tenants if isinstance(tenants, TenantsConfig) else partial_tenants
-        if checked is not None:
-            plans = plan_tenants(checked.root, flavors, queueing, admins, problems, creator, complete=checked is tenants)
-            tenant_plans = plans if checked is tenants else ()
-            check_schedulability(flavors, plans, gpu_pools, problems)
-    if isinstance(pools, NodePoolsConfig):
-        _check_time_slice_tenants(pools, tenant_plans, problems)
-    if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):
-        names = [tenant.name for tenant in tenants.root]
-        templates = item_labels(gpu.dra.claim_templates)
-        for index, template in enumerate(gpu.dra.claim_templates):
-            if template.namespace not in names:
-                problems.add(
-                    f"{NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}].namespace",
-                    f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
-                )
-        if gpu.dra.enabled:
-            check_claim_templates(gpu.dra.claim_templates, tenant_plans, gpu_pools, problems)
-    supply_chain, secrets = sections.get("supplyChain"), sections.get("secrets")
-    if isinstance(tenants, TenantsConfig) and isinstance(supply_chain, SupplyChainConfig) and isinstance(secrets, SecretsConfig):
-        _check_serving(tenants, supply_chain, secrets, problems)
-    if isinstance(tenants, TenantsConfig) and isinstance(secrets, SecretsConfig) and isinstance(cluster, ClusterConfig):
-        _check_secrets_roles(tenants, secrets, cluster, problems)
-    problems.raise_if_any()
 
-    assert isinstance(region, str)
+def _rule_cluster(parsed: ParsedConfig, problems: Problems) -> None:
+    """The cluster's own cross-field rules, then the system nodes sized for what runs on them."""
+    cluster = parsed.section("cluster", ClusterConfig)
+    if cluster is None:
+        return
+    problems_before_cluster = len(problems.lines)
+    _check_cluster(cluster, parsed.known_region, problems)
+    versions, monitoring = parsed.section("versions", VersionsConfig), parsed.section("monitoring", MonitoringConfig)
+    # Sized only when the system node group itself is sound: a wrong architecture says enough.
+    if len(problems.lines) == problems_before_cluster and versions is not None and monitoring is not None:
+        parsed.system_capacity = _check_system_capacity(
+            cluster, versions, monitoring, parsed.sections.get("supplyChain"), parsed.sections.get("secrets"), problems
+        )
+
+
+def _rule_addon_versions(parsed: ParsedConfig, problems: Problems) -> None:
+    """The EKS add-ons' versions for the cluster's Kubernetes version."""
+    cluster, versions = parsed.section("cluster", ClusterConfig), parsed.section("versions", VersionsConfig)
+    if cluster is not None and versions is not None:
+        parsed.addon_versions = resolve_addon_versions(cluster.kubernetes_version, versions)
+
+
+def _rule_gpu_pools(parsed: ParsedConfig, problems: Problems) -> None:
+    """Each GPU pool planned (config/capacity.py) under the stack's MIG strategy."""
+    pools, gpu = parsed.section("nodePools", NodePoolsConfig), parsed.section("gpu", GpuConfig)
+    problems_before_pools = len(problems.lines)
+    if pools is not None and gpu is not None:
+        cluster = parsed.section("cluster", ClusterConfig)
+        protected = cluster.protect if cluster is not None else True
+        parsed.gpu_pools = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+    parsed.pools_ok = pools is not None and len(problems.lines) == problems_before_pools
+
+
+def _rule_gpu(parsed: ParsedConfig, problems: Problems) -> None:
+    """DRA against the cluster's Kubernetes version and the pools (`_check_gpu`)."""
+    gpu, cluster = parsed.section("gpu", GpuConfig), parsed.section("cluster", ClusterConfig)
+    if gpu is not None and cluster is not None:
+        _check_gpu(gpu, cluster, parsed.gpu_pools, problems)
+
+
+def _rule_queues(parsed: ParsedConfig, problems: Problems) -> None:
+    """Flavors from the pools, tenant plans against the flavors, and whether every tenant's pods can schedule."""
+    queueing = parsed.section("queueing", QueueingConfig)
+    if queueing is None or not parsed.pools_ok:
+        return
+    parsed.flavors = plan_flavors(parsed.gpu_pools, queueing, problems)
+    # Tenants are checked even when the cluster section is broken (its admins then count as none), or
+    # when some tenants are: independent mistakes are all reported in one run.
+    cluster = parsed.section("cluster", ClusterConfig)
+    admins = cluster.admins if cluster is not None else []
+    creator = cluster.creator if cluster is not None else None
+    tenants = parsed.section("tenants", TenantsConfig)
+    checked = tenants if tenants is not None else parsed.partial_tenants
+    if checked is not None:
+        plans = plan_tenants(checked.root, parsed.flavors, queueing, admins, problems, creator, complete=checked is tenants)
+        parsed.tenant_plans = plans if checked is tenants else ()
+        check_schedulability(parsed.flavors, plans, parsed.gpu_pools, problems)
+
+
+def _rule_time_slice_tenants(parsed: ParsedConfig, problems: Problems) -> None:
+    pools = parsed.section("nodePools", NodePoolsConfig)
+    if pools is not None:
+        _check_time_slice_tenants(pools, parsed.tenant_plans, problems)
+
+
+def _rule_claim_templates(parsed: ParsedConfig, problems: Problems) -> None:
+    """Each DRA claim template lives in a tenant's namespace and can be satisfied by a DRA pool."""
+    gpu, tenants = parsed.section("gpu", GpuConfig), parsed.section("tenants", TenantsConfig)
+    if gpu is None or tenants is None:
+        return
+    names = [tenant.name for tenant in tenants.root]
+    templates = item_labels(gpu.dra.claim_templates)
+    for index, template in enumerate(gpu.dra.claim_templates):
+        if template.namespace not in names:
+            problems.add(
+                f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}].namespace",
+                f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
+            )
+    if gpu.dra.enabled:
+        check_claim_templates(gpu.dra.claim_templates, parsed.tenant_plans, parsed.gpu_pools, problems)
+
+
+def _rule_serving(parsed: ParsedConfig, problems: Problems) -> None:
+    tenants = parsed.section("tenants", TenantsConfig)
+    supply_chain, secrets = parsed.section("supplyChain", SupplyChainConfig), parsed.section("secrets", SecretsConfig)
+    if tenants is not None and supply_chain is not None and secrets is not None:
+        _check_serving(tenants, supply_chain, secrets, problems)
+
+
+def _rule_secrets_roles(parsed: ParsedConfig, problems: Problems) -> None:
+    tenants, secrets = parsed.section("tenants", TenantsConfig), parsed.section("secrets", SecretsConfig)
+    cluster = parsed.section("cluster", ClusterConfig)
+    if tenants is not None and secrets is not None and cluster is not None:
+        _check_secrets_roles(tenants, secrets, cluster, problems)
+
+
+# The order is the order of the problem lines, and a deriving rule runs before the rules that read it.
+RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
+    _rule_region,
+    _rule_cluster,
+    _rule_addon_versions,
+    _rule_gpu_pools,
+    _rule_gpu,
+    _rule_queues,
+    _rule_time_slice_tenants,
+    _rule_claim_templates,
+    _rule_serving,
+    _rule_secrets_roles,
+)
+
+
+def _platform_config(parsed: ParsedConfig) -> PlatformConfig:
+    """The config once no rule found a problem: every section parsed, everything derived."""
+    region, sections = parsed.region, parsed.sections
+    cluster, versions = sections["cluster"], sections["versions"]
+    gpu, queueing, cpu_pool = sections["gpu"], sections["queueing"], sections["cpuPool"]
+    monitoring, autoscaling = sections["monitoring"], sections["autoscaling"]
+    supply_chain, secrets = sections["supplyChain"], sections["secrets"]
+    assert isinstance(region, str) and parsed.system_capacity is not None
     assert isinstance(cluster, ClusterConfig) and isinstance(versions, VersionsConfig)
-    assert isinstance(gpu, GpuConfig) and isinstance(queueing, QueueingConfig)
-    cpu_pool, monitoring, autoscaling = sections["cpuPool"], sections["monitoring"], sections["autoscaling"]
-    assert isinstance(cpu_pool, CpuPoolConfig)
+    assert isinstance(gpu, GpuConfig) and isinstance(queueing, QueueingConfig) and isinstance(cpu_pool, CpuPoolConfig)
     assert isinstance(monitoring, MonitoringConfig) and isinstance(autoscaling, AutoscalingConfig)
-    assert system_capacity is not None
     assert isinstance(supply_chain, SupplyChainConfig) and isinstance(secrets, SecretsConfig)
     return PlatformConfig(
         region=region,
         cluster=cluster,
         versions=versions,
         network=plan_network(cluster, AVAILABILITY_ZONES[region]),
-        addon_versions=addon_versions,
-        gpu_pools=gpu_pools,
+        addon_versions=parsed.addon_versions,
+        gpu_pools=parsed.gpu_pools,
         cpu_pool=cpu_pool,
         gpu=gpu,
         charts=resolve_charts(versions),
         queueing=queueing,
-        flavors=flavors,
-        tenants=tenant_plans,
+        flavors=parsed.flavors,
+        tenants=parsed.tenant_plans,
         monitoring=monitoring,
         autoscaling=autoscaling,
         supply_chain=supply_chain,
         secrets=secrets,
-        system_capacity=system_capacity,
+        system_capacity=parsed.system_capacity,
     )
 
 
@@ -283,7 +389,7 @@ def plan_network(cluster: ClusterConfig, region_zones: tuple[str, ...]) -> Netwo
 
 def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problems) -> None:
     """Rules that span fields of `gpu-platform:cluster`."""
-    root = f"{NAMESPACE}:cluster"
+    root = f"{CONFIG_NAMESPACE}:cluster"
     nodes = cluster.system_nodes
     if not nodes.min_size <= nodes.desired_size <= nodes.max_size:
         problems.add(
@@ -317,7 +423,7 @@ def _check_system_capacity(
     problems: Problems,
 ) -> SystemCapacityPlan | None:
     """The controllers, add-ons and DaemonSets on the system nodes must fit `minSize` nodes of the smallest type."""
-    root = f"{NAMESPACE}:cluster.systemNodes"
+    root = f"{CONFIG_NAMESPACE}:cluster.systemNodes"
     nodes = cluster.system_nodes
     unknown = [(i, name) for i, name in enumerate(nodes.instance_types) if name not in INSTANCE_SHAPES]
     for index, name in unknown:
@@ -362,10 +468,10 @@ def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPl
         if len({name for _, name, _ in holders}) > 1:
             position, name, flavor = holders[1]
             problems.add(
-                f"{NAMESPACE}:tenants[{name}].gpu.{flavor}",
+                f"{CONFIG_NAMESPACE}:tenants[{name}].gpu.{flavor}",
                 f"gives {name} time slices of pool {pool.name}, which {holders[0][1]} holds quota on too; time slices share "
                 f"a GPU's memory and faults between tenants: give the pool to one tenant or set "
-                f"{NAMESPACE}:nodePools[{pool.name}].sharing.shareBetweenTenants: true",
+                f"{CONFIG_NAMESPACE}:nodePools[{pool.name}].sharing.shareBetweenTenants: true",
             )
 
 
@@ -374,7 +480,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
     version = tuple(int(part) for part in cluster.kubernetes_version.split("."))
     if gpu.dra.enabled and version < DRA_MIN_KUBERNETES:
         problems.add(
-            f"{NAMESPACE}:gpu.dra.enabled",
+            f"{CONFIG_NAMESPACE}:gpu.dra.enabled",
             f"true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs {cluster.kubernetes_version}: "
             "upgrade cluster.kubernetesVersion or set dra.enabled: false",
         )
@@ -382,7 +488,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
     for pool in pools:
         if pool.config.allocation != "dra":
             continue
-        key = f"{NAMESPACE}:nodePools[{pool.name}].allocation"
+        key = f"{CONFIG_NAMESPACE}:nodePools[{pool.name}].allocation"
         if not gpu.dra.enabled:
             problems.add(key, f"'dra' on pool {pool.name} needs gpu-platform:gpu.dra.enabled: true")
         if pool.config.ami_family == "bottlerocket":
@@ -396,7 +502,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
     profiles = {profile for pool in dra_pools for profile in (pool.config.sharing.mig_layout or {})}
     templates = item_labels(gpu.dra.claim_templates)
     for index, template in enumerate(gpu.dra.claim_templates):
-        key = f"{NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}]"
+        key = f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}]"
         if (template.namespace, template.name) in seen:
             problems.add(f"{key}.name", f"{template.namespace}/{template.name} is declared twice")
         seen.add((template.namespace, template.name))
@@ -414,7 +520,9 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
                 f"({', '.join(sorted(profiles)) or 'no DRA pool has MIG'})",
             )
     if gpu.dra.claim_templates and not dra_pools:
-        problems.add(f"{NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied")
+        problems.add(
+            f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates", "no pool has allocation: dra, so no claim could ever be satisfied"
+        )
 
 
 def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secrets: SecretsConfig, problems: Problems) -> None:
@@ -426,7 +534,7 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secr
             serving = deployment.serving
             if serving is None:
                 continue
-            key = f"{NAMESPACE}:tenants[{labels[i]}].inference[{deployments[j]}].serving"
+            key = f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].inference[{deployments[j]}].serving"
             if supply_chain.require_digests and not serving.pinned_by_digest:
                 problems.add(
                     f"{key}.image",
@@ -456,7 +564,7 @@ def _check_secrets_roles(tenants: TenantsConfig, secrets: SecretsConfig, cluster
         role = tenant_secrets_role_name(cluster.name, tenant.name)
         if len(role) > IAM_ROLE_NAME_LIMIT:
             problems.add(
-                f"{NAMESPACE}:tenants[{labels[i]}].name",
+                f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].name",
                 f"{show(tenant.name)} makes its secrets role {role!r}, {len(role)} characters; IAM allows "
                 f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
             )
@@ -473,19 +581,19 @@ def _validates(model: type[BaseModel], value: Any) -> bool:
 def _check_key(key: str, problems: Problems) -> None:
     """A key names a section of the project or lives in a provider's namespace; anything else is a typo."""
     namespace, _, name = key.partition(":")
-    known = [f"{NAMESPACE}:{section}" for section in SECTIONS]
-    if namespace == NAMESPACE and name not in SECTIONS:
+    known = [f"{CONFIG_NAMESPACE}:{section}" for section in SECTIONS]
+    if namespace == CONFIG_NAMESPACE and name not in SECTIONS:
         guess = difflib.get_close_matches(key, known, n=1)
         hint = f"did you mean {guess[0]}? " if guess else ""
         problems.add(key, f"unknown key; {hint}known keys: {', '.join(known)}")
-    elif namespace != NAMESPACE and namespace not in PROVIDER_NAMESPACES:
+    elif namespace != CONFIG_NAMESPACE and namespace not in PROVIDER_NAMESPACES:
         guess = difflib.get_close_matches(key, known, n=1) or (
-            [f"{NAMESPACE}:{name}"] if difflib.get_close_matches(namespace, [NAMESPACE], n=1) else []
+            [f"{CONFIG_NAMESPACE}:{name}"] if difflib.get_close_matches(namespace, [CONFIG_NAMESPACE], n=1) else []
         )
         hint = f"did you mean {guess[0]}? " if guess else ""
         problems.add(
             key,
-            f"unknown namespace {namespace!r}; {hint}keys belong to {NAMESPACE} or a provider "
+            f"unknown namespace {namespace!r}; {hint}keys belong to {CONFIG_NAMESPACE} or a provider "
             f"({', '.join(PROVIDER_NAMESPACES)}), and a key in any other namespace would be ignored",
         )
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from .platform import NAMESPACE, OPTIONAL_SECTIONS, PROVIDER_NAMESPACES, REGION_KEY, SECTIONS
+from .platform import CONFIG_NAMESPACE, OPTIONAL_SECTIONS, PROVIDER_NAMESPACES, REGION_KEY, SECTIONS
 from .regions import AVAILABILITY_ZONES
 
 SCHEMA_PATH = "schema/pulumi-stack.schema.json"
@@ -56,18 +56,18 @@ def stack_schema() -> dict[str, Any]:
         if name in OPTIONAL_SECTIONS:
             # An optional section may be left empty (every entry commented out): YAML reads it as null.
             section = {"anyOf": [section, {"type": "null"}], "default": OPTIONAL_SECTIONS[name]}
-        sections[f"{NAMESPACE}:{name}"] = section
+        sections[f"{CONFIG_NAMESPACE}:{name}"] = section
     providers = "|".join(PROVIDER_NAMESPACES)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"Pulumi.<stack>.yaml of {NAMESPACE}",
+        "title": f"Pulumi.<stack>.yaml of {CONFIG_NAMESPACE}",
         "description": "Generated from the config models by `make schema`; do not edit.",
         "type": "object",
         "properties": {
             "config": {
                 "type": "object",
                 "properties": sections,
-                "required": [f"{NAMESPACE}:cluster", REGION_KEY],
+                "required": [f"{CONFIG_NAMESPACE}:cluster", REGION_KEY],
                 # Provider settings are the providers' to check; any other namespace is a typo.
                 "patternProperties": {f"^({providers}):": {}},
                 "additionalProperties": False,

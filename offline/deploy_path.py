@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # Rough first-create durations in seconds, by type token. Not measured on this platform: typical
 # times, rounded. EKS control plane ~10 min, managed node group ~4 min, EKS add-on ~1-2 min and Helm
-# release ~1-3 min are the figures issue 9 gives (the add-ons wait for ACTIVE; a Helm release waits
+# release ~1-3 min (the add-ons wait for ACTIVE; a Helm release waits
 # for its pods to become ready); NAT gateways and VPC endpoints wait until
 # they are `available`, a minute or two. Everything else (IAM, SQS, EventBridge, KMS, subnets,
 # Kubernetes objects) takes seconds: DEFAULT_SECONDS.

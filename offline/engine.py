@@ -14,7 +14,6 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -25,9 +24,8 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from .cloud import CloudMocks
+from .project import PROJECT, PROJECT_DIR
 
-PROJECT = "gpu-platform"
-PROJECT_DIR = Path(__file__).resolve().parent.parent
 SECRET = "[secret]"
 
 

@@ -8,6 +8,9 @@ Reading the file is strict where YAML is lenient, because each leniency silently
 a key written twice keeps only its last block, `on:` is the boolean true, `2026-01-01` is a date.
 Every such mistake is one line of a `ConfigError` (exit 2), never a traceback, and the lines of
 the file are reported together with the config's own problems.
+
+No Pulumi here: `python -m offline check` reads a stack through this module alone
+(tests/test_stack_file.py runs it and looks).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import yaml
 from config import ConfigError, PlatformConfig, load_platform_config
 from config.errors import item_labels, show
 
-from .engine import PROJECT, PROJECT_DIR
+from .project import PROJECT, PROJECT_DIR
 
 SECURE_PLACEHOLDER = "[secure value: decrypted by pulumi up]"
 # What `pulumi config set --secret` writes: base64 ciphertext, `v1:<nonce>:<ciphertext>` for the

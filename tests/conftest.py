@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from config import PlatformConfig
+from config import ConfigError, PlatformConfig
 from config.versions import CHARTS
 from offline.engine import PROJECT_DIR, Recording, run_program
 from offline.helm_values import release_problems
@@ -38,6 +38,19 @@ def _fixture_document(name: str) -> dict[str, Any]:
 
 def load(document: dict[str, Any]) -> PlatformConfig:
     return load_config(stack_config_from_mapping("test", document))
+
+
+def problems_of(document: dict[str, Any]) -> list[str]:
+    """The lines `load` refuses `document` with; fails the test when the config loads."""
+    with pytest.raises(ConfigError) as caught:
+        load(document)
+    return caught.value.problems
+
+
+@functools.cache
+def fixture_config(name: str) -> PlatformConfig:
+    """The fixture's config, loaded once for every test that reads it; so never change it."""
+    return load(fixture_document(name))
 
 
 def render(document: dict[str, Any], stack: str = "test") -> Recording:

@@ -19,19 +19,12 @@ from config.advertised import (
     overlay_capacity,
 )
 from config.catalog import INSTANCE_TYPES
-from config.errors import ConfigError
 from config.labels import GPU_RESOURCE
-from tests.conftest import fixture_document, load
+from tests.conftest import fixture_document, load, problems_of
 
 P5 = INSTANCE_TYPES["p5.48xlarge"]
 G6E_12 = INSTANCE_TYPES["g6e.12xlarge"]
 G6E_48 = INSTANCE_TYPES["g6e.48xlarge"]
-
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
 
 
 def pool_of(document, name):

@@ -19,26 +19,21 @@ from components.autoscaling import vllm
 from config import PlatformConfig
 from config.autoscaling import CLASS_PRESETS
 from config.labels import GPU_TAINT, LOCAL_QUEUE
-from config.versions import CHARTS, ChartPin
+from config.versions import CHARTS
 from offline.builtin_kinds import built_in_findings
 from offline.engine import RecordedResource, run_program
 from offline.openapi import Finding
 from offline.validate import CustomResourceDefinitions, object_findings
 
 from .conftest import FIXTURES, chart_values_problems, fixture_document, load, render_fixture, stand_in_namespaces
+from .conftest import fixture_config as _config
 
-# The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
-KEDA_PIN = CHARTS.get("keda", ChartPin(chart="keda", repository="https://kedacore.github.io/charts", version="2.20.2"))
+KEDA_PIN = CHARTS["keda"]
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 SYSTEM_PLACEMENT = {
     "nodeSelector": {"CriticalAddonsOnly": "true"},
     "tolerations": [{"key": "CriticalAddonsOnly", "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
 }
-
-
-@functools.cache
-def _config(fixture: str) -> PlatformConfig:
-    return load(fixture_document(fixture))
 
 
 def _with_chat(**changes: Any) -> PlatformConfig:
@@ -110,7 +105,7 @@ def test_replica_bounds_and_target_come_from_the_deployment():
     spec = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]
     assert (spec["minReplicaCount"], spec["maxReplicaCount"]) == (2, 12)
     assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat"}
-    assert spec["pollingInterval"] == autoscaling.POLLING_INTERVAL_SECONDS
+    assert spec["pollingInterval"] == 15
 
 
 # --- triggers -----------------------------------------------------------------------------------------------
@@ -144,7 +139,7 @@ def test_an_empty_query_reads_as_zero_so_the_fallback_never_holds_replicas_for_m
         assert trigger["metadata"]["serverAddress"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
 
 
-def test_hpa_behaviour_is_the_seed():
+def test_the_hpa_doubles_within_15_seconds_and_gives_back_a_quarter_a_minute_after_5_quiet_minutes():
     advanced = _scaled_object(_config("multi-pool"), "inference", "chat")["spec"]["advanced"]
     behavior = advanced["horizontalPodAutoscalerConfig"]["behavior"]
     assert behavior == {
@@ -164,7 +159,7 @@ def test_hpa_behaviour_is_the_seed():
 def test_failing_queries_fall_back_without_scaling_a_loaded_service_down(fixture, replicas):
     scaled = _scaled_object(_config(fixture), "inference", "chat")
     assert scaled["spec"]["fallback"] == {
-        "failureThreshold": autoscaling.FALLBACK_FAILURE_THRESHOLD,
+        "failureThreshold": 3,
         "replicas": replicas,
         "behavior": "currentReplicasIfHigher",
     }

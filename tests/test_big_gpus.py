@@ -12,12 +12,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from config import ConfigError
 from config.versions import CHARTS
 from offline.engine import Recording
 from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import chart_values_problems, load, render, render_fixture
+from .conftest import chart_values_problems, problems_of, render, render_fixture
 
 SHAPE = Path(__file__).resolve().parent / "fixtures" / "shapes" / "big-gpu.yaml"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -38,12 +37,6 @@ def rendered() -> Recording:
 def spec(type_: str, name: str) -> dict:
     [found] = [r.inputs["spec"] for r in rendered().by_type(type_) if r.inputs["metadata"]["name"] == name]
     return found
-
-
-def problems_of(doc) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(doc)
-    return caught.value.problems
 
 
 def test_the_shapes_karpenter_objects_pass_their_crds_schemas_and_cel_rules():

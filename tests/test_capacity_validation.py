@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import ConfigError
-
-from .conftest import fixture_document, load
+from .conftest import fixture_document, load, problems_of
 
 H100_LAYOUT = "gpu-platform:nodePools[gpu-h100].sharing.migLayout"
 
@@ -21,12 +19,6 @@ def with_h100_layout(layout: dict[str, int]) -> dict:
     document = fixture_document("multi-pool")
     document["gpu-platform:nodePools"][0]["sharing"]["migLayout"] = layout
     return document
-
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
 
 
 def test_a_layout_that_overflows_only_the_compute_slices_is_refused():

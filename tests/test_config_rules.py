@@ -9,14 +9,7 @@ import pytest
 from config import ConfigError
 from config.versions import ChartPin
 
-from .conftest import fixture_document, load
-
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
-
+from .conftest import fixture_document, load, problems_of
 
 # --- network ---------------------------------------------------------------------------------------
 

@@ -12,9 +12,7 @@ import re
 from typing import Any
 
 import pytest
-import yaml
 
-from config import ConfigError
 from config.claims import ROOT, admitting_flavors, claim_charge
 from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX, DRA_DEVICE_CLASSES, GPU_RESOURCE, device_class_resource
 from config.node_pools import ClaimTemplateConfig
@@ -22,8 +20,9 @@ from config.versions import KUBERNETES_VERSIONS
 from models.kueue.flavorassigner import best_case_admission
 from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 
-from .conftest import fixture_document, load, render_fixture
-from .recorded import declared, kubernetes_objects, releases
+from .builders import kueue_manager_config, tenancy_of
+from .conftest import fixture_document, load, problems_of, render_fixture
+from .recorded import declared
 
 FIXTURE = "single-pool-dra"
 TEMPLATE = "l4-gpu"  # in ml-research
@@ -36,29 +35,16 @@ _QUALIFIED = re.compile(
 )
 
 
-def problems_of(document: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
-
-
 def rendered(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
     return declared(render_fixture(FIXTURE), kind, name, namespace).inputs
 
 
 def kueue_config() -> dict[str, Any]:
-    values = releases(render_fixture(FIXTURE))["kueue"].inputs["values"]
-    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    return kueue_manager_config(render_fixture(FIXTURE))
 
 
 def tenancy(namespace: str, kueue: dict[str, Any] | None = None) -> Tenancy:
-    templates = {
-        r.inputs["metadata"]["name"]: r.inputs
-        for r in kubernetes_objects(render_fixture(FIXTURE))
-        if r.inputs["kind"] == "ResourceClaimTemplate" and r.inputs["metadata"]["namespace"] == namespace
-    }
-    limits = rendered("LimitRange", "container-defaults", namespace)["spec"]["limits"][0]["defaultRequest"]
-    return Tenancy(limits, templates, kueue_config() if kueue is None else kueue, {})
+    return tenancy_of(render_fixture(FIXTURE), namespace, kueue_config=kueue)
 
 
 def job_with_claim(template: str, *, pods: int = 1, requests: dict[str, str] | None = None) -> dict[str, Any]:

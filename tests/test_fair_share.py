@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from config import ConfigError
 from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX
 
-from .conftest import fixture_document, load
+from .conftest import fixture_document, load, problems_of
 
 T = "gpu-platform:tenants"
 
 
 def tenants(doc):
     return doc[T]
-
-
-def problems_of(doc) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(doc)
-    return caught.value.problems
 
 
 VIOLATIONS = [

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import ConfigError
-
-from .conftest import fixture_document, load
+from .conftest import fixture_document, load, problems_of
 
 GPU = "gpu-platform:nodePools[gpu-l40s].rootVolume"
 CPU = "gpu-platform:cpuPool.rootVolume"
@@ -24,12 +22,6 @@ def with_volume(volume: dict, section: str = "gpu"):
     else:
         doc["gpu-platform:cpuPool"]["rootVolume"] = volume
     return doc
-
-
-def problems_of(doc) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(doc)
-    return caught.value.problems
 
 
 VIOLATIONS = [

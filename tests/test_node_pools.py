@@ -6,10 +6,9 @@ import tomllib
 
 import pytest
 
-from config import ConfigError
 from config.labels import GPU_TAINT, MIG_CONFIG_LABEL, POOL_LABEL
 
-from .conftest import fixture_document, load, render_fixture, short
+from .conftest import fixture_document, load, problems_of, render_fixture, short
 from .recorded import waits_for
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -21,12 +20,6 @@ def pool_doc(fixture: str = "multi-pool", **changes):
     doc = fixture_document(fixture)
     doc[P][0].update(changes)
     return doc
-
-
-def problems_of(doc) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(doc)
-    return caught.value.problems
 
 
 BAD_POOLS = [

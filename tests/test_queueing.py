@@ -12,25 +12,21 @@ import yaml
 
 from components import queueing
 from config import PlatformConfig
-from config.fair_share import CPU_FLAVOR, TenantPlan
+from config.fair_share import CPU_FLAVOR
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
-from config.versions import CHARTS, ChartPin
+from config.versions import CHARTS
 from models.kubernetes.quantity import plain_decimal
 from offline.engine import RecordedResource, normalise, run_program
 from offline.upstream import chart_dir
 from offline.validate import CustomResourceDefinitions, object_findings
 
+from .builders import tenant_plan as tenant
 from .conftest import FIXTURES, chart_values_problems, fixture_document, load, stand_in_namespaces
+from .conftest import fixture_config as _config
 
 CHART_VALUES = chart_dir("kueue", CHARTS["kueue"].version) / "values.yaml"
-# The pin the lead adds to config.versions.CHARTS; until then the tests use it directly.
-KUEUE_PIN = CHARTS.get("kueue", ChartPin(chart="oci://registry.k8s.io/kueue/charts/kueue", version="0.19.2"))
+KUEUE_PIN = CHARTS["kueue"]
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}
-
-
-@functools.cache
-def _config(fixture: str) -> PlatformConfig:
-    return load(fixture_document(fixture))
 
 
 @pytest.fixture(params=FIXTURES)
@@ -55,10 +51,6 @@ def flavor_resources(queue: dict[str, Any], flavor: str) -> dict[str, dict[str, 
 
 def _amount(resource: str, value: int) -> str:
     return f"{value}Gi" if resource == "memory" else str(value)
-
-
-def tenant(config: PlatformConfig, name: str) -> TenantPlan:
-    return next(t for t in config.tenants if t.name == name)
 
 
 # --- flavors -------------------------------------------------------------------------------------
@@ -393,13 +385,14 @@ def _kueue_crds() -> CustomResourceDefinitions:
 
 
 def test_kueue_objects_validate_against_the_v1beta2_crds(config):
-    manifests = queueing.queueing_manifests(config.queueing, config.flavors, config.tenants)
+    objects = list(queueing.queueing_objects(config.queueing, config.flavors, config.tenants).values())
+    manifests = [m for m in objects if m["apiVersion"] == "kueue.x-k8s.io/v1beta2"]
+    assert [m["kind"] for m in objects if m not in manifests] == ["Namespace"]
     version = config.cluster.kubernetes_version
     findings = [
         (m["kind"], m["metadata"]["name"], f) for m in manifests for f in object_findings(m, _kueue_crds(), version).findings
     ]
     assert findings == []
-    assert {m["apiVersion"] for m in manifests} == {"kueue.x-k8s.io/v1beta2"}
 
 
 def test_helm_values_pass_the_chart_conformance_check(config):
@@ -507,10 +500,14 @@ def test_priority_classes_carry_value_and_description_at_the_top_level():
     assert production.inputs["metadata"] == {"name": "production"}
 
 
-def test_declared_inputs_are_the_builders_manifests():
+def test_the_component_declares_exactly_the_builders_objects():
     multi_pool = _config("multi-pool")
-    declared = {r.name: r for r in _declared("multi-pool")}
-    assert declared["q-cq-inference"].inputs["spec"] == normalise(queueing.cluster_queue(tenant(multi_pool, "inference"))["spec"])
+    built = queueing.queueing_objects(multi_pool.queueing, multi_pool.flavors, multi_pool.tenants)
+    declared = {
+        r.name: r.inputs for r in _declared("multi-pool") if r.name.startswith("q-") and r.type.startswith("kubernetes:")
+    }
+    del declared["q-release"]
+    assert declared == {f"q-{suffix}": normalise(manifest) for suffix, manifest in built.items()}
 
 
 def test_adding_a_tenant_only_adds_its_resources():

@@ -14,6 +14,7 @@ import pytest
 
 from config import PlatformConfig
 
+from .builders import tenant_plan
 from .conftest import fixture_document, load
 
 MIG_1G = "nvidia.com/mig-1g.10gb"
@@ -35,7 +36,7 @@ def flavor(fixture: str, name: str):
 
 
 def tenant(fixture: str, name: str):
-    return next(t for t in plan(fixture).tenants if t.name == name)
+    return tenant_plan(plan(fixture), name)
 
 
 def pool(fixture: str, name: str):

@@ -61,6 +61,28 @@ def test_python_m_offline_exits_2_with_the_error_and_no_traceback():
     assert "Traceback" not in result.stderr
 
 
+# Runs the CLI in this process's place and reports which Pulumi packages it loaded.
+_LOADED_PULUMI = """
+import runpy, sys
+sys.argv = ["python -m offline", *sys.argv[1:]]
+try:
+    runpy.run_module("offline", run_name="__main__", alter_sys=True)
+except SystemExit as exit:
+    print("exit", exit.code)
+print("loaded", *sorted(m for m in sys.modules if m.split(".")[0] in ("pulumi", "pulumi_aws", "pulumi_kubernetes")))
+"""
+
+
+@pytest.mark.parametrize("command", ["check", "kubernetes-version"])
+def test_checking_a_stack_never_loads_pulumi(command):
+    # `check` runs where no Pulumi SDK or provider may be installed (a pre-commit hook, a tenant's laptop).
+    result = subprocess.run(
+        [sys.executable, "-c", _LOADED_PULUMI, command, "--stack", "dev"],
+        cwd=project_path(), capture_output=True, text=True, check=False,
+    )
+    assert result.stdout.splitlines()[-2:] == ["exit 0", "loaded"], result.stdout + result.stderr
+
+
 def test_secure_values_become_a_visible_placeholder_and_are_marked_secret():
     stack = stack_config_from_mapping("dev", {"aws:region": "us-west-2", "gpu-platform:token": {"secure": "AAAB..."}})
     assert stack.values["gpu-platform:token"] == SECURE_PLACEHOLDER

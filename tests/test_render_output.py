@@ -7,15 +7,13 @@ A render directory is reviewed and diffed between runs, so a file left over from
 from __future__ import annotations
 
 import dataclasses
-import functools
 from pathlib import Path
 
-from config import PlatformConfig
 from offline.engine import SECRET, Recording
 from offline.render import HELM_RELEASE, write_render
 from offline.stack import SECURE_PLACEHOLDER
 
-from .conftest import fixture_document, load, render_fixture
+from .conftest import fixture_config, fixture_document, render_fixture
 
 # The two `secure:` values of tests/fixtures/stacks/multi-pool.yaml (monitoring.receivers).
 CIPHERTEXTS = (
@@ -24,11 +22,6 @@ CIPHERTEXTS = (
 )
 # What a kubeconfig carries (client-go's clientcmd v1 Config, and the exec plugin's `aws eks get-token`).
 KUBECONFIG_MARKERS = ("certificate-authority-data", "get-token")
-
-
-@functools.cache
-def multi_pool_config() -> PlatformConfig:
-    return load(fixture_document("multi-pool"))
 
 
 def without_releases(recording: Recording, *names: str) -> Recording:
@@ -42,7 +35,7 @@ def files(directory: Path) -> set[Path]:
 
 
 def test_a_render_writes_one_file_per_helm_release_beside_manifests_plan_and_summary(tmp_path):
-    written = write_render(render_fixture("multi-pool"), multi_pool_config(), tmp_path)
+    written = write_render(render_fixture("multi-pool"), fixture_config("multi-pool"), tmp_path)
     assert files(tmp_path) == set(written)
     assert sorted(str(path.relative_to(tmp_path)) for path in written) == [
         "helm/dcgm-exporter.yaml",
@@ -64,17 +57,17 @@ def test_a_render_writes_one_file_per_helm_release_beside_manifests_plan_and_sum
 
 
 def test_a_re_render_removes_the_file_of_a_release_no_longer_declared(tmp_path):
-    write_render(render_fixture("multi-pool"), multi_pool_config(), tmp_path)
-    written = write_render(without_releases(render_fixture("multi-pool"), "keda"), multi_pool_config(), tmp_path)
+    write_render(render_fixture("multi-pool"), fixture_config("multi-pool"), tmp_path)
+    written = write_render(without_releases(render_fixture("multi-pool"), "keda"), fixture_config("multi-pool"), tmp_path)
     assert not (tmp_path / "helm" / "keda.yaml").exists()
     assert files(tmp_path) == set(written)
 
 
 def test_a_re_render_without_releases_leaves_no_helm_directory(tmp_path):
     recording = render_fixture("multi-pool")
-    write_render(recording, multi_pool_config(), tmp_path)
+    write_render(recording, fixture_config("multi-pool"), tmp_path)
     everything = {r.inputs["name"] for r in recording.by_type(HELM_RELEASE)}
-    written = write_render(without_releases(recording, *everything), multi_pool_config(), tmp_path)
+    written = write_render(without_releases(recording, *everything), fixture_config("multi-pool"), tmp_path)
     assert not (tmp_path / "helm").exists()
     assert sorted(path.name for path in files(tmp_path)) == sorted(path.name for path in written)
     assert sorted(path.name for path in written) == ["manifests.yaml", "plan.json", "summary.md"]
@@ -86,7 +79,7 @@ def test_a_stack_with_secure_values_writes_none_of_them_nor_their_placeholder(tm
     # The fixture does carry secure values, so this test cannot pass for want of any.
     assert [receivers[0]["pagerdutyRoutingKey"]["secure"], receivers[1]["slackWebhookUrl"]["secure"]] == list(CIPHERTEXTS)
 
-    written = write_render(render_fixture("multi-pool"), multi_pool_config(), tmp_path)
+    written = write_render(render_fixture("multi-pool"), fixture_config("multi-pool"), tmp_path)
     leaks = [
         (str(path.relative_to(tmp_path)), needle)
         for path in written

@@ -12,19 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from config import ConfigError
 from config.schedulability import promises, unpromised
 
-from .conftest import FIXTURES, fixture_document, load, render_fixture
+from .conftest import FIXTURES, fixture_document, load, problems_of, render_fixture
 
 DRA_GPU = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"
 P = "gpu-platform:nodePools"
-
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)

@@ -15,6 +15,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from components.queueing import cluster_queue
 from components.tenants import (
     DEFAULT_CONTAINER_LIMITS,
     DEFAULT_CONTAINER_REQUESTS,
@@ -25,17 +26,17 @@ from components.tenants import (
     principal_groups,
     resource_quota,
     role_bindings,
-    tenant_namespace_selector,
     tenant_objects,
 )
 from config import ConfigError
 from config.cluster import principal_slug
 from config.fair_share import TenantPlan
-from config.labels import GPU_RESOURCE, TENANT_LABEL
+from config.labels import GPU_RESOURCE
 from offline.builtin_kinds import built_in_findings
 from offline.engine import RecordedResource, run_program
 
-from .conftest import fixture_document, load, short
+from .builders import tenant_plan
+from .conftest import fixture_config, fixture_document, load, short
 
 PSS = "pod-security.kubernetes.io"
 ON_CALL = "arn:aws:iam::111122223333:role/MLPlatformOnCall"
@@ -48,13 +49,12 @@ RFC1918 = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"}
 # --- config and harness ---------------------------------------------------------------------------
 
 
-@functools.cache
 def multi_pool():
-    return load(fixture_document("multi-pool"))
+    return fixture_config("multi-pool")
 
 
 def tenant(name: str) -> TenantPlan:
-    return next(plan for plan in multi_pool().tenants if plan.name == name)
+    return tenant_plan(multi_pool(), name)
 
 
 def declare(tenants: Sequence[TenantPlan], kubernetes_version: str = "1.35", protect: bool = False) -> list[RecordedResource]:
@@ -140,11 +140,16 @@ def test_declared_namespaces_follow_the_kubernetes_version_passed_in():
     assert manifest["metadata"]["labels"][f"{PSS}/enforce-version"] == "v1.34"
 
 
-def test_queueing_selector_matches_its_tenants_namespace_and_no_other():
-    labels = {plan.name: namespace(plan, "1.35")["metadata"]["labels"] for plan in multi_pool().tenants}
-    selector = tenant_namespace_selector("inference")["matchLabels"]
-    assert selector == {TENANT_LABEL: "inference"}
-    matching = [name for name, ns_labels in labels.items() if selector.items() <= ns_labels.items()]
+def test_a_tenants_cluster_queue_selects_its_namespace_and_no_other():
+    # The API server adds kubernetes.io/metadata.name (the namespace's name, immutable) to every namespace.
+    labels = {
+        plan.name: {**namespace(plan, "1.35")["metadata"]["labels"], "kubernetes.io/metadata.name": plan.namespace}
+        for plan in multi_pool().tenants
+    }
+    [inference] = [plan for plan in multi_pool().tenants if plan.name == "inference"]
+    selector = cluster_queue(inference)["spec"]["namespaceSelector"]
+    assert set(selector) == {"matchLabels"}
+    matching = [name for name, ns_labels in labels.items() if selector["matchLabels"].items() <= ns_labels.items()]
     assert matching == ["inference"]
 
 

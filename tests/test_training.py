@@ -32,9 +32,10 @@ from offline.summary import render_summary
 from offline.upstream import chart_dir, chart_metadata, chart_values, crd_documents, subchart_values
 from offline.validate import CustomResourceDefinitions, object_findings
 
+from .builders import kueue_manager_config, tenancy_of
 from .conftest import chart_values_problems, fixture_document, load, project_path, render_fixture
 from .guards import User, rbac_allows
-from .recorded import kubernetes_objects, releases, waits_for
+from .recorded import declared, kubernetes_objects, releases, waits_for
 
 PIN = CHARTS[training.CHART_KEY]
 # The JobSet API kubernetes-sigs/kueue v0.19.2 builds its jobset and trainjob integrations on (go.mod:
@@ -156,16 +157,11 @@ def test_the_trainer_installs_after_kueue_and_its_runtime_after_the_trainer():
     assert trainer.inputs["namespace"] == TRAINER
 
 
-def kueue_config(recording: Recording) -> dict[str, Any]:
-    values = releases(recording)["kueue"].inputs["values"]
-    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
-
-
 def test_kueue_queues_trainjobs_and_jobsets_and_labels_queue_less_ones_with_the_tenants_default_queue():
     # Framework names: kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/trainjob/trainjob_controller.go and
     # jobset/jobset_controller.go (`FrameworkName`).
     recording = render_fixture("multi-pool")
-    config = kueue_config(recording)
+    config = kueue_manager_config(recording)
     assert {"trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset"} <= set(config["integrations"]["frameworks"])
     # Both webhooks label a job without a queue name with `default` when its namespace matches
     # managedJobsNamespaceSelector and has a LocalQueue of that name, and suspend it when
@@ -186,7 +182,7 @@ def test_a_trainjob_whose_pods_do_not_all_start_gives_its_quota_back():
     # A TrainJob's PodsReady counts its JobSet's child Jobs that have every pod ready (or succeeded) against
     # all of them (pkg/controller/jobs/trainjob/trainjob_controller.go, PodsReady); with waitForPodsReady,
     # a workload not PodsReady by the timeout is evicted, its quota released, and requeued with backoff.
-    wait = kueue_config(render_fixture("multi-pool"))["waitForPodsReady"]
+    wait = kueue_manager_config(render_fixture("multi-pool"))["waitForPodsReady"]
     assert wait["timeout"] and wait["requeuingStrategy"]["timestamp"] == "Eviction"
     assert wait.get("blockAdmission", False) is False
 
@@ -280,20 +276,8 @@ def test_the_training_section_has_a_whole_gpu_a_mig_and_a_dra_example():
     assert sorted(map(str, EXAMPLES)) == sorted(ADMITTED_ON)
 
 
-def tenancy_of(recording: Recording, tenant: str) -> Admitting:
-    objects = [r.inputs for r in kubernetes_objects(recording)]
-    in_namespace = [o for o in objects if o["metadata"].get("namespace") == tenant]
-    [limit_range] = [o for o in in_namespace if o["kind"] == "LimitRange"]
-    [queue] = [o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == tenant]
-    return Admitting(
-        Tenancy(
-            default_requests=limit_range["spec"]["limits"][0]["defaultRequest"],
-            claim_templates={o["metadata"]["name"]: o for o in in_namespace if o["kind"] == "ResourceClaimTemplate"},
-            kueue_config=kueue_config(recording),
-            runtimes={o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterTrainingRuntime"},
-        ),
-        queue,
-    )
+def admitting_in(recording: Recording, tenant: str) -> Admitting:
+    return Admitting(tenancy_of(recording, tenant), declared(recording, "ClusterQueue", tenant).inputs)
 
 
 @dataclass(frozen=True)
@@ -313,7 +297,7 @@ def test_each_training_example_is_valid_against_its_stacks_schemas(example):
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)
 def test_each_training_example_is_admitted_whole_within_its_tenants_nominal_quota(example):
-    admitting = tenancy_of(render_fixture(example.stack), example.tenant)
+    admitting = admitting_in(render_fixture(example.stack), example.tenant)
     admission = best_case_admission(pod_sets(example.manifest, admitting.tenancy), admitting.cluster_queue)
     assert admission == Admission(ADMITTED_ON[str(example)], borrowing=False)
 
@@ -366,7 +350,7 @@ def summary_rows(summary: str, heading: str) -> dict[str, list[str]]:
 def test_the_summary_lists_every_kind_kueue_queues_and_the_release_that_installs_its_crd():
     recording = render_fixture("multi-pool")
     rows = summary_rows(render_summary(recording, load(fixture_document("multi-pool"))), "## Job kinds Kueue queues")
-    assert list(rows) == kueue_config(recording)["integrations"]["frameworks"]
+    assert list(rows) == kueue_manager_config(recording)["integrations"]["frameworks"]
     # The truth, from the CRDs each rendered release installs (upstream/<chart>/<version>/).
     installed = {}
     for release in releases(recording).values():

@@ -15,14 +15,14 @@ How a class preset maps onto KEDA and the HPA (an imperfect fit, on purpose stat
 - `scaleUpUtilization` is the HPA target of the GPU trigger (metricType Value): desired replicas =
   ceil(current x utilisation / target), so the deployment settles where its average GPU sits at the
   target. The HPA has no separate "scale down below X%" threshold: it scales down whenever the
-  proportional rule says fewer replicas would stay under the target, slowed only by
-  HPA_BEHAVIOR's scale-down (300 s stabilisation, at most 25 % per minute).
+  proportional rule says fewer replicas would stay under the target, slowed only by the HPA's
+  scale-down behaviour (config/timing.py HPA_SCALE_DOWN: 300 s stabilisation, at most 25 % per minute).
 - `scaleDownUtilization` becomes KEDA's `activationThreshold`: the trigger counts as active only
   above it. Activation decides 0 <-> 1 only, and deployments keep at least one replica (their own
   pods emit both metrics, so nothing could wake one at zero), so it shows only in the ScaledObject's
   Active condition and `keda_scaler_active`.
 - `cooldownSeconds` is KEDA's `cooldownPeriod`, which likewise applies only to scaling to zero;
-  HPA_BEHAVIOR's 300 s scale-down stabilisation is what paces scaling down.
+  HPA_SCALE_DOWN's 300 s stabilisation is what paces scaling down.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config import namespaces
+from config import namespaces, timing
 from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
 from config.fair_share import TenantPlan
 from config.labels import SERVING_METRICS_LABEL, SERVING_METRICS_PATH, SERVING_METRICS_PORT
@@ -67,29 +67,6 @@ SERVING_POD_MONITOR = "inference-servers"
 # consonants and digits, never '-'. Deployment names here are <= 40 characters, so the 58-character
 # cut of generateName's base never truncates the hash.
 POD_NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-# KEDA polls every trigger this often; 15 s is also the HPA's sync period and HPA_BEHAVIOR's scale-up period.
-POLLING_INTERVAL_SECONDS = 15
-# Failed polls in a row before KEDA serves the fallback: 45 s of a missing or broken query.
-FALLBACK_FAILURE_THRESHOLD = 3
-
-# The HPA's behaviour: double (or add 4 replicas, whichever is more) every 15 s under load; give
-# back at most a quarter of the replicas per minute, and only after 5 minutes of lower demand.
-HPA_BEHAVIOR: dict[str, Any] = {
-    "scaleUp": {
-        "stabilizationWindowSeconds": 0,
-        "selectPolicy": "Max",
-        "policies": [
-            {"type": "Percent", "value": 100, "periodSeconds": 15},
-            {"type": "Pods", "value": 4, "periodSeconds": 15},
-        ],
-    },
-    "scaleDown": {
-        "stabilizationWindowSeconds": 300,
-        "policies": [{"type": "Percent", "value": 25, "periodSeconds": 60}],
-    },
-}
-
 
 
 class Autoscaling(pulumi.ComponentResource):
@@ -259,19 +236,35 @@ def scaled_object(tenant: TenantPlan, deployment: InferenceDeploymentConfig, aut
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment.name},
             "minReplicaCount": deployment.min_replicas,
             "maxReplicaCount": deployment.max_replicas,
-            "pollingInterval": POLLING_INTERVAL_SECONDS,
+            "pollingInterval": timing.KEDA_POLLING_INTERVAL_SECONDS,
             "cooldownPeriod": preset.cooldown_seconds,
             # While Prometheus cannot answer, hold at least the fallback and never scale a loaded
             # deployment down to it: a monitoring outage must not become a serving outage.
             "fallback": {
-                "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+                "failureThreshold": timing.KEDA_FALLBACK_FAILURE_THRESHOLD,
                 "replicas": min(autoscaling.fallback_replicas, deployment.max_replicas),
                 "behavior": "currentReplicasIfHigher",
             },
-            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": HPA_BEHAVIOR}},
+            "advanced": {"horizontalPodAutoscalerConfig": {"behavior": hpa_behavior()}},
             "triggers": triggers,
         },
     })
+
+
+def hpa_behavior() -> dict[str, Any]:
+    """The HPA's `behavior` (autoscaling/v2 HorizontalPodAutoscalerBehavior) from config/timing.py."""
+    return {"scaleUp": _scaling_rules(timing.HPA_SCALE_UP), "scaleDown": _scaling_rules(timing.HPA_SCALE_DOWN)}
+
+
+def _scaling_rules(rules: timing.ScalingRules) -> dict[str, Any]:
+    found: dict[str, Any] = {"stabilizationWindowSeconds": rules.stabilization_window_seconds}
+    if rules.select_policy is not None:
+        found["selectPolicy"] = rules.select_policy
+    found["policies"] = [
+        {"type": policy.type, "value": policy.value, "periodSeconds": policy.period_seconds} for policy in rules.policies
+    ]
+    return found
+
 
 
 def _prometheus_trigger(

@@ -100,7 +100,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
         env.append({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": secret}})
     probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": SERVER_PROBE_PERIOD_SECONDS}
     labels = deployment_labels(deployment)
-    # Deep-copied: the manifest shares no dict between its fields (or with HPA_BEHAVIOR-like constants).
+    # Deep-copied: the manifest shares no dict between its fields (or with module-level constants).
     return copy.deepcopy({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
