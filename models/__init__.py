@@ -1,0 +1,1 @@
+"""What upstream controllers do, as tables and pure functions; imports nothing of ours."""

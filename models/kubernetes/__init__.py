@@ -1,0 +1,1 @@
+"""What Kubernetes itself does: the API server, its admission plugins and its controllers."""
