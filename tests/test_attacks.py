@@ -1,8 +1,8 @@
 """The attack table: what a tenant admin (the built-in `admin` role in its own namespace) tries against
 other tenants or the platform, each as the request it sends, and the one guard that stops it.
 
-Every row is evaluated against the multi-pool render (tests/guards.py answers for RBAC, admission,
-quotas, container defaults and IAM trust), then again with its guard taken out of the render: the
+Every row is evaluated against the multi-pool render (the models in models/ answer for RBAC,
+admission, quotas, container defaults and IAM trust), then again with its guard taken out of the render: the
 attempt must then succeed, so each guard is shown to be the thing that stops it. docs/security.md
 lists the same rows, and what stays the tenant's own responsibility.
 """
@@ -22,21 +22,17 @@ import pytest
 
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
 from config.labels import TENANT_LABEL
+from models.aws_iam import trust_allows
+from models.kubernetes.admission import Request, admission_denials
+from models.kubernetes.limitranger import with_container_defaults
+from models.kubernetes.networkpolicy import Endpoint, connection_allowed
+from models.kubernetes.resourcequota import quota_denials
+from models.kubernetes.user import User
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from offline.upstream import chart_values
 
 from .conftest import render_fixture
-from .guards import (
-    Endpoint,
-    Request,
-    User,
-    admission_denials,
-    connection_allowed,
-    quota_denials,
-    rbac_allows,
-    trust_allows,
-    with_container_defaults,
-)
+from .guards import rbac_allows
 from .recorded import kubernetes_objects
 
 TENANT = "data-science"
