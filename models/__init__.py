@@ -1,0 +1,1 @@
+"""What the upstream controllers do with the objects we declare, as pure rules; imports nothing of ours."""
