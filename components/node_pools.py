@@ -18,18 +18,24 @@ from config.labels import (
     POOL_LABEL,
 )
 from config.node_pools import CpuPoolConfig, RootVolumeConfig
+from models.karpenter.labels import (
+    ARCH_AMD64,
+    ARCH_LABEL,
+    INSTANCE_FAMILY_LABEL,
+    INSTANCE_TYPE_LABEL,
+    NODECLASS_API,
+    NODECLASS_KIND,
+    NODEOVERLAY_API,
+    NODEPOOL_API,
+    NODEPOOL_LABEL,
+    OS_LABEL,
+    PROVIDER_GROUP,
+)
 
 from .lib.resources import Children, declare
 
 # The general CPU pool runs the AMI family whose release `cpu_ami_release` names.
 CPU_AMI_FAMILY = "al2023"
-NODEPOOL_API = "karpenter.sh/v1"
-NODECLASS_API = "karpenter.k8s.aws/v1"
-# NodeOverlay is alpha in Karpenter 1.14 and acts only with the controller's `nodeOverlay` feature gate
-# on (kubernetes-sigs/karpenter pkg/cloudprovider/overlay/cloudprovider.go; components/karpenter sets it).
-NODEOVERLAY_API = "karpenter.sh/v1alpha1"
-NODEPOOL_LABEL = "karpenter.sh/nodepool"
-INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
 
 class NodePools(pulumi.ComponentResource):
@@ -149,7 +155,7 @@ def ec2_node_class(
         spec["instanceStorePolicy"] = "RAID0"
     return {
         "apiVersion": NODECLASS_API,
-        "kind": "EC2NodeClass",
+        "kind": NODECLASS_KIND,
         "metadata": {"name": name},
         "spec": spec,
     }
@@ -270,12 +276,12 @@ def gpu_node_pool(pool: GpuPoolPlan) -> dict[str, Any]:
         "template": {
             "metadata": {"labels": pool.labels},
             "spec": {
-                "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": pool.name},
+                "nodeClassRef": {"group": PROVIDER_GROUP, "kind": NODECLASS_KIND, "name": pool.name},
                 "requirements": [
                     requirement(INSTANCE_TYPE_LABEL, [t.name for t in pool.instance_types]),
                     requirement(CAPACITY_TYPE_LABEL, list(config.capacity_types)),
-                    requirement("kubernetes.io/arch", ["amd64"]),
-                    requirement("kubernetes.io/os", ["linux"]),
+                    requirement(ARCH_LABEL, [ARCH_AMD64]),
+                    requirement(OS_LABEL, ["linux"]),
                 ],
                 "taints": [dict(GPU_TAINT)],
                 "expireAfter": config.expire_after,
@@ -337,12 +343,12 @@ def cpu_node_pool(config: CpuPoolConfig) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": {POOL_LABEL: CPU_POOL_NAME}},
                 "spec": {
-                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": CPU_POOL_NAME},
+                    "nodeClassRef": {"group": PROVIDER_GROUP, "kind": NODECLASS_KIND, "name": CPU_POOL_NAME},
                     "requirements": [
-                        requirement("karpenter.k8s.aws/instance-family", list(config.instance_families)),
+                        requirement(INSTANCE_FAMILY_LABEL, list(config.instance_families)),
                         requirement(CAPACITY_TYPE_LABEL, list(config.capacity_types)),
-                        requirement("kubernetes.io/arch", ["amd64"]),
-                        requirement("kubernetes.io/os", ["linux"]),
+                        requirement(ARCH_LABEL, [ARCH_AMD64]),
+                        requirement(OS_LABEL, ["linux"]),
                     ],
                     "expireAfter": config.expire_after,
                     "terminationGracePeriod": config.termination_grace_period,

@@ -1,19 +1,8 @@
-"""What a GPU node advertises once its GPU stack has configured it, and the NodePool limits in Karpenter's units.
+"""A GPU pool's plan, put to the models: what its nodes advertise and its NodePool limits in Karpenter's units.
 
-Karpenter sizes and counts nodes in extended resources, and which ones depends on the moment:
-- While it simulates a launch it reads the instance type's capacity: karpenter-provider-aws v1.14.1
-  (pkg/providers/instancetype/types.go, computeCapacity) knows only `nvidia.com/gpu` = physical GPUs,
-  with NodeOverlay `capacity` merged over it (kubernetes-sigs/karpenter at the commit the provider pins,
-  pkg/cloudprovider/types.go ApplyCapacityOverlay: `lo.Assign`, the overlay's value wins per resource).
-- A launched, not yet initialised node counts as its NodeClaim's capacity, which the provider copies from
-  the same overlaid instance type, dropping zero quantities (karpenter-provider-aws v1.14.1
-  pkg/cloudprovider/cloudprovider.go, Create and instanceToNodeClaim).
-- An initialised node counts as `Node.status.capacity`, what the device plugin reports
-  (kubernetes-sigs/karpenter pkg/controllers/state/statenode.go, StateNode.Capacity), and the scheduler
-  subtracts that from the NodePool's `limits` (pkg/controllers/provisioning/scheduling/scheduler.go,
-  updateRemainingResources, filterByRemainingResources).
-
-So the three agree only when the overlay says what the device plugin will report. Per sharing mode:
+The rules live in `models/` (models/nvidia/device_plugin.py: what the device plugin advertises per
+sharing mode; models/karpenter/capacity.py: instance-type capacity and NodeOverlays;
+models/karpenter/limits.py: how limits stop launches). This module feeds them a `GpuPoolPlan`:
 
 | sharing              | a node of G GPUs advertises                           | NodePool limit             |
 |----------------------|-------------------------------------------------------|----------------------------|
@@ -25,38 +14,32 @@ So the three agree only when the overlay says what the device plugin will report
 
 `gpus` is the pool's declared physical GPUs. A DRA pool's GPUs are ResourceSlice devices Karpenter does
 not count against limits, so its limit is in nodes, each holding at most the largest type's GPUs.
-
-API: `advertised(pool, instance_type)` per node, `overlay_capacity(pool, instance_type)` for the
-NodeOverlay, `limit_units(pool)` / `nodepool_limits(pool)` for the NodePool, `guaranteed_units(pool)` for
-what the pool reaches before its limit stops Karpenter launching.
 """
 
 from __future__ import annotations
 
-from math import gcd
+from models.karpenter import capacity, limits
+from models.karpenter.labels import NODES_RESOURCE
+from models.nvidia import device_plugin
 
-from .capacity import GpuPoolPlan, mig_resource
+from .capacity import GpuPoolPlan
 from .catalog_types import InstanceType
-from .labels import GPU_RESOURCE
 
-# Karpenter counts every node as one of this resource (kubernetes-sigs/karpenter pkg/utils/resources,
-# `resources.Node`; StateNode.Capacity adds it), so a NodePool may limit it.
-NODES_RESOURCE = "nodes"
-
-
-def time_sliced_resource(pool: GpuPoolPlan) -> str:
-    """The resource a time-sliced GPU is advertised as.
-
-    The device-plugin configs this platform writes (components/gpu_operator.py, time_slicing_config_map)
-    and Bottlerocket's device-plugin settings leave `renameByDefault` false, so shares keep the name
-    `nvidia.com/gpu` (NVIDIA k8s-device-plugin api/config/v1: renamed to `<name>.shared` only when true).
-    """
-    return GPU_RESOURCE
+__all__ = [
+    "NODES_RESOURCE",
+    "advertised",
+    "dra_devices",
+    "guaranteed_units",
+    "limit_units",
+    "native_capacity",
+    "nodepool_limits",
+    "overlay_capacity",
+]
 
 
 def native_capacity(instance_type: InstanceType) -> dict[str, int]:
     """The GPU resources karpenter-provider-aws itself gives an instance type: `nvidia.com/gpu` = its GPUs."""
-    return {GPU_RESOURCE: instance_type.gpus}
+    return capacity.native_capacity(instance_type.gpus)
 
 
 def advertised(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str, int]:
@@ -64,82 +47,39 @@ def advertised(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str, int]
     if pool.config.allocation == "dra":
         # The device plugin is off on DRA nodes; their GPUs are ResourceSlice devices.
         return {}
-    return device_plugin_resources(pool, instance_type.gpus)
-
-
-def device_plugin_resources(pool: GpuPoolPlan, gpus: int) -> dict[str, int]:
-    """What `gpus` physical GPUs of this (device-plugin) pool advertise, by extended resource."""
-    sharing = pool.config.sharing
-    if sharing.mode == "timeSlicing":
-        assert sharing.replicas is not None
-        return {time_sliced_resource(pool): sharing.replicas * gpus}
-    if sharing.mode == "mig":
-        assert sharing.mig_layout is not None
-        if pool.mig_strategy == "single":
-            return {GPU_RESOURCE: sum(sharing.mig_layout.values()) * gpus}
-        # Mixed: the layout MIG-enables every GPU (mig-parted `devices: all`), so no whole GPU is left.
-        return {mig_resource(profile): count * gpus for profile, count in sorted(sharing.mig_layout.items())}
-    return {GPU_RESOURCE: gpus}
+    return device_plugin.device_plugin_resources(pool.sharing, instance_type.gpus)
 
 
 def overlay_capacity(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str, int] | None:
-    """The NodeOverlay `capacity` that makes Karpenter's view of this type match the node; None if it already does.
-
-    A native resource the node will not advertise is set to 0, so Karpenter neither places a pod wanting
-    it nor counts it; the overlay adds resources the instance type does not know (`nvidia.com/mig-*`).
-    """
-    native = native_capacity(instance_type)
-    actual = advertised(pool, instance_type)
-    merged = {**{resource: 0 for resource in native}, **actual}
-    if merged == native:
-        return None
-    return dict(sorted(merged.items()))
+    """The NodeOverlay `capacity` for this type in this pool; None where Karpenter's own view is right."""
+    return capacity.overlay_capacity(native_capacity(instance_type), advertised(pool, instance_type))
 
 
 def limit_units(pool: GpuPoolPlan) -> dict[str, int]:
     """The NodePool's GPU limits, in the units Karpenter counts for this pool (see the module's table)."""
-    config = pool.config
-    gpus = config.gpus
-    if config.allocation == "dra":
+    gpus = pool.config.gpus
+    if pool.config.allocation == "dra":
         return {NODES_RESOURCE: gpus // max(t.gpus for t in pool.instance_types)}
-    return device_plugin_resources(pool, gpus)
+    return device_plugin.device_plugin_resources(pool.sharing, gpus)
 
 
 def nodepool_limits(pool: GpuPoolPlan) -> dict[str, str]:
-    """The NodePool's `spec.limits` as Kubernetes quantities: GPU limits, then the optional cpu and memory."""
-    limits = {resource: str(units) for resource, units in limit_units(pool).items()}
-    if pool.config.cpu_limit is not None:
-        limits["cpu"] = str(pool.config.cpu_limit)
-    if pool.config.memory_limit_gib is not None:
-        limits["memory"] = f"{pool.config.memory_limit_gib}Gi"
-    return limits
+    """The NodePool's `spec.limits`: GPU limits, then the optional cpu and memory."""
+    return limits.nodepool_limits(limit_units(pool), pool.config.cpu_limit, pool.config.memory_limit_gib)
 
 
 def guaranteed_units(pool: GpuPoolPlan) -> dict[str, int]:
-    """Per limited resource, the least the pool reaches before its limit stops Karpenter launching.
-
-    Karpenter launches a type only while its capacity fits in what remains of the limit
-    (scheduler.go, filterByRemainingResources), so launching stops with less left than the smallest
-    type's capacity; every amount is a multiple of the capacities' greatest common divisor.
-    For `nodes` each node counts one.
-    """
-    guaranteed = {}
+    """Per limited resource, the least the pool reaches before its limit stops Karpenter launching."""
+    reached = {}
     for resource, limit in limit_units(pool).items():
         if resource == NODES_RESOURCE:
-            guaranteed[resource] = limit
+            reached[resource] = limit
             continue
         sizes = [advertised(pool, t).get(resource, 0) for t in pool.instance_types]
-        sizes = [size for size in sizes if size > 0]
-        step = 0
-        for size in sizes:
-            step = gcd(step, size)
-        # The most that can be left over: below the smallest size, and the limit less whole steps.
-        left = limit % step + (min(sizes) - 1 - limit % step) // step * step
-        guaranteed[resource] = limit - min(left, limit)
-    return guaranteed
+        reached[resource] = limits.guaranteed(limit, sizes)
+    return reached
 
 
 def dra_devices(pool: GpuPoolPlan, instance_type: InstanceType) -> int:
     """Devices a DRA node of this type publishes in its ResourceSlices: its GPUs, or their MIG devices."""
-    layout = pool.config.sharing.mig_layout
-    return instance_type.gpus * (sum(layout.values()) if pool.config.sharing.mode == "mig" and layout else 1)
+    return device_plugin.dra_devices(pool.sharing, instance_type.gpus)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from models.nvidia import device_plugin
+from models.nvidia.labels import mig_resource as mig_resource
+
 from .catalog import FAMILIES, INSTANCE_TYPES
 from .catalog_types import GpuModel, InstanceType
 from .errors import Problems, duplicates, item_labels, show
@@ -20,7 +23,6 @@ from .labels import (
     GPU_ALLOCATION_LABEL,
     GPU_DEVICE_CLASS,
     GPU_MODEL_LABEL,
-    GPU_RESOURCE,
     MIG_CONFIG_LABEL,
     MIG_DEVICE_CLASS,
     OPERANDS_DEPLOY_LABEL,
@@ -77,26 +79,26 @@ class GpuPoolPlan:
         return MIG_DEVICE_CLASS if self.config.sharing.mode == "mig" else GPU_DEVICE_CLASS
 
     @property
+    def sharing(self) -> device_plugin.Sharing:
+        """The pool's sharing as the device plugin model takes it (models/nvidia/device_plugin.py)."""
+        sharing = self.config.sharing
+        return device_plugin.Sharing(
+            mode=sharing.mode,
+            replicas=sharing.replicas,
+            mig_layout=dict(sharing.mig_layout or {}),
+            mig_strategy=self.mig_strategy,
+        )
+
+    @property
     def schedulable_units(self) -> dict[str, int]:
         """What the scheduler (and Kueue) can hand out when the pool is at its limit, by resource name.
 
         A DRA pool advertises no extended resource: its devices are claimed through its DeviceClass,
         and counted under that class's quota resource.
         """
-        sharing = self.config.sharing
         if self.dra_device_class is not None:
-            per_gpu = sum(sharing.mig_layout.values()) if sharing.mode == "mig" and sharing.mig_layout else 1
-            return {device_class_resource(self.dra_device_class): self.gpu_limit * per_gpu}
-        if sharing.mode == "timeSlicing":
-            assert sharing.replicas is not None
-            return {GPU_RESOURCE: self.gpu_limit * sharing.replicas}
-        if sharing.mode == "mig":
-            assert sharing.mig_layout is not None
-            if self.mig_strategy == "single":
-                # The single strategy advertises each MIG device as a whole `nvidia.com/gpu`.
-                return {GPU_RESOURCE: self.gpu_limit * sum(sharing.mig_layout.values())}
-            return {mig_resource(profile): self.gpu_limit * count for profile, count in sorted(sharing.mig_layout.items())}
-        return {GPU_RESOURCE: self.gpu_limit}
+            return {device_class_resource(self.dra_device_class): device_plugin.dra_devices(self.sharing, self.gpu_limit)}
+        return device_plugin.device_plugin_resources(self.sharing, self.gpu_limit)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -140,11 +142,6 @@ class GpuPoolPlan:
             return None
         per_gpu = min(per_gpu_prices)
         return round(per_gpu * self.gpu_limit, 2)
-
-
-def mig_resource(profile: str) -> str:
-    """`1g.10gb` -> `nvidia.com/mig-1g.10gb`, the resource the mixed MIG strategy advertises."""
-    return f"nvidia.com/mig-{profile}"
 
 
 def plan_gpu_pools(

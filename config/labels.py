@@ -7,9 +7,16 @@ module sets under one spelling and another selects under a second matches nothin
 
 from __future__ import annotations
 
-# Every namespace carries this label with its own name; the API server sets it (models/kubernetes/labels.py).
+# Upstream controllers' names, defined once in their models and re-exported for the project's code.
+from models.karpenter.labels import CAPACITY_TYPE_LABEL as CAPACITY_TYPE_LABEL
+from models.karpenter.labels import DISCOVERY_TAG as DISCOVERY_TAG
 from models.kubernetes.labels import NAMESPACE_NAME_LABEL as NAMESPACE_NAME_LABEL
 from models.kueue.constants import DEFAULT_LOCAL_QUEUE
+from models.nvidia.labels import DEVICE_PLUGIN_CONFIG_LABEL as DEVICE_PLUGIN_CONFIG_LABEL
+from models.nvidia.labels import DEVICE_PLUGIN_DEPLOY_LABEL as DEVICE_PLUGIN_DEPLOY_LABEL
+from models.nvidia.labels import GPU_RESOURCE as GPU_RESOURCE
+from models.nvidia.labels import MIG_CONFIG_LABEL as MIG_CONFIG_LABEL
+from models.nvidia.labels import OPERANDS_DEPLOY_LABEL as OPERANDS_DEPLOY_LABEL
 
 # --- node labels the platform sets on its nodes ---------------------------------------------------
 # Every Karpenter node carries its pool's name; Kueue's ResourceFlavors select a pool's nodes by it,
@@ -24,28 +31,11 @@ DRA_ALLOCATION = "dra"
 # "true" on the nodes of pools with `efa`: the EFA device plugin runs only there.
 EFA_LABEL = "gpu-platform/efa"
 
-# --- labels the GPU Operator reads ----------------------------------------------------------------
-# The device plugin reads its named sharing configuration from this label...
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
-# ...and the MIG manager the named MIG layout from this one.
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-# Set to "false" where the node OS brings its own device plugin (Bottlerocket) or DRA allocates the GPUs.
-DEVICE_PLUGIN_DEPLOY_LABEL = "nvidia.com/gpu.deploy.device-plugin"
-# Set to "false" where none of the operator's operands may run (Bottlerocket): the operator then removes
-# every nvidia.com/gpu.deploy.<operand> label from the node, and each operand's DaemonSet selects
-# `<its label>: "true"` (NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go, hasOperandsDisabled).
-OPERANDS_DEPLOY_LABEL = "nvidia.com/gpu.deploy.operands"
-
-# --- labels Karpenter sets ------------------------------------------------------------------------
-CAPACITY_TYPE_LABEL = "karpenter.sh/capacity-type"
-
 # --- node-local storage ---------------------------------------------------------------------------
 # The resource emptyDir volumes, container layers and logs count against (LimitRange, ResourceQuota).
 EPHEMERAL_STORAGE = "ephemeral-storage"
 
 # --- GPUs -----------------------------------------------------------------------------------------
-# The extended resource the device plugin advertises whole GPUs (and time-sliced shares) as.
-GPU_RESOURCE = "nvidia.com/gpu"
 # Every GPU node carries this taint: an untainted GPU node would take CPU pods, which would then keep
 # an idle GPU node (and its bill) alive. GPU pods tolerate it; the GPU Operator's operands do too.
 GPU_TAINT = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
@@ -103,11 +93,6 @@ TENANT_GROUP_PREFIX = "gpu-platform:"
 # tenant's one LocalQueue `default` makes unlabelled work run under the tenant's quota instead of
 # waiting forever for a queue.
 LOCAL_QUEUE = DEFAULT_LOCAL_QUEUE
-
-# --- AWS tag keys ---------------------------------------------------------------------------------
-# Karpenter's EC2NodeClasses find the node subnets and security group by this tag, valued with the
-# cluster's name.
-DISCOVERY_TAG = "karpenter.sh/discovery"
 
 # --- storage --------------------------------------------------------------------------------------
 # The cluster's default StorageClass, which Prometheus' volume claims name.

@@ -123,19 +123,53 @@ class Karpenter(pulumi.ComponentResource):
             controller release waits for it; nothing else here does.
         """
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        self._name, self._cluster_name, self._tags = name, cluster_name, dict(tags)
         # Only what talks to the cluster waits for it: IAM, SQS and EventBridge need nothing from it.
-        after_cluster = Children(self, depends_on=depends_on)
+        self._after_cluster = Children(self, depends_on=depends_on)
         in_cluster = Children(self, k8s_provider, depends_on)
-        tags = dict(tags)
 
-        # --- node role ------------------------------------------------------------------------
+        node_attachments = self._node_role(partition)
+        interruption = self._interruption_handling()
+        self.spot_service_linked_role = self._spot_role(create_spot_service_linked_role)
+        pod_identity, controller_policies, controller_attachments = self._controller_identity(region, account_id, partition)
+        self._helm_releases(
+            region, chart_versions, in_cluster, [pod_identity, *controller_attachments], service_monitor_crd
+        )
+
+        # All of it, so that a dependent (the NodePools) is destroyed while Karpenter can still drain
+        # and terminate the nodes it launched and delete their instance profiles.
+        self.destroy_after = [
+            self.crd_release,
+            self.controller_release,
+            pod_identity,
+            self.controller_role,
+            *controller_policies,
+            *controller_attachments,
+            self.node_role,
+            *node_attachments,
+            self.node_access_entry,
+            self.interruption_queue,
+            *interruption,
+        ]
+
+        self.register_outputs(
+            {
+                "nodeRoleName": self.node_role_name,
+                "controllerRoleArn": self.controller_role.arn,
+                "interruptionQueue": self.interruption_queue.name,
+                "chartVersion": self.controller_release.version,
+            }
+        )
+
+    def _node_role(self, partition: pulumi.Input[str]) -> list[iam.RolePolicyAttachment]:
+        """The role Karpenter's nodes run as, and the access entry that lets them join; returns its attachments."""
+        name, tags = self._name, self._tags
         self.node_role = iam.Role(
             f"{name}-node-role",
-            name=f"{cluster_name}-karpenter-node",
+            name=f"{self._cluster_name}-karpenter-node",
             assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
             tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(parent=self),
         )
         node_attachments = [
             iam.RolePolicyAttachment(
@@ -149,16 +183,20 @@ class Karpenter(pulumi.ComponentResource):
         # With API authentication mode, this entry is what lets Karpenter's nodes join the cluster.
         self.node_access_entry = aws_eks.AccessEntry(
             f"{name}-node-access",
-            cluster_name=cluster_name,
+            cluster_name=self._cluster_name,
             principal_arn=self.node_role.arn,
             type="EC2_LINUX",
             tags=tags,
             # The cluster must exist first: `depends_on` (the system nodes) comes after it.
-            opts=after_cluster.opts(*node_attachments),
+            opts=self._after_cluster.opts(*node_attachments),
         )
         self.node_role_name = self.node_role.name
+        return node_attachments
 
-        # --- interruption handling ------------------------------------------------------------
+    def _interruption_handling(self) -> list[pulumi.Resource]:
+        """The SQS queue and the EventBridge rules that feed it; returns the queue's policy, rules and targets."""
+        name, cluster_name, tags = self._name, self._cluster_name, self._tags
+        child = pulumi.ResourceOptions(parent=self)
         self.interruption_queue = sqs.Queue(
             f"{name}-interruption",
             name=cluster_name,
@@ -194,25 +232,32 @@ class Karpenter(pulumi.ComponentResource):
                     opts=child,
                 )
             )
+        return [queue_policy, *rules, *event_targets]
 
-        # --- spot ------------------------------------------------------------------------------
-        # EC2 refuses spot launches with AuthFailure.ServiceLinkedRoleCreationNotPermitted until the
-        # account has this role, and the controller policy (like upstream's) may not create it: Karpenter
-        # then marks spot unavailable (v1.14.1 pkg/errors/errors.go, pkg/providers/instance/instance.go),
-        # so a spot-only pool never launches and a mixed one runs on on-demand. Upstream's getting-started
-        # creates it by hand (scripts/step06-add-spot-role.sh). The role is account-wide: other stacks
-        # and tools may use it, so `pulumi destroy` leaves it.
-        self.spot_service_linked_role = (
-            iam.ServiceLinkedRole(
-                f"{name}-spot",
-                aws_service_name=SPOT_SERVICE,
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
-            )
-            if create_spot_service_linked_role
-            else None
+    def _spot_role(self, create: bool) -> iam.ServiceLinkedRole | None:
+        """The account's spot service-linked role, when the stack creates it.
+
+        EC2 refuses spot launches with AuthFailure.ServiceLinkedRoleCreationNotPermitted until the
+        account has this role, and the controller policy (like upstream's) may not create it: Karpenter
+        then marks spot unavailable (v1.14.1 pkg/errors/errors.go, pkg/providers/instance/instance.go),
+        so a spot-only pool never launches and a mixed one runs on on-demand. Upstream's getting-started
+        creates it by hand (scripts/step06-add-spot-role.sh). The role is account-wide: other stacks
+        and tools may use it, so `pulumi destroy` leaves it.
+        """
+        if not create:
+            return None
+        return iam.ServiceLinkedRole(
+            f"{self._name}-spot",
+            aws_service_name=SPOT_SERVICE,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
         )
 
-        # --- controller identity --------------------------------------------------------------
+    def _controller_identity(
+        self, region: str, account_id: pulumi.Input[str], partition: pulumi.Input[str]
+    ) -> tuple[aws_eks.PodIdentityAssociation, list[iam.Policy], list[iam.RolePolicyAttachment]]:
+        """The controller's role, its policies and attachments, and the Pod Identity association that hands it out."""
+        name, cluster_name, tags = self._name, self._cluster_name, self._tags
+        child = pulumi.ResourceOptions(parent=self)
         self.controller_role = iam.Role(
             f"{name}-controller-role",
             name=f"{cluster_name}-karpenter-controller",
@@ -253,10 +298,21 @@ class Karpenter(pulumi.ComponentResource):
             service_account=SERVICE_ACCOUNT,
             role_arn=self.controller_role.arn,
             tags=tags,
-            opts=after_cluster.opts(),
+            opts=self._after_cluster.opts(),
         )
+        return pod_identity, controller_policies, controller_attachments
 
-        # --- Helm releases --------------------------------------------------------------------
+    def _helm_releases(
+        self,
+        region: str,
+        chart_versions: Mapping[str, ChartPin],
+        in_cluster: Children,
+        identity: Sequence[pulumi.Resource],
+        service_monitor_crd: Sequence[pulumi.Resource],
+    ) -> None:
+        """The CRD release, then the controller's, once `identity` (its Pod Identity association and policy
+        attachments) and the nodes' access entry exist."""
+        name = self._name
         self.crd_release = helm_release(
             f"{name}-crd",
             release_name="karpenter-crd",
@@ -270,40 +326,13 @@ class Karpenter(pulumi.ComponentResource):
             release_name="karpenter",
             pin=chart_versions["karpenter"],
             namespace=NAMESPACE,
-            values=controller_values(cluster_name, region, self.interruption_queue.name),
+            values=controller_values(self._cluster_name, region, self.interruption_queue.name),
             # The CRDs come from the karpenter-crd release, which Helm upgrades (see config/versions.py).
             skip_crds=True,
             # The controller calls AWS at start-up and launches nodes that must be able to join.
             opts=in_cluster.opts(
-                self.crd_release, pod_identity, *controller_attachments, self.node_access_entry, *service_monitor_crd
+                self.crd_release, *identity, self.node_access_entry, *service_monitor_crd
             ),
-        )
-
-        # All of it, so that a dependent (the NodePools) is destroyed while Karpenter can still drain
-        # and terminate the nodes it launched and delete their instance profiles.
-        self.destroy_after = [
-            self.crd_release,
-            self.controller_release,
-            pod_identity,
-            self.controller_role,
-            *controller_policies,
-            *controller_attachments,
-            self.node_role,
-            *node_attachments,
-            self.node_access_entry,
-            self.interruption_queue,
-            queue_policy,
-            *rules,
-            *event_targets,
-        ]
-
-        self.register_outputs(
-            {
-                "nodeRoleName": self.node_role_name,
-                "controllerRoleArn": self.controller_role.arn,
-                "interruptionQueue": self.interruption_queue.name,
-                "chartVersion": self.controller_release.version,
-            }
         )
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from models.karpenter.labels import EKS_CLUSTER_NAME_TAG, NAME_TAG, NODECLAIM_TAG, NODECLASS_TAG, NODEPOOL_LABEL
+
 from ..lib.iam import EC2_SERVICE, POLICY_VERSION
 
 # Upstream's managed policies, in its order (names without its `KarpenterController...Policy` wrapping).
@@ -53,7 +55,7 @@ def controller_policy_documents(
     ]
     owned_by_nodepool = {
         "StringEquals": {f"aws:ResourceTag/{owned}": "owned"},
-        "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"},
+        "StringLike": {f"aws:ResourceTag/{NODEPOOL_LABEL}": "*"},
     }
 
     node_lifecycle = [
@@ -85,9 +87,9 @@ def controller_policy_documents(
             "Condition": {
                 "StringEquals": {
                     f"aws:RequestTag/{owned}": "owned",
-                    "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+                    f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": cluster_name,
                 },
-                "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+                "StringLike": {f"aws:RequestTag/{NODEPOOL_LABEL}": "*"},
             },
         },
         {
@@ -98,10 +100,10 @@ def controller_policy_documents(
             "Condition": {
                 "StringEquals": {
                     f"aws:RequestTag/{owned}": "owned",
-                    "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+                    f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": cluster_name,
                     "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
                 },
-                "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"},
+                "StringLike": {f"aws:RequestTag/{NODEPOOL_LABEL}": "*"},
             },
         },
         {
@@ -111,8 +113,8 @@ def controller_policy_documents(
             "Action": "ec2:CreateTags",
             "Condition": {
                 **owned_by_nodepool,
-                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster_name},
-                "ForAllValues:StringEquals": {"aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]},
+                "StringEqualsIfExists": {f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": cluster_name},
+                "ForAllValues:StringEquals": {"aws:TagKeys": [EKS_CLUSTER_NAME_TAG, NODECLAIM_TAG, NAME_TAG]},
             },
         },
         {
@@ -126,7 +128,7 @@ def controller_policy_documents(
 
     profile_request_tags = {
         f"aws:RequestTag/{owned}": "owned",
-        "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+        f"aws:RequestTag/{EKS_CLUSTER_NAME_TAG}": cluster_name,
         "aws:RequestTag/topology.kubernetes.io/region": region,
     }
     profile_resource_tags = {
@@ -148,7 +150,7 @@ def controller_policy_documents(
             "Action": ["iam:CreateInstanceProfile"],
             "Condition": {
                 "StringEquals": profile_request_tags,
-                "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+                "StringLike": {f"aws:RequestTag/{NODECLASS_TAG}": "*"},
             },
         },
         {
@@ -159,8 +161,8 @@ def controller_policy_documents(
             "Condition": {
                 "StringEquals": {**profile_resource_tags, **profile_request_tags},
                 "StringLike": {
-                    "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
-                    "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    f"aws:ResourceTag/{NODECLASS_TAG}": "*",
+                    f"aws:RequestTag/{NODECLASS_TAG}": "*",
                 },
             },
         },
@@ -171,7 +173,7 @@ def controller_policy_documents(
             "Action": ["iam:AddRoleToInstanceProfile", "iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile"],
             "Condition": {
                 "StringEquals": profile_resource_tags,
-                "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+                "StringLike": {f"aws:ResourceTag/{NODECLASS_TAG}": "*"},
             },
         },
     ]
