@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from models.kubernetes.cel import FieldPath, Finding, Schema, field_schema
+from models.kubernetes.quantity import is_quantity
 
 try:
     # The API server compiles `pattern` with Go's RE2; google-re2 (a cel-python dependency) matches it.
@@ -38,8 +39,6 @@ OBJECT_META_FIELDS = frozenset({
     "ownerReferences", "finalizers", "managedFields",
 })
 
-# resource.Quantity's grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go).
-QUANTITY = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|[mkMGTPE]|[eE][+-]?\d+)?$")
 _DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 # The API server prunes a field its schema does not name, silently: the user believes it set, and it is not.
@@ -276,10 +275,6 @@ def _junctor_findings(value: Any, schema: Schema, path: FieldPath) -> list[Findi
 
 
 # --- formats and patterns -----------------------------------------------------------------------
-
-def is_quantity(text: str) -> bool:
-    return bool(QUANTITY.match(text))
-
 
 def _is_base64(text: str) -> bool:
     try:
