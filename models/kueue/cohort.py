@@ -216,7 +216,11 @@ def add_usage(node: Node, fr: FlavorResource, value: int) -> None:
 
 def remove_usage(node: Node, fr: FlavorResource, value: int) -> None:
     stored_in_parent = node.usage.get(fr, 0) - node.local_quota(fr)
-    node.usage[fr] = node.usage.get(fr, 0) - value
+    left = node.usage.get(fr, 0) - value
+    if left:
+        node.usage[fr] = left
+    else:
+        node.usage.pop(fr, None)  # an undone simulation leaves the usage as it was
     if stored_in_parent <= 0 or node.parent is None:
         return
     remove_usage(node.parent, fr, min(value, stored_in_parent))
