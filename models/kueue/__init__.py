@@ -20,9 +20,9 @@ Modules, each beside the upstream files it mirrors:
 Driving it, as the simulator does:
 
     snapshot = Snapshot.from_manifests(cluster_queues, cohorts, fair_sharing=True)
-    job = Workload("train-1", "research", (PodSet("main", 8, {"nvidia.com/gpu": 1}),), priority=100, timestamp=t)
+    job = Workload("train-1", "team-a", (PodSet("main", 8, {"nvidia.com/gpu": 1}),), priority=100, timestamp=t)
     queues = {name: PendingQueue(q.queueing_strategy) for name, q in snapshot.cluster_queues.items()}
-    queues["research"].push(job)
+    queues["team-a"].push(job)                            # ClusterQueue team-a
     cycle = schedule(snapshot, heads(queues.values()))     # pure: the snapshot is unchanged
     apply(snapshot, cycle, now=t)                          # admitted entries now hold quota
     for entry in cycle.entries:                            # what was not admitted goes back
@@ -30,6 +30,11 @@ Driving it, as the simulator does:
             queues[entry.workload.cluster_queue].requeue(entry)
     for target in cycle.preempted:                         # evicted: release and requeue them
         snapshot.remove_workload(target.workload)
+
+When quota is freed (a workload finishes or is evicted), Kueue retries what BestEffortFIFO set aside:
+call `queue_inadmissible()` on the queues of that cohort tree. A workload evicted by waitForPodsReady
+waits `requeue_wait_seconds(n, base, max)` before it is pushed again (clear its `usage` and `evicted`,
+and with requeuingStrategy.timestamp Eviction give it the eviction time as `timestamp`).
 
 The model is plain dataclasses and integers; a cycle copies nothing and undoes what it simulates.
 Not modelled: topology-aware scheduling, partial admission (PodSet minCount), admission checks,
