@@ -11,7 +11,19 @@ from typing import Any
 import pytest
 
 from components import queueing
-from models.kueue import ADMITTED, PREEMPTING, PendingQueue, PodSet, Snapshot, Workload, apply, heads, schedule
+from models.kueue import (
+    ADMITTED,
+    PREEMPTING,
+    Inadmissible,
+    PendingQueue,
+    PodSet,
+    Snapshot,
+    Workload,
+    apply,
+    heads,
+    schedule,
+    workload_priority,
+)
 from models.kueue.cohort import lendable
 from models.kueue.fair_sharing import dominant_resource_share
 from models.kueue.flavorassigner import FIT, NO_FIT, PREEMPT
@@ -379,3 +391,23 @@ def test_kueues_and_the_trainers_names_are_spelled_as_upstream_defines_them():
         "trainer",
         "node",
     )
+
+
+@pytest.mark.parametrize(
+    ("labels", "pod_class", "want"),
+    [
+        ({"kueue.x-k8s.io/priority-class": "production"}, "system", 1000),  # the label wins over the pods' class
+        ({}, "system", 2_000_000),
+        ({}, None, 7),  # the globalDefault PriorityClass
+    ],
+)
+def test_a_jobs_priority_comes_from_its_workload_priority_class_then_its_pods_class_then_the_default(labels, pod_class, want):
+    pods = [{"containers": []}, {"containers": [], **({"priorityClassName": pod_class} if pod_class else {})}]
+    classes = {"system": (2_000_000, False), "everyday": (7, True)}
+    assert workload_priority(labels, pods, {"production": 1000}, classes) == want
+    assert workload_priority({}, [{}], {}, {"system": (5, False)}) == 0
+
+
+def test_a_job_naming_a_priority_class_that_does_not_exist_gets_no_workload():
+    with pytest.raises(Inadmissible, match="WorkloadPriorityClass urgent does not exist"):
+        workload_priority({"kueue.x-k8s.io/priority-class": "urgent"}, [{}], {"production": 1000}, {})

@@ -5,8 +5,8 @@ Modules, each beside the upstream files it mirrors:
 - `constants`: Kueue's label, annotation and gate names.
 - `integrations`: framework names and the kinds they queue.
 - `resources`: amounts in Kueue's integer units (cpu in millicores, the rest in units).
-- `workload`: a job's PodSets and what each pod is charged (`pod_sets`, `pod_requests`), and the
-  `Workload` the scheduler queues and admits.
+- `workload`: a job's PodSets and what each pod is charged (`pod_sets`, `pod_requests`), its priority
+  (`workload_priority`), and the `Workload` the scheduler queues and admits.
 - `cohort`: ClusterQueues and Cohorts with quotas and usage (`Snapshot.from_manifests`), and what a
   queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree.
 - `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`) and the full flavor
@@ -61,7 +61,7 @@ from .scheduler import (
     heads,
     schedule,
 )
-from .workload import Inadmissible, PodSet, Tenancy, Workload, pod_requests, pod_sets
+from .workload import Inadmissible, PodSet, Tenancy, Workload, pod_requests, pod_sets, workload_priority
 
 __all__ = [
     "ADMITTED",
@@ -97,4 +97,5 @@ __all__ = [
     "pod_sets",
     "requeue_wait_seconds",
     "schedule",
+    "workload_priority",
 ]
