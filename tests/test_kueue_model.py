@@ -52,7 +52,7 @@ def job(name: str, queue_name: str, gpus: int, priority: int = 0, timestamp: flo
     return Workload(name, queue_name, (PodSet("main", gpus, {GPU: 1}),), priority=priority, timestamp=timestamp)
 
 
-def admit(snapshot: Snapshot, workload: Workload, flavor: str, at: float = 0) -> Workload:
+def hold_quota(snapshot: Snapshot, workload: Workload, flavor: str, at: float = 0) -> Workload:
     """Hold quota as if admitted earlier: all its GPUs on `flavor`."""
     workload.usage = {(flavor, GPU): workload.pod_sets[0].count}
     workload.flavors = ({GPU: flavor},)
@@ -82,7 +82,7 @@ def test_a_lending_limit_caps_what_others_can_borrow_and_keeps_the_rest_for_its_
     assert (fits.status, fits.assignment.borrowing) == (ADMITTED, 1)
     [too_big] = one_cycle(snapshot, job("six", "a", 6))
     assert (too_big.status, too_big.assignment.mode) == (NO_FIT_STATUS, NO_FIT)
-    admit(snapshot, job("five", "a", 5), "x")
+    hold_quota(snapshot, job("five", "a", 5), "x")
     assert (a.available(("x", GPU)), b.available(("x", GPU))) == (0, 3)
 
 
@@ -110,7 +110,7 @@ def test_usage_beyond_nominal_is_charged_up_the_cohort_tree():
             *({"metadata": {"name": u}, "spec": {"parentName": "root"}} for u in ("unit", "other")),
         ],
     )
-    admit(snapshot, job("big", "a", 5), "x")
+    hold_quota(snapshot, job("big", "a", 5), "x")
     # a holds 2 of its own and 3 from `other`'s idle quota, through `unit` and `root`.
     assert snapshot.cohorts["unit"].usage[("x", GPU)] == 5
     assert snapshot.cohorts["root"].usage[("x", GPU)] == 5
@@ -139,7 +139,7 @@ def test_try_next_flavor_skips_a_flavor_that_needs_preemption_and_may_stop_searc
         snapshot = Snapshot.from_manifests(
             [queue("t", None, flavors, flavorFungibility=fungibility, preemption={"withinClusterQueue": "LowerPriority"})]
         )
-        admit(snapshot, job("low", "t", 2, priority=0), "a")
+        hold_quota(snapshot, job("low", "t", 2, priority=0), "a")
         [entry] = one_cycle(snapshot, job("high", "t", 2, priority=5))
         assert (entry.status, entry.assignment.flavors()) == (status, ({GPU: flavor},))
 
@@ -162,9 +162,9 @@ def test_within_a_queue_the_lowest_priority_and_then_the_newest_admitted_go_firs
     snapshot = Snapshot.from_manifests(
         [queue("t", None, {"x": {"nominalQuota": 6}}, preemption={"withinClusterQueue": "LowerPriority"})]
     )
-    admit(snapshot, job("old-low", "t", 2, priority=1), "x", at=10)
-    admit(snapshot, job("new-low", "t", 2, priority=1), "x", at=20)
-    admit(snapshot, job("lowest", "t", 2, priority=0), "x", at=5)
+    hold_quota(snapshot, job("old-low", "t", 2, priority=1), "x", at=10)
+    hold_quota(snapshot, job("new-low", "t", 2, priority=1), "x", at=20)
+    hold_quota(snapshot, job("lowest", "t", 2, priority=0), "x", at=5)
     [entry] = one_cycle(snapshot, job("urgent", "t", 4, priority=9))
     assert entry.status == PREEMPTING
     assert sorted((t.workload.name, t.reason) for t in entry.targets) == [
@@ -178,7 +178,7 @@ def test_lower_or_newer_equal_priority_preempts_an_equal_priority_workload_queue
         snapshot = Snapshot.from_manifests(
             [queue("t", None, {"x": {"nominalQuota": 2}}, preemption={"withinClusterQueue": policy})]
         )
-        admit(snapshot, job("younger", "t", 2, priority=3, timestamp=50), "x")
+        hold_quota(snapshot, job("younger", "t", 2, priority=3, timestamp=50), "x")
         [entry] = one_cycle(snapshot, job("older", "t", 2, priority=3, timestamp=10))
         assert [t.workload.name for t in entry.targets] == targets
 
@@ -194,7 +194,7 @@ def test_a_queue_reclaims_its_nominal_quota_from_borrowers_as_its_policy_allows(
             queue("borrower", "org", {"x": {"nominalQuota": 0}}),
         ]
     )
-    admit(snapshot, job("borrowed", "borrower", 3, priority=borrower_priority), "x")
+    hold_quota(snapshot, job("borrowed", "borrower", 3, priority=borrower_priority), "x")
     [entry] = one_cycle(snapshot, job("mine", "owner", 4, priority=50))
     if reclaimed:
         assert (entry.status, [(t.workload.name, t.reason) for t in entry.targets]) == (
@@ -222,7 +222,7 @@ def test_borrowing_while_preempting_stops_above_the_max_priority_threshold(victi
             queue("bank", "org", {"x": {"nominalQuota": 4}}),
         ]
     )
-    admit(snapshot, job("victim", "other", 4, priority=victim_priority), "x")
+    hold_quota(snapshot, job("victim", "other", 4, priority=victim_priority), "x")
     [entry] = one_cycle(snapshot, job("incoming", "taker", 4, priority=10))
     got = [(t.workload.name, t.reason) for t in entry.targets]
     assert got == ([("victim", "InCohortReclaimWhileBorrowing")] if preempted else [])
@@ -232,9 +232,9 @@ def test_only_as_many_victims_as_needed_are_taken_and_needless_ones_given_back()
     snapshot = Snapshot.from_manifests(
         [queue("t", None, {"x": {"nominalQuota": 6}}, preemption={"withinClusterQueue": "LowerPriority"})]
     )
-    admit(snapshot, job("one", "t", 1), "x", at=3)
-    admit(snapshot, job("two", "t", 3), "x", at=2)
-    admit(snapshot, job("three", "t", 2), "x", at=1)
+    hold_quota(snapshot, job("one", "t", 1), "x", at=3)
+    hold_quota(snapshot, job("two", "t", 3), "x", at=2)
+    hold_quota(snapshot, job("three", "t", 2), "x", at=1)
     # 3 GPUs are needed; candidates go newest first: `one` frees 1, `two` 3 more, enough. `one` is then
     # given back, since `two` alone frees 3; `three` is never touched.
     [entry] = one_cycle(snapshot, job("in", "t", 3, priority=1))
@@ -304,7 +304,7 @@ def test_a_dominant_resource_share_is_borrowed_per_mille_of_what_the_cohort_lend
             queue("b", "org", {"x": {"nominalQuota": 10}}),
         ]
     )
-    admit(snapshot, job("j", "a", 15), "x")
+    hold_quota(snapshot, job("j", "a", 15), "x")
     # a borrows 5 of the cohort's 20: 250 per mille, halved by weight 2.
     drs = dominant_resource_share(snapshot.cluster_queues["a"])
     assert (drs.unweighted_ratio, drs.share, drs.dominant_resource) == (250.0, 125.0, GPU)
