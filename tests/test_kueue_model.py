@@ -346,6 +346,16 @@ def test_a_tenant_can_borrow_up_to_its_limit_from_the_other_business_unit():
     assert snapshot.cluster_queues["llm-training"].available(h100) == 28
 
 
+def test_a_tenant_learns_whom_it_borrows_from_and_how_much_each_lends_now():
+    snapshot = platform_snapshot()
+    h100 = ("h100-on-demand", MIG_3G)
+    assert snapshot.lenders("experiments", h100) == {"llm-training": 16, "data-science": 8, "inference": 4}
+    ten = Workload("ten", "llm-training", (PodSet("main", 10, {MIG_3G: 1}),))
+    ten.usage = {h100: 10}
+    snapshot.add_workload(ten)
+    assert snapshot.lenders("experiments", h100) == {"llm-training": 6, "data-science": 8, "inference": 4}
+
+
 def test_inference_keeps_the_gpus_above_its_lending_limit_when_a_borrower_takes_the_rest():
     snapshot = platform_snapshot()
     h100 = ("h100-on-demand", MIG_3G)

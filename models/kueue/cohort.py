@@ -299,6 +299,23 @@ class Snapshot:
             for fr, value in workload.usage.items():
                 add_usage(queue, fr, value)
 
+    def lenders(self, queue_name: str, fr: FlavorResource) -> dict[str, int]:
+        """The other ClusterQueues of the queue's cohort tree with idle quota of `fr` they lend, and how
+        much: nominal up to the lendingLimit, less what they use of it. What the queue can take of it is
+        `available`, which its own borrowingLimit bounds too."""
+        queue = self.cluster_queues[queue_name]
+        if queue.parent is None:
+            return {}
+        found = {}
+        for other in queue.parent.root().subtree_queues():
+            if other is queue:
+                continue
+            local = other.local_quota(fr)
+            idle = max(0, other.subtree_quota.get(fr, 0) - local - max(0, other.usage.get(fr, 0) - local))
+            if idle:
+                found[other.name] = idle
+        return found
+
     def rebuild(self) -> None:
         """updateCohortResourceNode from every root: subtree quotas and cohort usage from the queues' usage.
         Call it after changing any quota."""
