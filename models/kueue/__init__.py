@@ -8,7 +8,8 @@ Modules, each beside the upstream files it mirrors:
 - `workload`: a job's PodSets and what each pod is charged (`pod_sets`, `pod_requests`), its priority
   (`workload_priority`), and the `Workload` the scheduler queues and admits.
 - `cohort`: ClusterQueues and Cohorts with quotas and usage (`Snapshot.from_manifests`), and what a
-  queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree.
+  queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree,
+  and who lends it what (`Snapshot.lenders`).
 - `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`) and the full flavor
   search against a snapshot (`assign`: Fit / Preempt / NoFit and the borrowing level).
 - `preemption`: which workloads are evicted so another fits (`Preemptor.targets`).
