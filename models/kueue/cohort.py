@@ -417,7 +417,10 @@ def _quotas(groups: Sequence[Mapping[str, Any]]) -> dict[FlavorResource, Quota]:
 def _weight(spec: Mapping[str, Any]) -> float:
     """spec.fairSharing.weight, a Quantity defaulting to 1."""
     weight = (spec.get("fairSharing") or {}).get("weight")
-    return 1.0 if weight is None else float(parse_quantity(weight))
+    if weight is None:
+        return 1.0
+    # YAML reads an unquoted 0.5 as a float; the API server reads the same text as a Quantity.
+    return float(parse_quantity(repr(weight) if isinstance(weight, float) else weight))
 
 
 def cluster_queue_from_manifest(manifest: Mapping[str, Any]) -> ClusterQueue:
