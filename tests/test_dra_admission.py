@@ -23,7 +23,7 @@ from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 
 from .builders import kueue_manager_config, tenancy_of
 from .conftest import fixture_document, load, problems_of, render_fixture
-from .recorded import declared
+from .recorded import declared, kubernetes_objects
 
 FIXTURE = "single-pool-dra"
 TEMPLATE = "l4-gpu"  # in ml-research
