@@ -10,6 +10,7 @@ from __future__ import annotations
 # Upstream controllers' names, defined once in their models and re-exported for the project's code.
 from models.karpenter.labels import CAPACITY_TYPE_LABEL as CAPACITY_TYPE_LABEL
 from models.karpenter.labels import DISCOVERY_TAG as DISCOVERY_TAG
+from models.kueue.constants import DEFAULT_LOCAL_QUEUE
 from models.nvidia.labels import DEVICE_PLUGIN_CONFIG_LABEL as DEVICE_PLUGIN_CONFIG_LABEL
 from models.nvidia.labels import DEVICE_PLUGIN_DEPLOY_LABEL as DEVICE_PLUGIN_DEPLOY_LABEL
 from models.nvidia.labels import GPU_RESOURCE as GPU_RESOURCE
@@ -86,14 +87,13 @@ POD_SECURITY_LABEL = "pod-security.kubernetes.io"
 TENANT_GROUP_PREFIX = "gpu-platform:"
 
 # --- Kueue ----------------------------------------------------------------------------------------
-# The label a workload names its LocalQueue with (pkg/controller/constants.QueueLabel).
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's own names (its queue label, priority-class label, scheduling gate) are in models/kueue/constants.py.
 # Kueue's default LocalQueue name: in a namespace that has a LocalQueue called `default`, Kueue's
 # webhooks label every job (and pod, deployment...) without a queue name with it
 # (pkg/controller/constants.DefaultLocalQueueName, jobframework.ApplyDefaultLocalQueue*). Naming the
 # tenant's one LocalQueue `default` makes unlabelled work run under the tenant's quota instead of
 # waiting forever for a queue.
-LOCAL_QUEUE = "default"
+LOCAL_QUEUE = DEFAULT_LOCAL_QUEUE
 
 # --- storage --------------------------------------------------------------------------------------
 # The cluster's default StorageClass, which Prometheus' volume claims name.
