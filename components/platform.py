@@ -14,6 +14,7 @@ from .admission import TenantAdmission
 from .autoscaling import Autoscaling
 from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
+from .dra_nodes import DraNodeGroups
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
@@ -233,6 +234,21 @@ class GpuPlatform(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
             if config.uses_efa
+            else None
+        )
+        # DRA pools' standing capacity: Karpenter v1.14.1 launches nothing for pods with resource claims.
+        self.dra_nodes = (
+            DraNodeGroups(
+                f"{name}-dra-nodes",
+                config.gpu_pools,
+                cluster_name=name,
+                partition=partition,
+                subnet_ids=self.network.private_subnet_ids,
+                tags=tags,
+                depends_on=[self.cluster.eks, *node_addons.addons.values()],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if any(pool.is_dra for pool in config.gpu_pools)
             else None
         )
         self.node_pools = NodePools(
