@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from config.advertised import (
-    NODES_RESOURCE,
     advertised,
     dra_devices,
     guaranteed_units,
