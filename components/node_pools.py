@@ -196,6 +196,8 @@ def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:
     and a Bottlerocket slice is the same `nvidia.com/gpu` as an AL2023 one (config/advertised.py).
     Karpenter merges these settings with its own (karpenter-provider-aws v1.14.1
     pkg/providers/amifamily/bootstrap/bottlerocketsettings.go keeps unknown settings tables).
+    `device-id-strategy` stays at Bottlerocket's `index`: it shapes only the runtime's device list, and the
+    kubelet and dcgm-exporter see UUIDs either way (models/nvidia/device_plugin.py, kubelet_device_id).
     None for every other pool.
     """
     sharing = pool.config.sharing

@@ -21,6 +21,7 @@ from .nvidia.labels import GPU_RESOURCE
 DEVICE_PLUGIN_SETTINGS = ("settings", "kubelet-device-plugins", "nvidia")
 # The template's defaults for the settings the platform relies on.
 DEFAULTS: dict[str, Any] = {
+    "device-id-strategy": "index",
     "device-sharing-strategy": None,
     "time-slicing.replicas": None,
     "time-slicing.rename-by-default": True,

@@ -380,6 +380,22 @@ def test_exactly_one_exporter_names_the_pod_on_its_gpu_series(case):
         assert not virtual, "KUBERNETES_VIRTUAL_GPUS returns before the DRA mapping (kubernetes.go, Process)"
 
 
+def test_bottlerocket_keeps_its_index_device_ids_and_its_gpus_still_name_their_pods():
+    """Bottlerocket's host plugin runs with deviceIDStrategy `index` (core-kit nvidia-k8s-device-plugin-conf:
+    `{{default "index" ...}}`), which the platform leaves: it shapes only the device list handed to the
+    container runtime, while the kubelet, and so dcgm-exporter, sees the plugin's device IDs, which are UUIDs
+    (k8s-device-plugin v0.20.0 internal/rm/devices.go BuildDevice; internal/plugin/server.go)."""
+    case = next(c for c in CASES if c.kind == "time-sliced-bottlerocket")
+    node = node_for(case)
+    user_data = named(case, "EC2NodeClass", node["nodeclass"])["spec"].get("userData")
+    assert bottlerocket.setting(user_data, "device-id-strategy") == "index"
+    listed = kubelet_device_id(UUID, 3)
+    assert listed == f"{UUID}::3"
+    assert dcgm.names_pod(listed, dcgm.DEFAULT_GPU_ID_TYPE, 0, UUID)
+    # The exporter's other ID type would miss it: `nvidia0` is never a kubelet device ID.
+    assert not dcgm.names_pod(listed, dcgm.GPU_ID_TYPE_DEVICE_NAME, 0, UUID)
+
+
 PROMTOOL_CASE = """
   - name: {name}
     interval: 1m
