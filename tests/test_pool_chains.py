@@ -471,28 +471,36 @@ def test_the_pods_trigger_and_its_tenant_dashboard_select_its_series(tmp_path):
 def test_a_served_replica_runs_at_its_tenants_tier_and_only_higher_tiers_preempt_it():
     """The platform's vLLM Deployment carries the tenant's tier; Kueue's withinClusterQueue: LowerPriority then
     lets only strictly higher tiers preempt its replicas, and a surge replica preempts only lower tiers
-    (models/kueue/priority.py: pkg/util/priority, preemption_policy.go SatisfiesPreemptionPolicy)."""
-    from models.kueue.priority import preempts_within_queue, workload_priority
+    (models/kueue: workload_priority, pkg/util/priority; satisfies_policy, preemption_policy.go)."""
+    from models.kueue.preemption import satisfies_policy
+    from models.kueue.workload import Workload, workload_priority
 
     case = Case("served", "multi-pool", "gpu-a100", "llm-training", "a100-spot")
     deployment = named(case, "Deployment", "embeddings", "llm-training")
     classes = {o["metadata"]["name"]: o["value"] for o in objects(case, "WorkloadPriorityClass")}
     policy = named(case, "ClusterQueue", "llm-training")["spec"]["preemption"]["withinClusterQueue"]
+    template = deployment["spec"]["template"]
+
+    def workload(name: str, labels: dict[str, str], at: float) -> Workload:
+        priority = workload_priority(labels, [template["spec"]], classes, {})
+        return Workload(name, "llm-training", (), priority=priority, timestamp=at)
+
     # llm-training is a `production` tenant (tests/fixtures/stacks/multi-pool.yaml): 1000.
-    replica = workload_priority(deployment["spec"]["template"]["metadata"]["labels"], classes)
-    assert replica == 1000
-    tier = {name: workload_priority({"kueue.x-k8s.io/priority-class": name}, classes) for name in classes}
-    unlabelled_job = workload_priority({}, classes)
-    assert [name for name in sorted(classes) if preempts_within_queue(policy, tier[name], replica)] == []
-    assert not preempts_within_queue(policy, unlabelled_job, replica)
-    assert not preempts_within_queue(policy, replica, replica)  # a surge replica never evicts its siblings
-    assert [name for name in sorted(classes) if preempts_within_queue(policy, replica, tier[name])] == [
+    replica = workload("replica", template["metadata"]["labels"], 1.0)
+    assert replica.priority == 1000
+    jobs = {name: workload(name, {"kueue.x-k8s.io/priority-class": name}, 2.0) for name in sorted(classes)}
+    jobs["unlabelled"] = workload("unlabelled", {}, 2.0)
+    assert [name for name, job in jobs.items() if satisfies_policy(job, replica, policy)] == []
+    surge = workload("surge", template["metadata"]["labels"], 3.0)
+    assert not satisfies_policy(surge, replica, policy)  # a surge replica never evicts its siblings
+    assert [name for name, job in jobs.items() if satisfies_policy(surge, job, policy)] == [
         "best-effort",
         "standard",
+        "unlabelled",
     ]
-    assert preempts_within_queue(policy, replica, unlabelled_job)
     # Unlabelled, a replica would be priority 0 and every tier's job would preempt it.
-    assert [name for name in sorted(classes) if preempts_within_queue(policy, tier[name], unlabelled_job)] == [
+    bare = workload("bare", {}, 1.0)
+    assert [name for name, job in jobs.items() if satisfies_policy(job, bare, policy)] == [
         "best-effort",
         "production",
         "standard",
