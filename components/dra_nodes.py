@@ -4,8 +4,8 @@ Karpenter v1.14.1 launches no node for a pod with resource claims. `settings.ign
 in the chart (charts/karpenter/values.yaml) and the binary (kubernetes-sigs/karpenter
 pkg/operator/options/options.go), and the chart's `{{- with }}` renders nothing for false; with it on,
 the provisioner skips every such pod ("pod has Dynamic Resource Allocation requirements that are not yet
-supported by Karpenter", pkg/controllers/provisioning/scheduling/scheduler.go), and karpenter-provider-aws
-v1.14.1 cannot predict a new node's ResourceSlices either way. So each DRA pool is a managed node group of
+supported by Karpenter", pkg/controllers/provisioning/scheduling/scheduler.go); karpenter-provider-aws
+v1.14.1 has no DRA code with which it could predict a new node's ResourceSlices. So each DRA pool is a managed node group of
 fixed size (`GpuPoolPlan.node_group_size`: its `gpus` in nodes of its largest type), whose nodes publish
 their GPUs in ResourceSlices before any claim is allocated; the scheduler places a claiming pod on them.
 
@@ -16,10 +16,13 @@ Operator's device plugin and validator off) and the GPU taint. Its GPU metrics c
 DCGM exporter with DRA attribution (components/dcgm_exporter.py). It costs its nodes around the clock:
 the summary shows the standing cost.
 
-When a Karpenter release provisions for DRA claims (newer karpenter-provider-aws code has NVIDIA DRA
-support behind a `DRANVIDIAGPU` feature gate; v1.14.1 has none), a DRA pool can become a NodePool again:
-turn the gate and `ignoreDRARequests: false` on in components/karpenter, drop the pool from here, and
-let components/node_pools.py declare it, limited in its devices rather than sized by hand.
+When a Karpenter release provisions for DRA claims (the provider's NVIDIA DRA support, behind its own
+feature gate, is not in v1.14.1), a DRA pool can become a NodePool again: pin that release, turn its gate
+on and `ignoreDRARequests` off in components/karpenter (the chart's `{{- with }}` drops a false value, so
+set it through the controller's IGNORE_DRA_REQUESTS env), drop the pool from here, and let
+components/node_pools.py declare it, scaled by its pods rather than standing. Until then Karpenter's
+static NodePools (`spec.replicas`, alpha, gate StaticCapacity off in 1.14.1) are the other way to keep
+nodes standing; the GA managed node group is used instead.
 """
 
 from __future__ import annotations

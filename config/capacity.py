@@ -85,10 +85,10 @@ class GpuPoolPlan:
     def node_group_size(self) -> int:
         """A DRA pool's standing node count: its declared GPUs in nodes of its largest type.
 
-        Karpenter v1.14.1 launches nothing for a pod with resource claims (`settings.ignoreDRARequests`
-        defaults to true in the chart and the binary, and the scheduler skips such pods either way:
-        kubernetes-sigs/karpenter pkg/controllers/provisioning/scheduling/scheduler.go, DRAError), so a
-        DRA pool's capacity is a managed node group of fixed size, there before its pods.
+        Karpenter v1.14.1 launches nothing for a pod with resource claims: `ignoreDRARequests` defaults to
+        true in the chart and the binary (kubernetes-sigs/karpenter pkg/operator/options/options.go), and
+        with it the scheduler skips such pods (pkg/controllers/provisioning/scheduling/scheduler.go,
+        DRAError). So a DRA pool's capacity is a managed node group of fixed size, there before its pods.
         """
         assert self.is_dra
         return self.config.gpus // max(t.gpus for t in self.instance_types)
