@@ -1,14 +1,20 @@
-"""A standalone DCGM exporter on the Bottlerocket GPU pools' nodes, where the GPU Operator's operands stay off.
+"""Standalone DCGM exporters on the nodes where the GPU Operator's operands stay off: Bottlerocket and DRA pools.
 
-NVIDIA does not support the GPU Operator's operands on Bottlerocket (NVIDIA/gpu-operator#946), so those
-pools label their nodes `nvidia.com/gpu.deploy.operands=false` (config/capacity.py) and the operator's
-exporter never lands there. This release of NVIDIA's own chart (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2,
+NVIDIA does not support the GPU Operator's operands on Bottlerocket (NVIDIA/gpu-operator#946), and on DRA
+nodes its validator would crash-loop (config/capacity.py, GpuPoolPlan.runs_operator_operands), so those
+pools label their nodes `nvidia.com/gpu.deploy.operands=false` and the operator's exporter never lands
+there. A release of NVIDIA's own chart (NVIDIA/dcgm-exporter tag 4.5.3-4.8.2,
 deployment/values.yaml and templates/daemonset.yaml, service-monitor.yaml; pinned in config/versions.py)
 takes its place, writing the series the operator's would: the same image and counters, the same
 `hostname` label (NODE_NAME from spec.nodeName), the same pod attribution through the kubelet's
 pod-resources socket (the chart mounts `kubeletPath` as the operator does), KUBERNETES_VIRTUAL_GPUS
 and hostPID when a Bottlerocket pool time-slices, and the same `job`, scraped with honorLabels by a
 ServiceMonitor the monitoring stack's Prometheus selects (it selects every ServiceMonitor).
+
+Two releases, because one exporter cannot name the pods of both kinds: with KUBERNETES_VIRTUAL_GPUS (a
+time-sliced Bottlerocket pool) its Process returns before it reads DRA allocations (models/nvidia/
+dcgm_exporter.py). `dcgm-exporter` serves the Bottlerocket pools; `dcgm-exporter-dra` the DRA pools, with
+the chart's `kubernetesDRA.enabled` (KUBERNETES_ENABLE_DRA, and a ClusterRole reading ResourceSlices).
 
 How the exporter reaches the GPUs on Bottlerocket: the NVIDIA variants run every container through the
 NVIDIA container toolkit's hooks (bottlerocket-os/bottlerocket sources/shared-defaults/
@@ -43,6 +49,7 @@ from .lib.resources import Children
 
 CHART_KEY = "dcgm-exporter"
 RELEASE_NAME = "dcgm-exporter"
+DRA_RELEASE_NAME = "dcgm-exporter-dra"
 # The GPU Operator's namespace: `privileged` under Pod Security, which root, CAP_SYS_ADMIN and a
 # hostPath volume need, and already open to Prometheus' scrapes.
 NAMESPACE = namespaces.GPU_OPERATOR
@@ -59,9 +66,10 @@ OPERATOR_JOB = "nvidia-dcgm-exporter"
 
 
 class DcgmExporter(pulumi.ComponentResource):
-    """The dcgm-exporter chart's release, on the nodes of the pools the GPU Operator's operands skip."""
+    """The dcgm-exporter chart's releases, on the nodes of the pools the GPU Operator's operands skip."""
 
-    release: k8s.helm.v3.Release
+    release: k8s.helm.v3.Release | None
+    dra_release: k8s.helm.v3.Release | None
 
     def __init__(
         self,
@@ -74,22 +82,34 @@ class DcgmExporter(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
-        :param pools: `PlatformConfig.gpu_pools`; the exporter runs on the nodes of those without operator operands.
+        :param pools: `PlatformConfig.gpu_pools`; the exporters run on the nodes of those without operator operands.
         :param chart: `PlatformConfig.charts["dcgm-exporter"]`.
         :param provider: the cluster's Kubernetes provider.
         :param depends_on: the GPU Operator's release (its namespace) and the monitoring CRDs (the ServiceMonitor).
         """
         super().__init__("gpu-platform:gpu:DcgmExporter", name, None, opts)
         children = Children(self, provider, depends_on)
-        self.release = helm_release(
-            f"{name}-release",
-            release_name=RELEASE_NAME,
-            pin=chart,
-            namespace=NAMESPACE,
-            values=exporter_values(pools),
-            opts=children.opts(),
-        )
-        self.register_outputs({"chartVersion": self.release.version})
+        self.release = self.dra_release = None
+        if any(not pool.is_dra for pool in exporter_pools(pools)):
+            self.release = helm_release(
+                f"{name}-release",
+                release_name=RELEASE_NAME,
+                pin=chart,
+                namespace=NAMESPACE,
+                values=exporter_values(pools),
+                opts=children.opts(),
+            )
+        if any(pool.is_dra for pool in exporter_pools(pools)):
+            self.dra_release = helm_release(
+                f"{name}-dra-release",
+                release_name=DRA_RELEASE_NAME,
+                pin=chart,
+                namespace=NAMESPACE,
+                values=exporter_values(pools, dra=True),
+                opts=children.opts(),
+            )
+        release = self.release or self.dra_release
+        self.register_outputs({"chartVersion": release.version if release is not None else None})
 
 
 def exporter_pools(pools: Sequence[GpuPoolPlan]) -> list[GpuPoolPlan]:
@@ -97,11 +117,12 @@ def exporter_pools(pools: Sequence[GpuPoolPlan]) -> list[GpuPoolPlan]:
     return [pool for pool in pools if not pool.runs_operator_operands]
 
 
-def exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
-    """Values of the dcgm-exporter chart (4.8.2); every key exists in its values.yaml."""
-    served = exporter_pools(pools)
+def exporter_values(pools: Sequence[GpuPoolPlan], *, dra: bool = False) -> dict[str, Any]:
+    """Values of the dcgm-exporter chart (4.8.2) for the Bottlerocket pools, or with `dra` the DRA pools; every
+    key exists in its values.yaml."""
+    served = [pool for pool in exporter_pools(pools) if pool.is_dra == dra]
     if not served:
-        raise ValueError("no GPU pool runs without the GPU Operator's operands: the operator's exporter serves them all")
+        raise ValueError(f"no {'DRA' if dra else 'Bottlerocket'} GPU pool: the operator's exporter serves them all")
     values: dict[str, Any] = {
         "image": {"tag": OPERATOR_EXPORTER_TAG},
         # `-f` replaces the chart's default, its own exporter-metrics-config-map, which is then not mounted.
@@ -128,6 +149,9 @@ def exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
             "relabelings": [{"action": "replace", "targetLabel": "job", "replacement": OPERATOR_JOB}],
         },
     }
+    if dra:
+        # Pods get these GPUs through ResourceClaims, which the exporter reads only with this on.
+        values["kubernetesDRA"] = {"enabled": True}
     if any(pool.config.sharing.mode == "timeSlicing" for pool in served):
         # A time-sliced GPU's series name one pod unless the exporter writes one per pod, which it maps
         # through /proc/<pid>/cgroup (the same setting as the operator's exporter, components/gpu_operator.py).

@@ -165,7 +165,7 @@ def operator_values(pools: Sequence[GpuPoolPlan], gpu: GpuConfig) -> dict[str, A
         "driver": {"enabled": not all(stack.driver for stack in stacks)},
         "toolkit": {"enabled": not all(stack.toolkit for stack in stacks)},
         # Operands keep the chart's daemonsets.tolerations (nvidia.com/gpu Exists NoSchedule), which
-        # covers the GPU taint every GPU node carries. Bottlerocket pools label their nodes
+        # covers the GPU taint every GPU node carries. Bottlerocket and DRA pools label their nodes
         # nvidia.com/gpu.deploy.operands=false (GpuPoolPlan.labels): the operator then strips every
         # operand's deploy label there, so none of its DaemonSets (device plugin, DCGM exporter,
         # validator, GFD...) selects those nodes.
@@ -195,7 +195,7 @@ def dcgm_exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
     finds by mapping the GPU's processes to pods through /proc/<pid>/cgroup (pidmapper.go): hence
     hostPID. The chart's env and hostPID apply to every node's exporter, so both are on whenever a
     pool the operator's operands run on time-slices; whole and MIG GPUs map to pods the same way either
-    way. Bottlerocket pools' GPUs are exported by the standalone exporter (components/dcgm_exporter.py).
+    way. Bottlerocket and DRA pools' GPUs are exported by standalone exporters (components/dcgm_exporter.py).
     """
     values: dict[str, Any] = {"enabled": True, "serviceMonitor": {"enabled": True, "honorLabels": True}}
     if any(pool.config.sharing.mode == "timeSlicing" for pool in pools if pool.runs_operator_operands):

@@ -32,6 +32,8 @@ from models.karpenter.labels import (
     PROVIDER_GROUP,
 )
 
+from .lib.gpu_nodes import NVIDIA_TOOLKIT_SETTINGS as NVIDIA_TOOLKIT_SETTINGS
+from .lib.gpu_nodes import toolkit_user_data
 from .lib.resources import Children, declare
 
 # The general CPU pool runs the AMI family whose release `cpu_ami_release` names.
@@ -61,7 +63,7 @@ class NodePools(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
-        :param gpu_pools: `PlatformConfig.gpu_pools`: one NodePool and EC2NodeClass each.
+        :param gpu_pools: `PlatformConfig.gpu_pools`: one NodePool and EC2NodeClass each but the DRA pools.
         :param cpu_pool: `PlatformConfig.cpu_pool`: the general CPU pool.
         :param node_role_name: Karpenter's node role (`Karpenter.node_role_name`), the node classes' `role`.
         :param spot_role: the spot service-linked role (`Karpenter.spot_service_linked_role`), which
@@ -75,7 +77,9 @@ class NodePools(pulumi.ComponentResource):
         children = Children(self, provider, depends_on)
         spot = [spot_role] if spot_role is not None else []
 
-        for pool in gpu_pools:
+        # A DRA pool is an EKS managed node group instead (components/dra_nodes.py): Karpenter v1.14.1
+        # launches nothing for pods with resource claims.
+        for pool in [pool for pool in gpu_pools if not pool.is_dra]:
             timeouts = pulumi.CustomTimeouts(delete=pool.delete_timeout)
             node_class = declare(
                 f"{name}-{pool.name}-nodeclass",
@@ -192,6 +196,8 @@ def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:
     and a Bottlerocket slice is the same `nvidia.com/gpu` as an AL2023 one (config/advertised.py).
     Karpenter merges these settings with its own (karpenter-provider-aws v1.14.1
     pkg/providers/amifamily/bootstrap/bottlerocketsettings.go keeps unknown settings tables).
+    `device-id-strategy` stays at Bottlerocket's `index`: it shapes only the runtime's device list, and the
+    kubelet and dcgm-exporter see UUIDs either way (models/nvidia/device_plugin.py, kubelet_device_id).
     None for every other pool.
     """
     sharing = pool.config.sharing
@@ -208,50 +214,15 @@ def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:
     )
 
 
-# The NVIDIA container toolkit's settings on a GPU node: NVIDIA's "Preventing unprivileged access to
-# GPUs in Kubernetes". With the defaults, an unprivileged container that sets NVIDIA_VISIBLE_DEVICES
-# (CUDA base images set it to `all`) sees every GPU of its node without requesting one, since the
-# AL2023 NVIDIA AMI makes `nvidia` containerd's default runtime (amazon-eks-ami
-# nodeadm/internal/containerd/runtime_config_nvidia.go) and installs the toolkit from NVIDIA's
-# repository with its stock /etc/nvidia-container-runtime/config.toml
-# (templates/al2023/provisioners/install-nvidia-driver.sh, which leaves it as packaged). The device
-# plugin the GPU Operator runs hands out devices through CDI (gpu-operator v26.7.0: `cdi.enabled`
-# defaults to true, and controllers/object_controls.go sets DEVICE_LIST_STRATEGY=cdi-annotations,cdi-cri),
-# which never reads the variable; privileged operands (DCGM, the validator) keep it.
-NVIDIA_TOOLKIT_SETTINGS = {
-    "accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
-    "accept-nvidia-visible-devices-as-volume-mounts": "true",
-}
-USER_DATA_BOUNDARY = "GPU-PLATFORM"
-
-
 def gpu_toolkit_hardened(node_class: dict[str, Any], ami_family: str) -> dict[str, Any]:
     """An AL2023 GPU node class whose user data sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts.
 
-    AL2023 user data is MIME multipart; Karpenter adds its own NodeConfig part and keeps this shell part
-    (cloud-init runs it before nodeadm's `run` phase starts the kubelet, so no pod starts first).
-    Bottlerocket has no shell user data; its class is returned unchanged.
+    Karpenter adds its own NodeConfig part to AL2023's MIME multipart user data and keeps this shell
+    part (components/lib/gpu_nodes.py). Bottlerocket has no shell user data; its class is returned unchanged.
     """
     if ami_family != "al2023":
         return node_class
-    settings = " ".join(f"--set {key}={value}" for key, value in NVIDIA_TOOLKIT_SETTINGS.items())
-    user_data = "\n".join(
-        [
-            "MIME-Version: 1.0",
-            f'Content-Type: multipart/mixed; boundary="{USER_DATA_BOUNDARY}"',
-            "",
-            f"--{USER_DATA_BOUNDARY}",
-            'Content-Type: text/x-shellscript; charset="us-ascii"',
-            "",
-            "#!/bin/bash",
-            "set -euo pipefail",
-            f"nvidia-ctk config --in-place {settings}",
-            "",
-            f"--{USER_DATA_BOUNDARY}--",
-            "",
-        ]
-    )
-    return {**node_class, "spec": {**node_class["spec"], "userData": user_data}}
+    return {**node_class, "spec": {**node_class["spec"], "userData": toolkit_user_data()}}
 
 
 def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from .admission import TenantAdmission
 from .autoscaling import Autoscaling
 from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
+from .dra_nodes import DraNodeGroups
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
 from .karpenter import Karpenter
@@ -78,7 +79,8 @@ class GpuPlatform(pulumi.ComponentResource):
         return pulumi.ResourceOptions(parent=self)
 
     def _foundation(self, config: PlatformConfig, account: _Account) -> tuple[list[pulumi.Resource], pulumi.Resource]:
-        """Network, cluster, the add-ons nodes need, system nodes, the rest of the add-ons, the gp3 StorageClass.
+        """Network, cluster, the add-ons nodes need, the managed node groups, the rest of the add-ons, the gp3
+        StorageClass.
 
         Returns what controllers wait for (system nodes and every add-on) and the StorageClass.
         """
@@ -109,16 +111,7 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=self._opts(),
         )
         node_addons = self._addons(f"{name}-node-addons", config, account, [self.cluster.eks], before_nodes=True)
-        self.system_nodes = SystemNodeGroup(
-            f"{name}-system",
-            cluster_config.system_nodes,
-            cluster_name=name,
-            partition=account.partition,
-            subnet_ids=self.network.private_subnet_ids,
-            tags=tags,
-            depends_on=[self.cluster.eks, *node_addons.addons.values()],
-            opts=self._opts(),
-        )
+        self._node_groups(config, account, [self.cluster.eks, *node_addons.addons.values()])
         workload_addons = self._addons(f"{name}-addons", config, account, [self.system_nodes.node_group], before_nodes=False)
         storage_class = DefaultStorageClass(
             f"{name}-storage",
@@ -127,6 +120,35 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=self._opts(),
         )
         return [self.system_nodes.node_group, *workload_addons.addons.values()], storage_class
+
+    def _node_groups(self, config: PlatformConfig, account: _Account, depends_on: list[pulumi.Resource]) -> None:
+        """The EKS managed node groups: the system nodes, and the standing nodes of DRA pools."""
+        name = config.cluster.name
+        self.system_nodes = SystemNodeGroup(
+            f"{name}-system",
+            config.cluster.system_nodes,
+            cluster_name=name,
+            partition=account.partition,
+            subnet_ids=self.network.private_subnet_ids,
+            tags=config.tags,
+            depends_on=depends_on,
+            opts=self._opts(),
+        )
+        # DRA pools' standing capacity: Karpenter v1.14.1 launches nothing for pods with resource claims.
+        self.dra_nodes = (
+            DraNodeGroups(
+                f"{name}-dra-nodes",
+                config.gpu_pools,
+                cluster_name=name,
+                partition=account.partition,
+                subnet_ids=self.network.private_subnet_ids,
+                tags=config.tags,
+                depends_on=depends_on,
+                opts=self._opts(),
+            )
+            if any(pool.is_dra for pool in config.gpu_pools)
+            else None
+        )
 
     def _addons(
         self, name: str, config: PlatformConfig, account: _Account, depends_on: list[pulumi.Resource], *, before_nodes: bool

@@ -10,10 +10,11 @@ models/karpenter/limits.py: how limits stop launches). This module feeds them a 
 | timeSlicing, R       | `nvidia.com/gpu`: R x G                               | `nvidia.com/gpu`: R x gpus |
 | mig, strategy single | `nvidia.com/gpu`: devices per GPU x G                 | same unit x gpus           |
 | mig, strategy mixed  | `nvidia.com/mig-<profile>`: count x G, `nvidia.com/gpu`: 0 | each profile x gpus   |
-| allocation dra       | no GPU resource (`nvidia.com/gpu`: 0)                 | `nodes`: gpus / largest G  |
+| allocation dra       | no GPU resource                                       | no NodePool (see below)    |
 
-`gpus` is the pool's declared physical GPUs. A DRA pool's GPUs are ResourceSlice devices Karpenter does
-not count against limits, so its limit is in nodes, each holding at most the largest type's GPUs.
+`gpus` is the pool's declared physical GPUs. A DRA pool is no NodePool: Karpenter v1.14.1 launches
+nothing for pods with resource claims, so its GPUs are ResourceSlice devices on an EKS managed node group
+of `gpus` / largest G nodes (`GpuPoolPlan.node_group_size`, components/dra_nodes.py).
 """
 
 from __future__ import annotations
@@ -56,11 +57,9 @@ def overlay_capacity(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str
 
 
 def limit_units(pool: GpuPoolPlan) -> dict[str, int]:
-    """The NodePool's GPU limits, in the units Karpenter counts for this pool (see the module's table)."""
-    gpus = pool.config.gpus
-    if pool.config.allocation == "dra":
-        return {NODES_RESOURCE: gpus // max(t.gpus for t in pool.instance_types)}
-    return device_plugin.device_plugin_resources(pool.sharing, gpus)
+    """The NodePool's GPU limits, in the units Karpenter counts for this (device-plugin) pool (the module's table)."""
+    assert not pool.is_dra, f"DRA pool {pool.name} has no NodePool"
+    return device_plugin.device_plugin_resources(pool.sharing, pool.config.gpus)
 
 
 def nodepool_limits(pool: GpuPoolPlan) -> dict[str, str]:
@@ -72,9 +71,6 @@ def guaranteed_units(pool: GpuPoolPlan) -> dict[str, int]:
     """Per limited resource, the least the pool reaches before its limit stops Karpenter launching."""
     reached = {}
     for resource, limit in limit_units(pool).items():
-        if resource == NODES_RESOURCE:
-            reached[resource] = limit
-            continue
         sizes = [advertised(pool, t).get(resource, 0) for t in pool.instance_types]
         reached[resource] = limits.guaranteed(limit, sizes)
     return reached

@@ -66,10 +66,44 @@ class GpuPoolPlan:
         """Whether the GPU Operator's operands, its DCGM exporter among them, run on the pool's nodes.
 
         Not on Bottlerocket: NVIDIA does not support them there (NVIDIA/gpu-operator#946), and
-        Bottlerocket's NVIDIA variant brings the driver, toolkit and device plugin itself; a standalone
-        DCGM exporter serves the pool's GPU metrics instead (components/dcgm_exporter.py).
+        Bottlerocket's NVIDIA variant brings the driver, toolkit and device plugin itself. Not on DRA
+        nodes: with the device plugin on in the ClusterPolicy, the operator's validator keeps its
+        plugin-validation step (controllers/object_controls.go, TransformValidator), which fails until the
+        node's capacity has `nvidia.com/gpu` or `nvidia.com/mig-*` (cmd/nvidia-validator/main.go,
+        validateGPUResource), and a DRA node has neither, so it would crash-loop there for ever
+        (NVIDIA/gpu-operator v26.7.0). A standalone DCGM exporter serves both kinds' GPU metrics
+        (components/dcgm_exporter.py).
         """
-        return self.config.ami_family != "bottlerocket"
+        return self.config.ami_family != "bottlerocket" and not self.is_dra
+
+    @property
+    def is_dra(self) -> bool:
+        """Whether the pool's GPUs are allocated through DRA, on an EKS managed node group (components/dra_nodes.py)."""
+        return self.config.allocation == "dra"
+
+    @property
+    def node_group_size(self) -> int:
+        """A DRA pool's standing node count: its declared GPUs in nodes of its largest type.
+
+        Karpenter v1.14.1 launches nothing for a pod with resource claims: `ignoreDRARequests` defaults to
+        true in the chart and the binary (kubernetes-sigs/karpenter pkg/operator/options/options.go), and
+        with it the scheduler skips such pods (pkg/controllers/provisioning/scheduling/scheduler.go,
+        DRAError). So a DRA pool's capacity is a managed node group of fixed size, there before its pods.
+        """
+        assert self.is_dra
+        return self.config.gpus // max(t.gpus for t in self.instance_types)
+
+    @property
+    def standing_hourly_cost(self) -> float | None:
+        """A DRA pool's node group, always running, at the on-demand price of the type EKS launches first.
+
+        EKS managed node groups launch on-demand capacity with the `prioritized` allocation strategy, the
+        first listed type first. None for other pools, or when that type has no on-demand price.
+        """
+        if not self.is_dra:
+            return None
+        price = self.instance_types[0].on_demand_usd_per_hour
+        return None if price is None else round(price * self.node_group_size, 2)
 
     @property
     def dra_device_class(self) -> str | None:
@@ -197,12 +231,14 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
         )
     _check_purchase_and_network(pool, types, key, problems)
     largest = max(t.gpus for t in types)
+    if pool.allocation == "dra":
+        _check_dra_node_group(pool, key, problems)
     if pool.allocation == "dra" and pool.gpus < largest:
         # Karpenter counts no DRA device against a limit, so a DRA pool is limited in nodes of its largest type.
         problems.add(
             f"{key}.gpus",
-            f"{pool.gpus} is less than the {largest} GPUs of the DRA pool's largest instance type; its NodePool is "
-            f"limited to gpus / {largest} nodes, which would be 0: declare at least {largest} or drop the larger types",
+            f"{pool.gpus} is less than the {largest} GPUs of the DRA pool's largest instance type; its node group "
+            f"holds gpus / {largest} nodes, which would be 0: declare at least {largest} or drop the larger types",
         )
     if pool.ami_version == "latest" and protected:
         problems.add(
@@ -215,6 +251,35 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
         if budget.reasons is not None and len(set(budget.reasons)) != len(budget.reasons):
             problems.add(f"{key}.disruption.budgets[{index}].reasons", "lists a reason twice")
     return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu, mig_strategy=mig_strategy)
+
+
+def _check_dra_node_group(pool: NodePoolConfig, key: str, problems: Problems) -> None:
+    """What a DRA pool's EKS managed node group can be: one capacity type, on-demand or spot; no EFA; no MIG.
+
+    A managed node group takes one `capacityType` (ON_DEMAND or SPOT) and no capacity reservation
+    without a launch template that names one; the GPU Operator's operands, its MIG manager among them,
+    stay off DRA nodes (GpuPoolPlan.runs_operator_operands), so nothing would partition MIG GPUs.
+    """
+    if len(pool.capacity_types) != 1 or RESERVED in pool.capacity_types:
+        problems.add(
+            f"{key}.capacityTypes",
+            f"{pool.capacity_types} on DRA pool {pool.name}: its capacity is an EKS managed node group, which takes "
+            "one capacity type: give exactly one of on-demand or spot",
+        )
+    if pool.efa:
+        problems.add(f"{key}.efa", f"true on DRA pool {pool.name}: its managed node group attaches no EFA; set efa false")
+    if pool.ami_version is not None:
+        problems.add(
+            f"{key}.amiVersion",
+            f"{show(pool.ami_version)} on DRA pool {pool.name}: its managed node group runs the EKS AL2023 NVIDIA AMI "
+            "release current when it is created; remove amiVersion",
+        )
+    if pool.sharing.mode == "mig":
+        problems.add(
+            f"{key}.sharing.mode",
+            f"'mig' on DRA pool {pool.name} would not partition its GPUs: the GPU Operator's MIG manager does not run "
+            "on DRA nodes (its validator fails there); use sharing none, or allocation devicePlugin for MIG",
+        )
 
 
 def _check_purchase_and_network(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:

@@ -48,10 +48,8 @@ def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
 def smallest_node(pool: GpuPoolPlan) -> tuple[str, int]:
     """The pool's instance type whose node publishes the fewest devices of its class, and how many.
 
-    A claim's devices all come from one node, and Karpenter picks a node's instance type without reading
-    pods' DRA claims (kubernetes-sigs/karpenter v1.14.1 pkg/operator/options/options.go
-    IGNORE_DRA_REQUESTS, which karpenter-provider-aws v1.14.1's chart sets from settings.ignoreDRARequests:
-    true), so the claim must fit whichever type of the pool it launches.
+    A claim's devices all come from one node, and a DRA pool is an EKS managed node group that may hold
+    any of its instance types (components/dra_nodes.py), so the claim must fit the smallest.
     """
     return min(((t.name, dra_devices(pool, t)) for t in pool.instance_types), key=lambda entry: entry[1])
 
@@ -72,8 +70,9 @@ def check_claim_templates(
             problems.add(
                 f"{key}.{selector}",
                 "makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching devices are "
-                "already published (pkg/dra/claims.go); DRA pools scale from zero for admitted pods only, so it "
-                f"would wait forever: remove {selector} to take any device of class {template.device_class}",
+                "published (pkg/dra/claims.go), which the platform cannot check before its nodes publish theirs; a "
+                f"selector no device matches would wait forever: remove {selector} to take any device of class "
+                f"{template.device_class}",
             )
         pools_of_class = [pool for pool in pools if pool.dra_device_class == template.device_class]
         if not pools_of_class:
@@ -91,9 +90,9 @@ def check_claim_templates(
             if template.count > devices:
                 problems.add(
                     f"{key}.count",
-                    f"{template.count} devices of class {template.device_class} in one claim, but Karpenter picks "
-                    f"nodes without reading DRA claims and pool {pool.name} may launch a {instance_type} with "
-                    f"{devices}: lower it to {devices} or drop the smaller instance types from the pool",
+                    f"{template.count} devices of class {template.device_class} in one claim, but the node group of "
+                    f"pool {pool.name} may hold a {instance_type} with {devices}: lower it to {devices} or drop the "
+                    "smaller instance types from the pool",
                 )
                 break
         tenant = by_namespace.get(template.namespace)

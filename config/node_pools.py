@@ -345,8 +345,10 @@ class NodePoolConfig(ConfigModel):
     )
     allocation: Literal["devicePlugin", "dra"] = Field(
         "devicePlugin",
-        description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled); the device "
-        "plugin is off on its nodes.",
+        description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled). Karpenter 1.14 "
+        "launches no node for a pod with resource claims, so the pool is an EKS managed node group of gpus / (largest "
+        "type's GPUs) nodes, always running; one capacity type, AL2023, no MIG or EFA. The device plugin and the GPU "
+        "Operator's operands are off on its nodes.",
     )
 
     @field_validator("name")

@@ -1,13 +1,14 @@
-"""The schedulability proof: every GPU quota Kueue promises, Karpenter can launch.
+"""The schedulability proof: every GPU quota Kueue promises, a node can hold.
 
 Kueue admits a tenant's work against its ClusterQueue's nominal quotas; the pods then need nodes. For
-each flavor and extended resource with nominal quota, this names the NodePool the flavor selects, the
+each flavor and extended resource with nominal quota, this names the pool the flavor selects, the
 instance types whose nodes advertise the resource once configured (overlays applied:
-`config.advertised.advertised`; a DRA node publishes its devices in ResourceSlices instead,
-`config.advertised.dra_devices`), and the least the pool reaches before its limit, in the units
-Karpenter counts, stops it launching (`config.advertised.guaranteed_units`). The quota promised on
-all of the pool's flavors must fit in that, or admitted pods would wait for nodes Karpenter may not
-launch.
+`config.advertised.advertised`), and the least the pool reaches before its NodePool limit, in the units
+Karpenter counts, stops it launching (`config.advertised.guaranteed_units`). A DRA pool is a managed
+node group of fixed size whose nodes publish their devices in ResourceSlices
+(`config.advertised.dra_devices`); it holds at least its node count times the smallest type's devices.
+The quota promised on all of the pool's flavors must fit in that, or admitted pods would wait for
+nodes that never come.
 
 Capacity the pool reaches beyond the nominal quotas promised on it is admitted to nobody: Kueue
 admits only against ClusterQueues' nominal quotas (borrowing lends another queue's unused nominal,
@@ -34,7 +35,7 @@ class Promise:
     quota: int  # nominal quota on this flavor, every tenant's, in the resource's units
     promised_on_pool: int  # nominal quota on every flavor of the pool, same resource
     advertised_by: tuple[str, ...]  # the pool's instance types whose nodes carry the resource
-    limit: tuple[str, int] | None  # the NodePool limit Karpenter counts for it; None: unlimited
+    limit: tuple[str, int] | None  # the NodePool limit Karpenter counts, or a DRA node group's size; None: unlimited
     reachable: int | None  # resource units the pool surely reaches within that limit; None: unlimited
 
     @property
@@ -47,7 +48,11 @@ class Promise:
 
     @property
     def limit_text(self) -> str:
-        return "none" if self.limit is None else f"{self.limit[0]}: {self.limit[1]}"
+        if self.limit is None:
+            return "none"
+        if self.pool.is_dra:
+            return f"node group: {self.limit[1]} nodes"
+        return f"{self.limit[0]}: {self.limit[1]}"
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,13 @@ def _per_node(pool: GpuPoolPlan, resource: str) -> dict[str, int]:
 
 
 def _reach(pool: GpuPoolPlan, resource: str) -> tuple[tuple[str, int] | None, int | None]:
-    """The NodePool limit Karpenter counts for `resource`, and the units the pool surely reaches within it."""
-    limits = limit_units(pool)
-    if pool.dra_device_class is not None:
-        # Karpenter counts no DRA device, so the limit is in nodes; each node publishes at least the
-        # smallest type's devices.
-        nodes = limits[NODES_RESOURCE]
+    """The NodePool limit Karpenter counts for `resource` (a DRA pool: its node group's size), and the units the
+    pool surely reaches within it."""
+    if pool.is_dra:
+        # EKS may launch any of the node group's types, so each node publishes at least the smallest type's devices.
+        nodes = pool.node_group_size
         return (NODES_RESOURCE, nodes), nodes * min(_per_node(pool, resource).values())
+    limits = limit_units(pool)
     if resource not in limits:
         return None, None
     return (resource, limits[resource]), guaranteed_units(pool)[resource]
@@ -130,6 +135,12 @@ def unpromised(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> 
     return list(rows.values())
 
 
+def _capacity_phrase(promise: Promise) -> str:
+    if promise.pool.is_dra and promise.limit is not None:
+        return f"its node group of {promise.limit[1]} nodes surely holds"
+    return f"its NodePool limit {promise.limit_text} lets Karpenter surely launch"
+
+
 def check_schedulability(
     flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan], pools: Sequence[GpuPoolPlan], problems: Problems
 ) -> None:
@@ -156,7 +167,7 @@ def check_schedulability(
         problems.add(
             path,
             f"pool {promise.pool.name} is promised {promise.promised_on_pool} {promise.resource} (nominal quotas on "
-            f"its flavors), but its NodePool limit {promise.limit_text} lets Karpenter surely launch only "
-            f"{promise.reachable} on {', '.join(promise.advertised_by)}: lower the quotas to {promise.reachable} or "
+            f"its flavors), but {_capacity_phrase(promise)} only {promise.reachable} on "
+            f"{', '.join(promise.advertised_by)}: lower the quotas to {promise.reachable} or "
             "declare gpus that its instance types fill",
         )

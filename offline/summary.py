@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from components import queueing, training
+from components import dra_nodes, queueing, training
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
@@ -22,6 +22,7 @@ from config.labels import (
     SYSTEM_NODE_TAINT,
 )
 from config.schedulability import promises, unpromised
+from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
 
 from .deploy_path import render_deploy_path
 
@@ -174,7 +175,7 @@ def _gpu_pools(config: PlatformConfig) -> str:
                 "/".join(str(n) for n in sorted({t.gpus for t in pool.instance_types})),
                 pool.gpu.name,
                 ", ".join(pool.config.capacity_types),
-                f"{pool.config.ami_family}@{pool.ami_release}",
+                f"{dra_nodes.AMI_TYPE} (managed node group)" if pool.is_dra else f"{pool.config.ami_family}@{pool.ami_release}",
                 pool.gpu_limit,
                 mode,
                 units,
@@ -189,14 +190,34 @@ def _gpu_pools(config: PlatformConfig) -> str:
         "Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU "
         "(us-east-1 prices, 2026-07-20; config/catalog.py).\n"
     )
-    dra = [pool.name for pool in config.gpu_pools if pool.dra_device_class is not None]
+    dra = [pool for pool in config.gpu_pools if pool.is_dra]
     if dra:
         note += (
-            f"DRA pools ({', '.join(dra)}) advertise no `nvidia.com/gpu`: pods claim their GPUs through a "
-            "ResourceClaimTemplate, and Kueue and the namespace's ResourceQuota count them as devices of the "
-            "claim's DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`).\n"
+            f"DRA pools ({', '.join(pool.name for pool in dra)}) advertise no `nvidia.com/gpu`: pods claim their GPUs "
+            "through a ResourceClaimTemplate, and Kueue and the namespace's ResourceQuota count them as devices of the "
+            "claim's DeviceClass (`<class>.deviceclass.resource.k8s.io/devices`). Karpenter 1.14 launches no node for "
+            "a pod with resource claims, so each DRA pool is an EKS managed node group of fixed size, running whether "
+            "or not anything claims its GPUs (components/dra_nodes.py):\n"
         )
-    return "## GPU pools (Karpenter)\n\n" + table(
+        for pool in dra:
+            cost = pool.standing_hourly_cost
+            standing = (
+                "n/a (no on-demand price)" if cost is None
+                else f"${cost:,.2f}/hour, ${cost * HOURS_PER_MONTH:,.0f}/month at the on-demand price of "
+                f"{pool.instance_types[0].name}, the type EKS launches first"
+            )
+            note += f"- `{pool.name}`: {pool.node_group_size} nodes standing: {standing}.\n"
+    shared = [pool.name for pool in config.gpu_pools if pool.config.sharing.mode == "timeSlicing"]
+    if shared:
+        note += (
+            f"Time-sliced pools ({', '.join(shared)}): the DCGM exporter writes a copy of each GPU series per pod "
+            f"sharing the GPU, with that pod's own value only for {', '.join(sorted(PER_PROCESS_METRICS))} (per "
+            "process, through hostPID); every other series (DCGM_FI_PROF_*, power, temperature, clocks, "
+            "DCGM_FI_DEV_FB_FREE, XID) is the whole GPU's under each sharing pod's name. The KEDA GPU triggers and "
+            "the tenant dashboard's utilisation read DCGM_FI_DEV_GPU_UTIL, so they see each pod's own share; the "
+            "fleet dashboard's power, temperature and memory panels are per GPU by design.\n"
+        )
+    return "## GPU pools (Karpenter; DRA pools as managed node groups)\n\n" + table(
         [
             "pool",
             "instance types",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from config.advertised import (
-    NODES_RESOURCE,
     advertised,
     dra_devices,
     guaranteed_units,
@@ -93,16 +92,19 @@ def test_single_mig_advertises_mig_devices_as_gpus():
     assert limit_units(pool) == {GPU_RESOURCE: 32 * 7}
 
 
-def test_dra_nodes_advertise_no_gpu_and_are_limited_in_nodes():
-    # The device plugin is off on DRA nodes; Karpenter counts every node as one `nodes`
-    # (statenode.go, Capacity adds resources.Node) and enforces a nodes limit before launching
-    # (scheduler.go: "Node limits can be enforced early").
+def test_dra_nodes_advertise_no_gpu_and_are_a_node_group_of_gpus_over_the_largest_type():
+    # The device plugin is off on DRA nodes; Karpenter v1.14.1 launches nothing for pods with resource
+    # claims (scheduler.go, DRAError), so the pool is a managed node group: 2 GPUs in 1-GPU nodes.
     pool = pool_of(fixture_document("single-pool-dra"), "gpu-l4-dra")
     g6 = INSTANCE_TYPES["g6.xlarge"]
     assert advertised(pool, g6) == {}
-    assert overlay_capacity(pool, g6) == {GPU_RESOURCE: 0}
-    assert nodepool_limits(pool) == {NODES_RESOURCE: "2"}
+    assert pool.node_group_size == 2
     assert dra_devices(pool, g6) == 1
+    with pytest.raises(AssertionError, match="has no NodePool"):
+        nodepool_limits(pool)
+    doc = fixture_document("single-pool-dra")
+    doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=9)
+    assert pool_of(doc, "gpu-l4-dra").node_group_size == 2  # 9 // 4
 
 
 def test_cpu_and_memory_limits_follow_the_gpu_limits():
@@ -139,5 +141,5 @@ def test_a_dra_pool_smaller_than_its_largest_type_is_refused():
     doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=2)
     assert problems_of(doc) == [
         "gpu-platform:nodePools[gpu-l4-dra].gpus: 2 is less than the 4 GPUs of the DRA pool's largest instance type; its "
-        "NodePool is limited to gpus / 4 nodes, which would be 0: declare at least 4 or drop the larger types"
+        "node group holds gpus / 4 nodes, which would be 0: declare at least 4 or drop the larger types"
     ]

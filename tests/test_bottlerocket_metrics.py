@@ -17,6 +17,7 @@ from components.gpu_operator import operator_values
 from config.labels import OPERANDS_DEPLOY_LABEL
 from config.node_pools import GpuConfig
 from config.versions import CHARTS
+from models.nvidia.gpu_operator import OPERATOR_STATE_LABELS, labelled_by_operator
 from offline.metrics_inventory import load_inventory
 from offline.upstream import UPSTREAM_DIR
 
@@ -30,29 +31,7 @@ OPERATOR_VERSION = CHARTS["gpu-operator"].version
 OPERATOR_DAEMONSET = UPSTREAM_DIR / f"metrics/gpu-operator/{OPERATOR_VERSION}/0800_daemonset.yaml"
 EXPORTER_CHART_VALUES = UPSTREAM_DIR / f"{dcgm_exporter.CHART_KEY}/{CHARTS[dcgm_exporter.CHART_KEY].version}/values.yaml"
 
-# NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go: the deploy labels the operator sets to "true"
-# on a container-workload GPU node (gpuStateLabels[container]) unless the node already carries them with
-# a non-empty value (addGPUStateLabels), and the ones it strips, with those, from a node labelled
-# nvidia.com/gpu.deploy.operands=false (hasOperandsDisabled -> removeAllGPUStateLabels).
-OPERATOR_STATE_LABELS = (
-    "nvidia.com/gpu.deploy.driver",
-    "nvidia.com/gpu.deploy.gpu-feature-discovery",
-    "nvidia.com/gpu.deploy.container-toolkit",
-    "nvidia.com/gpu.deploy.device-plugin",
-    "nvidia.com/gpu.deploy.dcgm",
-    "nvidia.com/gpu.deploy.dcgm-exporter",
-    "nvidia.com/gpu.deploy.node-status-exporter",
-    "nvidia.com/gpu.deploy.operator-validator",
-    "nvidia.com/gpu.deploy.client",
-)
 UPSTREAM_OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
-
-
-def labelled_by_operator(labels: dict[str, str]) -> dict[str, str]:
-    """A GPU node's labels after the operator's node labelling (state_manager.go, updateGPUStateLabels)."""
-    if labels.get(UPSTREAM_OPERANDS_LABEL) == "false":
-        return {key: value for key, value in labels.items() if key not in OPERATOR_STATE_LABELS}
-    return {**{key: "true" for key in OPERATOR_STATE_LABELS}, **{k: v for k, v in labels.items() if v != ""}}
 
 
 def operator_exporter_daemonset() -> dict[str, Any]:

@@ -94,7 +94,9 @@ def test_every_tenant_namespace_holds_a_local_queue_that_waits_for_it(recorded):
 def test_every_release_waits_for_the_system_nodes_and_cluster_dns(recorded):
     # Before Karpenter's pools exist the system node group is the only place a pod can run, and
     # pods need the CNI (before the nodes) and CoreDNS (after them) to start.
-    node_group = recorded.by_type("aws:eks/nodeGroup:NodeGroup")[0]
+    [node_group] = [
+        group for group in recorded.by_type("aws:eks/nodeGroup:NodeGroup") if "CriticalAddonsOnly" in group.inputs["labels"]
+    ]
     addons = {r.inputs["addonName"]: r.urn for r in recorded.by_type("aws:eks/addon:Addon")}
     for release in recorded.by_type(RELEASE):
         needed = {node_group.urn, addons["vpc-cni"], addons["coredns"], addons["kube-proxy"]}

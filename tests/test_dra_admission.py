@@ -163,13 +163,13 @@ def test_the_config_charges_what_kueue_charges():
 def test_a_claim_template_with_a_selector_is_refused(selector, value):
     # Kueue checks a request's CEL selectors against the devices published in ResourceSlices before it
     # admits (pkg/dra/claims.go, validateCELSelectorsAgainstDevices: "insufficient matching devices",
-    # retried), and a pending pod is gated, so Karpenter never launches the first node.
+    # retried): a selector no published device matches keeps the pod gated for ever.
     document = fixture_document(FIXTURE)
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0][selector] = value
     refusal = (
         f"{ROOT}[l4-gpu].{selector}: makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching "
-        "devices are already published (pkg/dra/claims.go); DRA pools scale from zero for admitted pods only, so it "
-        "would wait forever: remove"
+        "devices are published (pkg/dra/claims.go), which the platform cannot check before its nodes publish theirs; a "
+        "selector no device matches would wait forever: remove"
     )
     assert any(line.startswith(refusal) for line in problems_of(document))
 
@@ -184,13 +184,12 @@ def test_a_claim_template_in_a_namespace_without_dra_quota_is_refused():
     ]
 
 
-def test_a_claim_must_fit_the_smallest_node_karpenter_may_launch_for_it():
+def test_a_claim_must_fit_the_smallest_node_the_node_group_may_hold():
     document = fixture_document(FIXTURE)
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["count"] = 2
     assert problems_of(document) == [
-        f"{ROOT}[l4-gpu].count: 2 devices of class gpu.nvidia.com in one claim, but Karpenter picks nodes without "
-        "reading DRA claims and pool gpu-l4-dra may launch a g6.xlarge with 1: lower it to 1 or drop the smaller "
-        "instance types from the pool"
+        f"{ROOT}[l4-gpu].count: 2 devices of class gpu.nvidia.com in one claim, but the node group of pool gpu-l4-dra "
+        "may hold a g6.xlarge with 1: lower it to 1 or drop the smaller instance types from the pool"
     ]
     # With only 4-GPU nodes (and quota for 4) a claim of 4 fits any node the pool launches.
     document["gpu-platform:nodePools"][1].update(instanceTypes=["g6.12xlarge"], gpus=4)

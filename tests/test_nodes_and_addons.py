@@ -17,7 +17,8 @@ ADDON = "aws:eks/addon:Addon"
 
 
 def node_group(recording):
-    [group] = recording.by_type(NODE_GROUP)
+    # The DRA pools' node groups (tests/test_dra_nodes.py) carry no CriticalAddonsOnly label.
+    [group] = [g for g in recording.by_type(NODE_GROUP) if "CriticalAddonsOnly" in g.inputs["labels"]]
     return group
 
 
@@ -40,7 +41,10 @@ def test_system_nodes_are_labelled_and_tainted_critical_addons_only(recording):
 
 
 def test_system_nodes_require_imdsv2_and_encrypt_their_volume(recording):
-    [template] = recording.by_type("aws:ec2/launchTemplate:LaunchTemplate")
+    [template] = [
+        t for t in recording.by_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if short(node_group(recording).property_dependencies["launchTemplate"][0]) == t.name
+    ]
     metadata = template.inputs["metadataOptions"]
     assert metadata["httpTokens"] == "required"
     assert metadata["httpPutResponseHopLimit"] == 1

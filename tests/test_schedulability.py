@@ -83,8 +83,8 @@ def test_a_dra_pool_reaches_its_node_limit_times_the_smallest_nodes_devices():
     # Nodes of 1 or 4 L4s; 5 GPUs make a limit of 5 // 4 = 1 node, which may be a 1-GPU g6.xlarge.
     document[P][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=5)
     assert problems_of(document) == [
-        f"{P}[gpu-l4-dra].gpus: pool gpu-l4-dra is promised 2 {DRA_GPU} (nominal quotas on its flavors), but its NodePool "
-        "limit nodes: 1 lets Karpenter surely launch only 1 on g6.xlarge, g6.12xlarge: lower the quotas to 1 or "
+        f"{P}[gpu-l4-dra].gpus: pool gpu-l4-dra is promised 2 {DRA_GPU} (nominal quotas on its flavors), but its node "
+        "group of 1 nodes surely holds only 1 on g6.xlarge, g6.12xlarge: lower the quotas to 1 or "
         "declare gpus that its instance types fill"
     ]
 
@@ -119,7 +119,7 @@ def test_the_summary_shows_the_proof_and_the_unpromised_capacity():
     section = summary.split("## Schedulability\n", 1)[1].split("\n## ", 1)[0]
     assert "| flavor | resource | quota | advertised by | limit in Karpenter's units | ✓/✗ |" in section
     assert (
-        f"| `l4-dra-on-demand` | `{DRA_GPU}` | 2 | `gpu-l4-dra`: g6.xlarge, g6.2xlarge | `nodes: 2` (reaches 2) | ✓ |"
+        f"| `l4-dra-on-demand` | `{DRA_GPU}` | 2 | `gpu-l4-dra`: g6.xlarge, g6.2xlarge | `node group: 2 nodes` (reaches 2) | ✓ |"
         in section
     )
     assert "| `l40s-spot` | `nvidia.com/gpu` | 4 (28 on the pool) |" in section

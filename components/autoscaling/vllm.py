@@ -24,7 +24,7 @@ from config.labels import (
 )
 from config.secrets import HF_TOKEN_ENV, hf_token_secret_name
 from config.tenants import SERVER_SCRATCH_GIB
-from models.kueue.constants import QUEUE_NAME_LABEL
+from models.kueue.constants import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 
 from ..lib.placement import gpu_toleration
 
@@ -100,6 +100,14 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
         env.append({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": secret}})
     probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": SERVER_PROBE_PERIOD_SECONDS}
     labels = deployment_labels(deployment)
+    # Kueue admits each replica as its own workload, at the priority of the WorkloadPriorityClass this label
+    # names (the Deployment webhook copies it to the pod template; kubernetes-sigs/kueue v0.19.2
+    # pkg/controller/jobs/deployment/deployment_webhook.go). Without it a replica gets priority 0
+    # (pkg/util/priority, DefaultPriority; WorkloadPriorityClassDefaulting is alpha and off), so any job of the
+    # tenant's tier preempts it under withinClusterQueue: LowerPriority. At the tenant's tier, work of that
+    # tier and lower cannot preempt it (LowerPriority needs a strictly higher priority), and a surge
+    # replica can preempt only lower tiers.
+    queued = {QUEUE_NAME_LABEL: LOCAL_QUEUE, PRIORITY_CLASS_LABEL: tenant.config.priority}
     # Deep-copied: the manifest shares no dict between its fields (or with module-level constants).
     return copy.deepcopy({
         "apiVersion": "apps/v1",
@@ -108,7 +116,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
             "name": deployment.name,
             "namespace": tenant.namespace,
             # Kueue's deployment integration admits the pods against the tenant's quota.
-            "labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE},
+            "labels": {**labels, **queued},
             "annotations": dict(SKIP_AWAIT),
         },
         "spec": {
@@ -118,7 +126,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "template": {
                 # The serving label: the tenant's serving PodMonitor scrapes the pod.
-                "metadata": {"labels": {**labels, QUEUE_NAME_LABEL: LOCAL_QUEUE, SERVING_METRICS_LABEL: "true"}},
+                "metadata": {"labels": {**labels, **queued, SERVING_METRICS_LABEL: "true"}},
                 "spec": {
                     "automountServiceAccountToken": False,
                     "nodeSelector": dict(flavor.node_labels),

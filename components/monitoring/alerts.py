@@ -58,8 +58,9 @@ _GPU_REQUESTS = f"kube_pod_container_resource_requests{{{KSM_GPU_RESOURCES}}}"
 _RUNNING = 'kube_pod_status_phase{phase="Running"} == 1'
 # A GPU's series carries its workload's namespace and pod only while one holds it (honorLabels on the
 # exporter's ServiceMonitor; otherwise the scrape's own namespace and pod, the exporter's, which request
-# no GPU); joining with requests keeps the GPUs of workloads only.
-_BUSY_OF_WORKLOADS = f"({gpu_busy_percent()}) and on (namespace, pod) ({_GPU_REQUESTS} > 0)"
+# no GPU); joining with requests keeps the GPUs of workloads only. A DRA pod requests no extended
+# resource: kube-state-metrics names it by its ResourceClaims instead (kube_pod_resourceclaim_info, 2.20.0).
+_BUSY_OF_WORKLOADS = f"({gpu_busy_percent()}) and on (namespace, pod) ({_GPU_REQUESTS} > 0 or kube_pod_resourceclaim_info)"
 # Kueue's leader (or its only, standalone manager); followers export the same gauges.
 KUEUE_LEADER = 'replica_role=~"leader|standalone"'
 # The NodePool limits that bound GPU pools (config/advertised.py): NVIDIA resources, or nodes for DRA pools.

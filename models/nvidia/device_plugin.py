@@ -64,3 +64,16 @@ def device_plugin_resources(sharing: Sharing, gpus: int) -> dict[str, int]:
 def dra_devices(sharing: Sharing, gpus: int) -> int:
     """Devices the DRA driver's kubelet plugin publishes for `gpus` GPUs: each GPU, or each of its MIG devices."""
     return gpus * (sharing.mig_devices_per_gpu if sharing.mode == "mig" and sharing.mig_layout else 1)
+
+
+
+def kubelet_device_id(uuid: str, replica: int | None = None) -> str:
+    """The ID the device plugin lists a device to the kubelet under, and so the pod-resources API names it by.
+
+    Always the GPU's (or MIG device's) UUID, `::<n>` appended per time-slicing replica
+    (k8s-device-plugin v0.20.0 internal/rm/devices.go, BuildDevice: `dev.ID = uuid`; internal/rm/
+    device_map.go, replicated AnnotatedIDs). `deviceIDStrategy` does not change it: it only shapes the
+    device list handed to the container runtime in Allocate (internal/plugin/server.go,
+    uniqueDeviceIDsFromAnnotatedDeviceIDs), so Bottlerocket's default of `index` leaves the mapping alone.
+    """
+    return uuid if replica is None else f"{uuid}::{replica}"

@@ -1,0 +1,179 @@
+"""DRA pools as EKS managed node groups: GPU capacity that exists before the pods that claim it.
+
+Karpenter v1.14.1 launches no node for a pod with resource claims. `settings.ignoreDRARequests` is true
+in the chart (charts/karpenter/values.yaml) and the binary (kubernetes-sigs/karpenter
+pkg/operator/options/options.go), and the chart's `{{- with }}` renders nothing for false; with it on,
+the provisioner skips every such pod ("pod has Dynamic Resource Allocation requirements that are not yet
+supported by Karpenter", pkg/controllers/provisioning/scheduling/scheduler.go); karpenter-provider-aws
+v1.14.1 has no DRA code with which it could predict a new node's ResourceSlices. So each DRA pool is a managed node group of
+fixed size (`GpuPoolPlan.node_group_size`: its `gpus` in nodes of its largest type), whose nodes publish
+their GPUs in ResourceSlices before any claim is allocated; the scheduler places a claiming pod on them.
+
+Each node group runs the EKS AL2023 NVIDIA AMI (driver and container toolkit; the toolkit hardened as on
+Karpenter's GPU nodes, components/lib/gpu_nodes.py), carries the pool's labels (the DRA driver's kubelet
+plugin selects `gpu-platform/gpu-allocation: dra`; `nvidia.com/gpu.deploy.operands: false` keeps the GPU
+Operator's device plugin and validator off) and the GPU taint. Its GPU metrics come from the standalone
+DCGM exporter with DRA attribution (components/dcgm_exporter.py). It costs its nodes around the clock:
+the summary shows the standing cost.
+
+When a Karpenter release provisions for DRA claims (the provider's NVIDIA DRA support, behind its own
+feature gate, is not in v1.14.1), a DRA pool can become a NodePool again: pin that release, turn its gate
+on and `ignoreDRARequests` off in components/karpenter (the chart's `{{- with }}` drops a false value, so
+set it through the controller's IGNORE_DRA_REQUESTS env), drop the pool from here, and let
+components/node_pools.py declare it, scaled by its pods rather than standing. Until then Karpenter's
+static NodePools (`spec.replicas`, alpha, gate StaticCapacity off in 1.14.1) are the other way to keep
+nodes standing; the GA managed node group is used instead.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+from pulumi_aws import ec2, iam
+from pulumi_aws import eks as aws_eks
+
+from config.capacity import GpuPoolPlan
+from config.labels import GPU_TAINT
+
+from .lib import iam as policies
+from .lib.gpu_nodes import toolkit_user_data
+from .lib.iam import NODE_ROLE_POLICIES
+from .lib.resources import Children
+
+# The EKS-optimized AL2023 NVIDIA AMI (driver and toolkit); Bottlerocket DRA pools are refused in config,
+# as its host device plugin would advertise the same GPUs again.
+AMI_TYPE = "AL2023_x86_64_NVIDIA"
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+# The EKS API spells taint effects in capitals with underscores.
+EKS_TAINT_EFFECTS = {"NoSchedule": "NO_SCHEDULE", "NoExecute": "NO_EXECUTE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+
+
+class DraNodeGroups(pulumi.ComponentResource):
+    """One EKS managed node group per DRA pool, sharing one node role."""
+
+    node_groups: dict[str, aws_eks.NodeGroup]
+
+    def __init__(
+        self,
+        name: str,
+        pools: Sequence[GpuPoolPlan],
+        *,
+        cluster_name: str,
+        partition: str,
+        subnet_ids: Sequence[pulumi.Input[str]],
+        tags: Mapping[str, str],
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ):
+        """
+        :param pools: `PlatformConfig.gpu_pools`; one node group for each DRA pool (`GpuPoolPlan.is_dra`).
+        :param cluster_name: the EKS cluster's name; names the role and the node groups.
+        :param partition: `aws`, `aws-cn`, ... (`aws.get_partition().partition`), for the managed policies' ARNs.
+        :param subnet_ids: `Network.private_subnet_ids`, where the nodes run.
+        :param tags: tags on every AWS resource.
+        :param depends_on: what a node needs from the cluster before it boots (the cluster, its networking add-ons).
+        """
+        super().__init__("gpu-platform:nodes:DraNodeGroups", name, None, opts)
+        dra_pools = [pool for pool in pools if pool.is_dra]
+        role = iam.Role(
+            f"{name}-node",
+            name=f"{cluster_name}-dra-node",
+            assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
+            tags=dict(tags),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        attachments = [
+            iam.RolePolicyAttachment(
+                f"{name}-node-{policy}",
+                role=role.name,
+                policy_arn=policies.managed_policy(partition, policy),
+                opts=pulumi.ResourceOptions(parent=role),
+            )
+            for policy in NODE_ROLE_POLICIES
+        ]
+        self.node_groups = {}
+        for pool in dra_pools:
+            template = ec2.LaunchTemplate(
+                f"{name}-{pool.name}",
+                name=f"{cluster_name}-{pool.name}",
+                update_default_version=True,
+                **launch_template_args(pool, tags, cluster_name),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.node_groups[pool.name] = aws_eks.NodeGroup(
+                f"{name}-{pool.name}",
+                node_role_arn=role.arn,
+                subnet_ids=list(subnet_ids),
+                launch_template=aws_eks.NodeGroupLaunchTemplateArgs(
+                    id=template.id, version=template.latest_version.apply(str)
+                ),
+                **node_group_args(pool, cluster_name, tags),
+                # The role's policies must be attached before nodes boot, or they never join.
+                opts=Children(self, depends_on=depends_on).opts(*attachments),
+            )
+        self.register_outputs({"nodeGroups": {pool: group.node_group_name for pool, group in self.node_groups.items()}})
+
+
+def node_group_args(pool: GpuPoolPlan, cluster_name: str, tags: Mapping[str, str]) -> dict[str, Any]:
+    """The node group's own inputs: fixed size, the pool's types, capacity type, labels and GPU taint."""
+    size = pool.node_group_size
+    [capacity_type] = pool.config.capacity_types  # one, checked in config/capacity.py
+    return {
+        "cluster_name": cluster_name,
+        "node_group_name": f"{cluster_name}-{pool.name}",
+        "ami_type": AMI_TYPE,
+        "capacity_type": CAPACITY_TYPES[capacity_type],
+        "instance_types": [t.name for t in pool.instance_types],
+        "scaling_config": aws_eks.NodeGroupScalingConfigArgs(min_size=size, desired_size=size, max_size=size),
+        # One node at a time: a node being replaced takes its GPUs' claims with it.
+        "update_config": aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+        "labels": dict(pool.labels),
+        "taints": [aws_eks.NodeGroupTaintArgs(**eks_taint(GPU_TAINT))],
+        "tags": dict(tags),
+    }
+
+
+def eks_taint(taint: Mapping[str, str]) -> dict[str, str]:
+    """A Kubernetes taint in the EKS API's spelling."""
+    return {"key": taint["key"], "value": taint["value"], "effect": EKS_TAINT_EFFECTS[taint["effect"]]}
+
+
+def launch_template_args(pool: GpuPoolPlan, tags: Mapping[str, str], cluster_name: str) -> dict[str, Any]:
+    """IMDSv2 only with hop limit 1, the pool's encrypted gp3 volume, the hardened toolkit, tagged instances.
+
+    As on Karpenter's nodes (components/node_pools.py ec2_node_class): pods cannot reach the node's
+    credentials, and an unprivileged container cannot see GPUs it did not claim.
+    """
+    volume = pool.config.root_volume
+    name_tags = {**tags, "Name": f"{cluster_name}-{pool.name}"}
+    return {
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            "http_put_response_hop_limit": 1,
+            "instance_metadata_tags": "disabled",
+        },
+        "block_device_mappings": [
+            {
+                "device_name": "/dev/xvda",
+                "ebs": {
+                    "volume_size": volume.size_gib,
+                    "volume_type": "gp3",
+                    "iops": volume.iops,
+                    "throughput": volume.throughput,
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+        "user_data": base64.b64encode(toolkit_user_data().encode()).decode(),
+        "tag_specifications": [
+            {"resource_type": "instance", "tags": name_tags},
+            {"resource_type": "volume", "tags": name_tags},
+        ],
+        "tags": dict(tags),
+    }
+

@@ -1,0 +1,107 @@
+"""DRA pools as EKS managed node groups: what config accepts, what is declared, what the summary says.
+
+Karpenter v1.14.1 launches no node for a pod with resource claims (kubernetes-sigs/karpenter
+pkg/controllers/provisioning/scheduling/scheduler.go, DRAError; `ignoreDRARequests` defaults to true in
+charts/karpenter/values.yaml and pkg/operator/options/options.go), so a DRA pool's capacity stands.
+"""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from config.errors import ConfigError
+from offline.summary import render_summary
+
+from .conftest import fixture_document, load, render_fixture
+
+P = "gpu-platform:nodePools"
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+
+def problems_of(document) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        load(document)
+    return caught.value.problems
+
+
+def dra_pool(**changes):
+    document = fixture_document("single-pool-dra")
+    document[P][1].update(changes)
+    return document
+
+
+def test_the_dra_pool_is_a_node_group_of_its_gpus_and_no_nodepool():
+    recording = render_fixture("single-pool-dra")
+    group = recording.named(NODE_GROUP, "gpu-dev-dra-nodes-gpu-l4-dra").inputs
+    assert group["nodeGroupName"] == "gpu-dev-gpu-l4-dra"
+    assert group["amiType"] == "AL2023_x86_64_NVIDIA"
+    assert group["capacityType"] == "ON_DEMAND"
+    assert group["instanceTypes"] == ["g6.xlarge", "g6.2xlarge"]
+    # 2 GPUs in 1-GPU nodes: two nodes, standing, never scaled by anything.
+    assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 2}
+    assert group["labels"] == {
+        "gpu-platform/gpu-allocation": "dra",
+        "gpu-platform/gpu-model": "l4",
+        "gpu-platform/node-pool": "gpu-l4-dra",
+        "nvidia.com/gpu.deploy.device-plugin": "false",
+        "nvidia.com/gpu.deploy.operands": "false",
+    }
+    assert group["taints"] == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}]
+    nodepools = [r.inputs["metadata"]["name"] for r in recording.by_type("kubernetes:karpenter.sh/v1:NodePool")]
+    assert sorted(nodepools) == ["cpu", "gpu-l40s"]
+
+
+def test_its_nodes_are_hardened_as_karpenters_are():
+    template = render_fixture("single-pool-dra").named(LAUNCH_TEMPLATE, "gpu-dev-dra-nodes-gpu-l4-dra").inputs
+    assert template["metadataOptions"]["httpPutResponseHopLimit"] == 1
+    assert template["metadataOptions"]["httpTokens"] == "required"
+    [volume] = template["blockDeviceMappings"]
+    assert volume["ebs"] == {
+        "deleteOnTermination": "true",
+        "encrypted": "true",
+        "iops": 3000,
+        "throughput": 125,
+        "volumeSize": 200,
+        "volumeType": "gp3",
+    }
+    user_data = base64.b64decode(template["userData"]).decode()
+    assert "nvidia-ctk config --in-place --set accept-nvidia-visible-devices-envvar-when-unprivileged=false" in user_data
+
+
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        (
+            {"capacityTypes": ["on-demand", "spot"]},
+            "gpu-platform:nodePools[gpu-l4-dra].capacityTypes: ['on-demand', 'spot'] on DRA pool gpu-l4-dra: its capacity "
+            "is an EKS managed node group, which takes one capacity type: give exactly one of on-demand or spot",
+        ),
+        (
+            {"amiVersion": "v20260903"},
+            "gpu-platform:nodePools[gpu-l4-dra].amiVersion: 'v20260903' on DRA pool gpu-l4-dra: its managed node group "
+            "runs the EKS AL2023 NVIDIA AMI release current when it is created; remove amiVersion",
+        ),
+        (
+            {"instanceTypes": ["p5.48xlarge"], "gpus": 8, "sharing": {"mode": "mig", "migLayout": {"1g.10gb": 7}}},
+            "gpu-platform:nodePools[gpu-l4-dra].sharing.mode: 'mig' on DRA pool gpu-l4-dra would not partition its GPUs: "
+            "the GPU Operator's MIG manager does not run on DRA nodes (its validator fails there); use sharing none, or "
+            "allocation devicePlugin for MIG",
+        ),
+    ],
+    ids=["two-capacity-types", "pinned-ami", "mig"],
+)
+def test_what_a_managed_node_group_cannot_be_is_refused(changes, expected):
+    assert problems_of(dra_pool(**changes))[0] == expected
+
+
+def test_the_summary_shows_the_standing_cost_and_the_shared_gpu_series():
+    summary = render_summary(render_fixture("single-pool-dra"), load(fixture_document("single-pool-dra")))
+    # 2 x g6.xlarge at $0.8048/h (config/catalog.py), 730 h a month.
+    assert "- `gpu-l4-dra`: 2 nodes standing: $1.61/hour, $1,175/month at the on-demand price of g6.xlarge" in summary
+    assert (
+        "Time-sliced pools (gpu-l40s): the DCGM exporter writes a copy of each GPU series per pod sharing the GPU, "
+        "with that pod's own value only for DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_GPU_UTIL" in summary
+    )
