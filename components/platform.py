@@ -16,7 +16,8 @@ from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
-from .karpenter import Karpenter
+from .karpenter import SPOT_ROLE_NAME, SPOT_SERVICE, Karpenter
+from .lib.account import account_has_service_linked_role
 from .lib.kubeconfig import KubeconfigCredentials
 from .monitoring import Monitoring
 from .network import Network
@@ -90,6 +91,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-system",
             cluster_config.system_nodes,
             cluster_name=name,
+            kubernetes_version=cluster_config.kubernetes_version,
             partition=partition,
             subnet_ids=self.network.private_subnet_ids,
             tags=tags,
@@ -141,7 +143,8 @@ class GpuPlatform(pulumi.ComponentResource):
             chart_versions=config.charts,
             k8s_provider=self.cluster.provider,
             tags=tags,
-            create_spot_service_linked_role=config.creates_spot_service_linked_role,
+            create_spot_service_linked_role=config.uses_spot
+            and not account_has_service_linked_role(SPOT_SERVICE, SPOT_ROLE_NAME, self),
             depends_on=controllers_ready,
             service_monitor_crd=[self.monitoring.crd_release],
             opts=pulumi.ResourceOptions(parent=self),

@@ -125,11 +125,6 @@ class PlatformConfig:
         """Whether any GPU pool asks for EFA: the device plugin and the security group's self egress then exist."""
         return any(pool.config.efa for pool in self.gpu_pools)
 
-    @property
-    def creates_spot_service_linked_role(self) -> bool:
-        """Spot launches need the account's spot service-linked role; the stack creates it unless told it exists."""
-        return self.uses_spot and self.cluster.create_spot_service_linked_role
-
 
 def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     """Parse and check the whole stack config; raise `ConfigError` listing every problem."""

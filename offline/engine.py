@@ -24,7 +24,7 @@ from pulumi.runtime import rpc
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from .cloud import CloudMocks
+from .cloud import Account, CloudMocks
 
 PROJECT = "gpu-platform"
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
@@ -189,12 +189,16 @@ def run_program(
     config: Mapping[str, str],
     secret_keys: list[str] | None = None,
     program: Callable[[], None] | None = None,
+    account: Account | None = None,
 ) -> Recording:
     """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks.
 
+    `account` is what the fake AWS account holds before the run (a fresh one when None).
     Raises `DuplicateUrnError` when two registrations share a URN.
     """
-    return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []), program or _main_program)
+    return contextvars.Context().run(
+        _run, stack, dict(config), list(secret_keys or []), program or _main_program, account
+    )
 
 
 _RENDER_GC_THRESHOLD = 200_000
@@ -208,8 +212,10 @@ def _main_program() -> None:
     runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
 
 
-def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Recording:
-    mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"))
+def _run(
+    stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None], account: Account | None
+) -> Recording:
+    mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"), account=account)
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(config, secret_keys)
