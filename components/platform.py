@@ -159,6 +159,7 @@ class GpuPlatform(pulumi.ComponentResource):
             provider=self.cluster.provider,
             tags=tags,
             protect=cluster_config.protect,
+            bootstrap_admin=self.cluster.creator,
             depends_on=[self.cluster.eks],
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -85,12 +85,15 @@ class Tenants(pulumi.ComponentResource):
         provider: k8s.Provider,
         tags: Mapping[str, str] | None = None,
         protect: bool = False,
+        bootstrap_admin: str | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """`kubernetes_version` is the cluster's minor ("1.35"); `depends_on` is what the access entries
         wait for (the cluster); `protect` keeps `pulumi up` from deleting a namespace, and every volume
-        in it, when a tenant disappears from the config."""
+        in it, when a tenant disappears from the config. `bootstrap_admin` (`Cluster.creator`: the
+        creator, or the caller on the first `up`) holds EKS's own entry and gets none here: EKS refuses
+        a second entry for a principal (ResourceInUseException), and it is cluster-admin already."""
         super().__init__("gpu-platform:tenants:Tenants", name, None, opts)
         self.namespaces = {}
         for plan in tenants:
@@ -116,6 +119,7 @@ class Tenants(pulumi.ComponentResource):
                 opts=Children(self, depends_on=depends_on).opts(),
             )
             for principal, groups in principal_groups(tenants).items()
+            if principal != bootstrap_admin
         }
         self.register_outputs({"namespaces": sorted(self.namespaces)})
 

@@ -95,6 +95,21 @@ def test_the_kubernetes_provider_waits_for_the_cluster_and_every_declared_admin_
     assert {cluster.urn, *associations} <= set(provider.dependencies)
 
 
+def test_the_deployer_listed_as_a_tenant_principal_on_the_first_up_gets_no_second_access_entry():
+    # creator unset: the caller creates the cluster and EKS gives it its own entry; a tenant entry for it
+    # would fail the first `up` with ResourceInUseException. The tenant's other principals keep theirs.
+    doc = fixture_document("single-pool")
+    inference = next(t for t in doc["gpu-platform:tenants"] if t["name"] == "inference")
+    inference["viewers"].append(PLATFORM_DEPLOY)
+    recording = render(doc)
+    entries = sorted(e.inputs["principalArn"] for e in recording.by_type(ENTRY) if "-tenants-access-" in e.name)
+    assert entries == [
+        f"arn:aws:iam::{ACCOUNT}:role/InferenceAdmin",
+        f"arn:aws:iam::{ACCOUNT}:role/InferenceOnCall",
+        f"arn:aws:iam::{ACCOUNT}:role/MLResearchAdmin",
+    ]
+
+
 # --- the creator from one `up` to the next ------------------------------------------------------
 
 
