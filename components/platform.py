@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pulumi
 import pulumi_aws as aws
 
@@ -151,6 +153,10 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         # Tenants' namespaces, quotas, network rules and access. Kueue's LocalQueues go into
         # `self.tenants.namespaces`, each waiting for its namespace.
+        # Tenant namespaces wait for Kueue's release, declared below (its LocalQueues go into them): a
+        # destroy then deletes each namespace, with the pods and Workloads that carry Kueue's finalizers,
+        # while Kueue still runs to remove them, and uninstalls Kueue after.
+        kueue_installed: asyncio.Future[pulumi.Resource] = asyncio.get_event_loop().create_future()
         self.tenants = Tenants(
             f"{name}-tenants",
             config.tenants,
@@ -160,6 +166,7 @@ class GpuPlatform(pulumi.ComponentResource):
             tags=tags,
             protect=cluster_config.protect,
             bootstrap_admin=self.cluster.creator,
+            namespaces_after=[pulumi.Output.from_input(kueue_installed)],
             depends_on=[self.cluster.eks],
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -185,6 +192,7 @@ class GpuPlatform(pulumi.ComponentResource):
             depends_on=scraped_controllers_ready,
             opts=pulumi.ResourceOptions(parent=self),
         )
+        kueue_installed.set_result(self.queueing.release)
         # The trainer after Kueue, whose TrainJob webhook must queue the first TrainJob.
         self.training = Training(
             f"{name}-training",
