@@ -22,8 +22,8 @@ from pulumi_aws import ec2, iam
 from pulumi_aws import eks as aws_eks
 
 from config.cluster import SystemNodesConfig
-from config.versions import system_node_release_version
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+from config.versions import system_node_release_version
 
 from .lib import iam as policies
 from .lib.iam import NODE_ROLE_POLICIES

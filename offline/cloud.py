@@ -174,7 +174,9 @@ class CloudMocks(pulumi.runtime.Mocks):
         service = args.inputs["awsServiceName"]
         name = SERVICE_LINKED_ROLE_NAMES[service]
         if service in self.account.service_linked_roles:
-            raise ServiceRoleTaken(f"InvalidInput: Service role name {name} has been taken in this account, please try a different suffix.")
+            raise ServiceRoleTaken(
+                f"InvalidInput: Service role name {name} has been taken in this account, please try a different suffix."
+            )
         path = f"/aws-service-role/{service}/"
         arn = f"arn:{self.partition}:iam::{ACCOUNT_ID}:role{path}{name}"
         return arn, {**args.inputs, "id": arn, "arn": arn, "name": name, "path": path}
@@ -246,7 +248,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         }
 
     def _get_roles(self, args: dict[str, Any]) -> dict[str, Any]:
-        """The account's roles under `pathPrefix` whose names match `nameRegex`; empty lists when none, as the data source answers."""
+        """The account's roles under `pathPrefix` matching `nameRegex`; empty lists when none, as the data source says."""
         roles = [
             (f"/aws-service-role/{service}/", SERVICE_LINKED_ROLE_NAMES[service])
             for service in sorted(self.account.service_linked_roles)

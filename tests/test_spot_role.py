@@ -11,9 +11,8 @@ been taken in this account"), so a stack asks IAM (`aws.iam.get_roles`) before i
 
 from __future__ import annotations
 
-import pytest
-
 import pulumi
+import pytest
 
 from offline.cloud import Account, CloudMocks, ServiceRoleTaken
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from config import ConfigError
-from config import versions
 from components.system_nodes import NODE_GROUP_NAME_PREFIX_MAX, node_group_name_prefix
+from config import ConfigError, versions
 
 from .conftest import fixture_document, load, render, render_fixture
 
