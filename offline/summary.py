@@ -48,6 +48,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _access(config),
         render_deploy_path(recording, config.cluster.name),
         _outputs(recording),
+        _destroy(recording, config),
         _resources(recording),
     ]
     return "\n".join(sections)
@@ -485,6 +486,30 @@ def _access(config: PlatformConfig) -> str:
     return "## Cluster admins\n\n" + table(
         ["principal", "access policy"], [[f"`{arn}`", "AmazonEKSClusterAdminPolicy (cluster)"] for arn in config.cluster.admins]
     )
+
+
+def _destroy(recording: Recording, config: PlatformConfig) -> str:
+    """The commands that take the stack down, in order, and what outlives them.
+
+    `protect` marks the cluster, its KMS key, the VPC and the tenant namespaces, and sets the EKS
+    cluster's `deletionProtection`: `pulumi destroy` stops at the first protected resource, and EKS
+    refuses DeleteCluster while deletion protection is on. An `up` with protect off clears both first.
+    """
+    steps = ["`pulumi destroy`"]
+    if config.cluster.protect:
+        steps = [
+            "`pulumi config set --path gpu-platform:cluster.protect false`",
+            "`pulumi up`: clears Pulumi's protect flags and the cluster's EKS deletion protection, and changes nothing else",
+            *steps,
+        ]
+    text = "## To destroy this stack\n\n" + "".join(f"{n}. {step}\n" for n, step in enumerate(steps, 1))
+    kept = sorted(f"`{r.type}` `{r.name}`" for r in recording.resources if r.retain_on_delete)
+    if kept:
+        text += (
+            "\nKept in the account (account-wide, other stacks may use them; `retainOnDelete`): "
+            + ", ".join(kept) + ".\n"
+        )
+    return text
 
 
 def _outputs(recording: Recording) -> str:
