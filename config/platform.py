@@ -11,13 +11,14 @@ import difflib
 import ipaddress
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError
 
 from .autoscaling import AutoscalingConfig
 from .capacity import GpuPoolPlan, plan_gpu_pools
+from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
@@ -185,6 +186,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     if isinstance(pools, NodePoolsConfig) and isinstance(gpu, GpuConfig):
         protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
         gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+        gpu_pools = tuple(replace(pool, prices=on_demand_prices(region or "")) for pool in gpu_pools)
     # Quotas are checked against pools only when every pool is sound: a broken pool would otherwise
     # show up again as tenants' "no such flavor" or as capacity it never declared.
     pools_ok = isinstance(pools, NodePoolsConfig) and len(problems.lines) == problems_before_pools

@@ -197,6 +197,12 @@ CHARTS: dict[str, ChartPin] = {
 }
 
 
+# Data sets vendored in upstream/ that config tables are checked against: botocore's region list
+# (botocore/data/partitions.json at this release) and Karpenter's generated on-demand price lists
+# (pkg/providers/pricing at the karpenter chart's tag).
+BOTOCORE = "1.43.67"
+KARPENTER_PRICING = "v1.14.1"
+
 # The vLLM release whose metrics the queue-depth trigger and the dashboards read (vllm/v1/metrics/loggers.py,
 # vendored in upstream/metrics/vllm/). A stack's `serving.image` picks the image it runs; one of another
 # release may name its metrics differently.

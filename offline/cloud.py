@@ -151,7 +151,9 @@ class CloudMocks(pulumi.runtime.Mocks):
         outputs = dict(args.inputs)
         outputs.setdefault("id", resource_id)
         if arn_template:
-            outputs["arn"] = arn_template.format(region=self.region, account=ACCOUNT_ID, name=physical, id=resource_id)
+            # ARNs are in the region's partition (`arn:aws-us-gov:...` in GovCloud), as AWS writes them.
+            arn = arn_template.format(region=self.region, account=ACCOUNT_ID, name=physical, id=resource_id)
+            outputs["arn"] = arn.replace("arn:aws:", f"arn:{self.partition}:", 1)
         if args.typ == "aws:sqs/queue:Queue":
             # The provider's id of a queue is its URL.
             resource_id = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{physical}"
@@ -269,7 +271,7 @@ class CloudMocks(pulumi.runtime.Mocks):
         return {
             "id": name,
             "name": name,
-            "arn": f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
+            "arn": f"arn:{self.partition}:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
             "endpoint": self._endpoint(name),
             "status": "ACTIVE",
             "certificateAuthorities": [{"data": _fake_ca(name)}],

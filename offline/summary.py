@@ -14,6 +14,7 @@ from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
+from config.catalog_prices import PRICE_DATES, price_region
 from config.labels import (
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PATH,
@@ -187,8 +188,7 @@ def _gpu_pools(config: PlatformConfig) -> str:
         f"\nGeneral CPU pool `cpu`: {', '.join(cpu.instance_families)} ({', '.join(cpu.capacity_types)}), "
         f"up to {cpu.cpu_limit} vCPU and {cpu.memory_limit_gib} GiB. "
         "Every GPU node is tainted `nvidia.com/gpu=true:NoSchedule`.\n"
-        "Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU "
-        "(us-east-1 prices, 2026-07-20; config/catalog.py).\n"
+        f"Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU ({_prices(config)}).\n"
     )
     dra = [pool.name for pool in config.gpu_pools if pool.dra_device_class is not None]
     if dra:
@@ -212,6 +212,15 @@ def _gpu_pools(config: PlatformConfig) -> str:
         ],
         rows,
     ) + note
+
+
+def _prices(config: PlatformConfig) -> str:
+    """Which region's price list the costs use, and when it was generated."""
+    region = price_region(config.region)
+    text = f"{region} prices, {PRICE_DATES[region]}; config/catalog_prices.py"
+    if region != config.region:
+        text += f"; no vendored price list for {config.region}, so these are {region}'s"
+    return text
 
 
 def _tenants(config: PlatformConfig) -> str:
@@ -248,7 +257,7 @@ def _tenants(config: PlatformConfig) -> str:
         "\nGuaranteed and borrowable amounts are in each flavor's units: GPUs, or GPU slices on time-sliced pools "
         "(their physical-GPU equivalent in brackets); on MIG pools one unit is one GPU's MIG layout; on DRA pools "
         "GPUs claimed through ResourceClaimTemplates. "
-        "Monthly cost: the guaranteed GPUs at on-demand prices, 730 hours.\n"
+        f"Monthly cost: the guaranteed GPUs at on-demand prices ({_prices(config)}), 730 hours.\n"
     )
     return "## Tenants\n\n" + table(
         [
