@@ -45,12 +45,6 @@ def test_exactly_the_node_pools_that_allow_spot_wait_for_the_spot_role(fixture, 
     assert {pool.name for pool in recording.by_type(NODEPOOL) if role.urn in pool.dependencies} == waiting
 
 
-def test_an_account_that_has_the_role_gets_none_from_the_stack_and_its_pools_wait_for_nothing_of_it():
-    recording = render(fixture_document("single-pool"), account=Account(service_linked_roles={SPOT}))
-    assert recording.by_type(SERVICE_LINKED_ROLE) == []
-    assert len(recording.by_type(NODEPOOL)) == 2
-
-
 def test_the_fake_account_refuses_a_second_spot_role_as_iam_does():
     mocks = CloudMocks(stack="dev", region="us-west-2", account=Account(service_linked_roles={SPOT}))
     args = pulumi.runtime.MockResourceArgs(SERVICE_LINKED_ROLE, "spot", {"awsServiceName": SPOT}, "", "", False)
