@@ -157,41 +157,46 @@ class GpuPlatform(pulumi.ComponentResource):
         # destroy then deletes each namespace, with the pods and Workloads that carry Kueue's finalizers,
         # while Kueue still runs to remove them, and uninstalls Kueue after.
         kueue_installed: asyncio.Future[pulumi.Resource] = asyncio.get_event_loop().create_future()
-        self.tenants = Tenants(
-            f"{name}-tenants",
-            config.tenants,
-            cluster_name=name,
-            kubernetes_version=cluster_config.kubernetes_version,
-            provider=self.cluster.provider,
-            tags=tags,
-            protect=cluster_config.protect,
-            bootstrap_admin=self.cluster.creator,
-            namespaces_after=[pulumi.Output.from_input(kueue_installed)],
-            depends_on=[self.cluster.eks],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        try:
+            self.tenants = Tenants(
+                f"{name}-tenants",
+                config.tenants,
+                cluster_name=name,
+                kubernetes_version=cluster_config.kubernetes_version,
+                provider=self.cluster.provider,
+                tags=tags,
+                protect=cluster_config.protect,
+                bootstrap_admin=self.cluster.creator,
+                namespaces_after=[pulumi.Output.from_input(kueue_installed)],
+                depends_on=[self.cluster.eks],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
-        # Admission policies of every tenant namespace, bound by the tenant label: in place before any
-        # tenant principal can act (its access entry waits for the cluster, as they do).
-        self.admission = TenantAdmission(
-            f"{name}-admission",
-            provider=self.cluster.provider,
-            depends_on=[self.cluster.eks],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+            # Admission policies of every tenant namespace, bound by the tenant label: in place before any
+            # tenant principal can act (its access entry waits for the cluster, as they do).
+            self.admission = TenantAdmission(
+                f"{name}-admission",
+                provider=self.cluster.provider,
+                depends_on=[self.cluster.eks],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
 
-        # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
-        self.queueing = Queueing(
-            f"{name}-queueing",
-            config.queueing,
-            config.flavors,
-            config.tenants,
-            chart=config.charts[queueing.CHART_KEY],
-            provider=self.cluster.provider,
-            namespaces=self.tenants.namespaces,
-            depends_on=scraped_controllers_ready,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+            # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
+            self.queueing = Queueing(
+                f"{name}-queueing",
+                config.queueing,
+                config.flavors,
+                config.tenants,
+                chart=config.charts[queueing.CHART_KEY],
+                provider=self.cluster.provider,
+                namespaces=self.tenants.namespaces,
+                depends_on=scraped_controllers_ready,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        except BaseException as err:
+            # The namespaces would wait for the release forever, and the run with them: they fail with the run.
+            kueue_installed.set_exception(err)
+            raise
         kueue_installed.set_result(self.queueing.release)
         # The trainer after Kueue, whose TrainJob webhook must queue the first TrainJob.
         self.training = Training(
