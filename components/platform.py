@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 import pulumi
@@ -19,7 +20,8 @@ from .dcgm_exporter import DcgmExporter
 from .dra_nodes import DraNodeGroups
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
-from .karpenter import Karpenter
+from .karpenter import SPOT_ROLE_NAME, SPOT_SERVICE, Karpenter
+from .lib.account import account_has_service_linked_role
 from .lib.kubeconfig import KubeconfigCredentials
 from .monitoring import Monitoring
 from .network import Network
@@ -128,6 +130,7 @@ class GpuPlatform(pulumi.ComponentResource):
             f"{name}-system",
             config.cluster.system_nodes,
             cluster_name=name,
+            kubernetes_version=config.cluster.kubernetes_version,
             partition=account.partition,
             subnet_ids=self.network.private_subnet_ids,
             tags=config.tags,
@@ -195,7 +198,8 @@ class GpuPlatform(pulumi.ComponentResource):
             chart_versions=config.charts,
             k8s_provider=provider,
             tags=config.tags,
-            create_spot_service_linked_role=config.creates_spot_service_linked_role,
+            create_spot_service_linked_role=config.uses_spot
+            and not account_has_service_linked_role(SPOT_SERVICE, SPOT_ROLE_NAME, self),
             depends_on=controllers_ready,
             service_monitor_crd=[self.monitoring.crd_release],
             opts=self._opts(),
@@ -236,35 +240,7 @@ class GpuPlatform(pulumi.ComponentResource):
         """Tenants' namespaces, quotas, network rules and access; their admission policies, Kueue and its
         queues, the trainer, and the tenants' secrets."""
         name, provider = config.cluster.name, self.cluster.provider
-        # Kueue's LocalQueues go into `self.tenants.namespaces`, each waiting for its namespace.
-        self.tenants = Tenants(
-            f"{name}-tenants",
-            config.tenants,
-            cluster_name=name,
-            kubernetes_version=config.cluster.kubernetes_version,
-            provider=provider,
-            tags=config.tags,
-            protect=config.cluster.protect,
-            depends_on=[self.cluster.eks],
-            opts=self._opts(),
-        )
-        # Admission policies of every tenant namespace, bound by the tenant label: in place before any
-        # tenant principal can act (its access entry waits for the cluster, as they do).
-        self.admission = TenantAdmission(
-            f"{name}-admission", provider=provider, depends_on=[self.cluster.eks], opts=self._opts()
-        )
-        # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
-        self.queueing = Queueing(
-            f"{name}-queueing",
-            config.queueing,
-            config.flavors,
-            config.tenants,
-            chart=config.charts[queueing.CHART_KEY],
-            provider=provider,
-            namespaces=self.tenants.namespaces,
-            depends_on=scraped_controllers_ready,
-            opts=self._opts(),
-        )
+        self._tenants_and_queues(config, scraped_controllers_ready)
         # The trainer after Kueue, whose TrainJob webhook must queue the first TrainJob.
         self.training = Training(
             f"{name}-training",
@@ -275,6 +251,53 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=self._opts(),
         )
         self._tenant_secrets(config, account, controllers_ready)
+
+    def _tenants_and_queues(self, config: PlatformConfig, scraped_controllers_ready: list[pulumi.Resource]) -> None:
+        """Tenants' namespaces, quotas, network rules and access; their admission policies; Kueue and its queues.
+
+        Tenant namespaces wait for Kueue's release, declared after them (its LocalQueues go into them): a
+        destroy then deletes each namespace, with the pods and Workloads that carry Kueue's finalizers,
+        while Kueue still runs to remove them, and uninstalls Kueue after.
+        """
+        name, provider = config.cluster.name, self.cluster.provider
+        kueue_installed: asyncio.Future[pulumi.Resource] = asyncio.get_event_loop().create_future()
+        try:
+            # Kueue's LocalQueues go into `self.tenants.namespaces`, each waiting for its namespace.
+            self.tenants = Tenants(
+                f"{name}-tenants",
+                config.tenants,
+                cluster_name=name,
+                kubernetes_version=config.cluster.kubernetes_version,
+                provider=provider,
+                tags=config.tags,
+                protect=config.cluster.protect,
+                bootstrap_admin=self.cluster.creator,
+                namespaces_after=[pulumi.Output.from_input(kueue_installed)],
+                depends_on=[self.cluster.eks],
+                opts=self._opts(),
+            )
+            # Admission policies of every tenant namespace, bound by the tenant label: in place before any
+            # tenant principal can act (its access entry waits for the cluster, as they do).
+            self.admission = TenantAdmission(
+                f"{name}-admission", provider=provider, depends_on=[self.cluster.eks], opts=self._opts()
+            )
+            # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
+            self.queueing = Queueing(
+                f"{name}-queueing",
+                config.queueing,
+                config.flavors,
+                config.tenants,
+                chart=config.charts[queueing.CHART_KEY],
+                provider=provider,
+                namespaces=self.tenants.namespaces,
+                depends_on=scraped_controllers_ready,
+                opts=self._opts(),
+            )
+        except BaseException as err:
+            # The namespaces would wait for the release forever, and the run with them: they fail with the run.
+            kueue_installed.set_exception(err)
+            raise
+        kueue_installed.set_result(self.queueing.release)
 
     def _tenant_secrets(self, config: PlatformConfig, account: _Account, controllers_ready: list[pulumi.Resource]) -> None:
         """External Secrets Operator, a role and a SecretStore per tenant, and the model servers' token secrets."""

@@ -1,4 +1,16 @@
-"""The managed system node group: on-demand nodes reserved for the platform's own controllers."""
+"""The managed system node group: on-demand nodes reserved for the platform's own controllers.
+
+Version: the group carries the cluster's Kubernetes minor (`version`) and the AMI pinned for it
+(`releaseVersion`, `config.versions.SYSTEM_NODE_RELEASE_VERSIONS`). pulumi-aws 7.51.1 eks.NodeGroup
+detects drift on `version` "only if a configuration value is provided": unset, a minor bump leaves
+the nodes on the old minor and EKS refuses the next bump until they match. With both set, a bump
+moves the group in place (EKS rolls its nodes, `updateConfig.maxUnavailable` at a time).
+
+Replacement: the AMI type, the instance types and the capacity type cannot change in place, and
+Pulumi creates the replacement before deleting the old group. The group's name is therefore a
+prefix (`nodeGroupNamePrefix`) the provider completes with a unique suffix, so both can exist for
+the time the pods move.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +23,21 @@ from pulumi_aws import eks as aws_eks
 
 from config.cluster import SystemNodesConfig
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
+from config.versions import system_node_release_version
 
 from .lib import iam as policies
 from .lib.iam import NODE_ROLE_POLICIES
 from .lib.resources import Children
+
+# EKS takes node group names of up to 63 characters, and the provider appends a 26-character unique
+# suffix to a prefix (terraform-provider-aws internal/service/eks/node_group.go validates
+# `node_group_name_prefix` to 63 - id.UniqueIDSuffixLength): 37 characters, a 32-character cluster
+# name and `-sys-`.
+NODE_GROUP_NAME_PREFIX_MAX = 63 - 26
+
+
+def node_group_name_prefix(cluster_name: str) -> str:
+    return f"{cluster_name}-sys-"
 
 
 class SystemNodeGroup(pulumi.ComponentResource):
@@ -30,12 +53,17 @@ class SystemNodeGroup(pulumi.ComponentResource):
         config: SystemNodesConfig,
         *,
         cluster_name: str,
+        kubernetes_version: str,
         partition: str,
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
+        """
+        :param config: `ClusterConfig.system_nodes`.
+        :param kubernetes_version: `ClusterConfig.kubernetes_version`: the group follows the control plane's minor.
+        """
         super().__init__("gpu-platform:nodes:SystemNodeGroup", name, None, opts)
 
         role = iam.Role(
@@ -66,7 +94,9 @@ class SystemNodeGroup(pulumi.ComponentResource):
         self.node_group = aws_eks.NodeGroup(
             f"{name}-nodes",
             cluster_name=cluster_name,
-            node_group_name=f"{cluster_name}-system",
+            node_group_name_prefix=node_group_name_prefix(cluster_name),
+            version=kubernetes_version,
+            release_version=system_node_release_version(kubernetes_version, config.ami_type),
             node_role_arn=role.arn,
             subnet_ids=list(subnet_ids),
             capacity_type="ON_DEMAND",

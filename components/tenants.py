@@ -86,12 +86,18 @@ class Tenants(pulumi.ComponentResource):
         provider: k8s.Provider,
         tags: Mapping[str, str] | None = None,
         protect: bool = False,
+        bootstrap_admin: str | None = None,
+        namespaces_after: Sequence[pulumi.Input[pulumi.Resource]] = (),
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """`kubernetes_version` is the cluster's minor ("1.35"); `depends_on` is what the access entries
         wait for (the cluster); `protect` keeps `pulumi up` from deleting a namespace, and every volume
-        in it, when a tenant disappears from the config."""
+        in it, when a tenant disappears from the config. `bootstrap_admin` (`Cluster.creator`: the
+        creator, or the caller on the first `up`) holds EKS's own entry and gets none here: EKS refuses
+        a second entry for a principal (ResourceInUseException), and it is cluster-admin already.
+        `namespaces_after` is what each namespace waits for, and so what a destroy deletes after it
+        (Kueue's release: its controller removes the finalizers it put on the namespace's pods and Workloads)."""
         super().__init__("gpu-platform:tenants:Tenants", name, None, opts)
         self.namespaces = {}
         for plan in tenants:
@@ -101,6 +107,7 @@ class Tenants(pulumi.ComponentResource):
                 kubernetes_version=kubernetes_version,
                 provider=provider,
                 protect=protect,
+                namespace_after=namespaces_after,
                 opts=pulumi.ResourceOptions(parent=self),
             )
             self.namespaces[plan.name] = tenant.namespace
@@ -117,6 +124,7 @@ class Tenants(pulumi.ComponentResource):
                 opts=Children(self, depends_on=depends_on).opts(),
             )
             for principal, groups in principal_groups(tenants).items()
+            if principal != bootstrap_admin
         }
         self.register_outputs({"namespaces": sorted(self.namespaces)})
 
@@ -134,13 +142,17 @@ class Tenant(pulumi.ComponentResource):
         kubernetes_version: str,
         provider: k8s.Provider,
         protect: bool = False,
+        namespace_after: Sequence[pulumi.Input[pulumi.Resource]] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         super().__init__("gpu-platform:tenants:Tenant", name, None, opts)
         children = Children(self, provider)
         objects = tenant_objects(plan, kubernetes_version)
         namespace_manifest = objects.pop("namespace")
-        self.namespace = declare(f"{plan.name}-namespace", namespace_manifest, children.opts(protect=protect))
+        namespace_opts = pulumi.ResourceOptions.merge(
+            children.opts(protect=protect), pulumi.ResourceOptions(depends_on=list(namespace_after))
+        )
+        self.namespace = declare(f"{plan.name}-namespace", namespace_manifest, namespace_opts)
         for suffix, manifest in objects.items():
             declare(f"{plan.name}-{suffix}", manifest, children.opts(self.namespace))
         self.register_outputs({"namespace": plan.namespace})

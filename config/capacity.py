@@ -6,6 +6,7 @@ quotas and queues) reads a `GpuPoolPlan`; nothing recomputes it from raw config.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from models.nvidia import device_plugin
@@ -41,6 +42,8 @@ class GpuPoolPlan:
     instance_types: tuple[InstanceType, ...]
     gpu: GpuModel
     mig_strategy: str = "mixed"
+    # On-demand USD/hour by type in the stack's region (config/catalog_prices.py); None: the catalog's.
+    prices: Mapping[str, float] | None = None
 
     @property
     def name(self) -> str:
@@ -171,7 +174,8 @@ class GpuPoolPlan:
     @property
     def hourly_cost_at_limit(self) -> float | None:
         """On-demand USD/hour with the pool full of its cheapest-per-GPU type; None when a type has no price."""
-        per_gpu_prices = [t.on_demand_usd_per_hour / t.gpus for t in self.instance_types if t.on_demand_usd_per_hour is not None]
+        prices = [t.on_demand_usd_per_hour if self.prices is None else self.prices.get(t.name) for t in self.instance_types]
+        per_gpu_prices = [price / t.gpus for t, price in zip(self.instance_types, prices, strict=True) if price is not None]
         if not per_gpu_prices:
             return None
         per_gpu = min(per_gpu_prices)

@@ -8,8 +8,9 @@ Sources:
   website/content/en/docs/reference/instance-types.md, 2026-07-11), from the EC2 API; EFA interfaces
   are its `vpc.amazonaws.com/efa` rows at the v1.14.1 tag.
 - Prices: us-east-1, Linux, on-demand, shared tenancy, from the AWS Price List API as captured in
-  aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go, generated
-  2026-07-20 (after the June 2025 cut of P4d/P4de/P5/P5en prices). p5e.48xlarge has no on-demand
+  aws/karpenter-provider-aws pkg/providers/pricing/zz_generated.pricing_aws.go at v1.14.1, generated
+  2026-07-06 (after the June 2025 cut of P4d/P4de/P5/P5en prices); the same file, and other regions'
+  lists, in config/catalog_prices.py, which prices each stack in its region. p5e.48xlarge has no on-demand
   price: it is sold through Capacity Blocks and reservations only, so a pool with it must launch into
   reservations (`reserved`). p5en.48xlarge has an on-demand price there, so it is not reservation-only.
 - MIG profiles: NVIDIA Multi-Instance GPU User Guide, "Supported MIG Profiles" (r580), read 2026-08.
@@ -21,7 +22,7 @@ from __future__ import annotations
 from .catalog_types import GpuModel, InstanceType, MigProfile
 
 PRICE_REGION = "us-east-1"
-PRICE_DATE = "2026-07-20"
+PRICE_DATE = "2026-07-06"
 
 
 def _profiles(*rows: tuple[str, int, int, int]) -> dict[str, MigProfile]:

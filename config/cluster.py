@@ -10,7 +10,7 @@ from pydantic import AfterValidator, Field, field_validator
 
 from .base import ConfigModel
 from .errors import ConfigError, duplicates, show
-from .versions import KUBERNETES_VERSIONS
+from .versions import KUBERNETES_VERSIONS, ami_release_problems
 
 # An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
 _PRINCIPAL_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
@@ -260,13 +260,6 @@ class ClusterConfig(ConfigModel):
         "can deploy.",
     )
     system_nodes: SystemNodesConfig = Field(default_factory=SystemNodesConfig, description="The system node group.")
-    create_spot_service_linked_role: bool = Field(
-        True,
-        description="Create the account's EC2 Spot service-linked role (AWSServiceRoleForEC2Spot) when a pool allows "
-        "spot: EC2 refuses spot launches until it exists, and Karpenter may not create it. It is kept on "
-        "`pulumi destroy`, as other stacks may rely on it. Set false when the account already has it: creating it "
-        "again fails with `InvalidInput: Service role name AWSServiceRoleForEC2Spot has been taken in this account`.",
-    )
     logging: LoggingConfig = Field(default_factory=LoggingConfig, description="Control-plane logging.")
 
     def bootstrap_admin(self, caller: str, *, cluster_exists: bool) -> str:
@@ -328,6 +321,10 @@ class ClusterConfig(ConfigModel):
                 f"is not supported by the pinned components; use one of {', '.join(KUBERNETES_VERSIONS)} "
                 "(quote it in YAML: \"1.30\" is not 1.3)"
             )
+        # Every node image must exist for the minor before the control plane moves to it.
+        problems = ami_release_problems(str(version))
+        if problems:
+            raise ValueError("; ".join(problems))
         return str(version)
 
     @field_validator("tags")

@@ -11,13 +11,14 @@ import difflib
 import ipaddress
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, RootModel, ValidationError
 
 from .autoscaling import AutoscalingConfig
 from .capacity import GpuPoolPlan, plan_gpu_pools
+from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
@@ -127,11 +128,6 @@ class PlatformConfig:
     def uses_efa(self) -> bool:
         """Whether any GPU pool asks for EFA: the device plugin and the security group's self egress then exist."""
         return any(pool.config.efa for pool in self.gpu_pools)
-
-    @property
-    def creates_spot_service_linked_role(self) -> bool:
-        """Spot launches need the account's spot service-linked role; the stack creates it unless told it exists."""
-        return self.uses_spot and self.cluster.create_spot_service_linked_role
 
 
 def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
@@ -250,7 +246,8 @@ def _rule_gpu_pools(parsed: ParsedConfig, problems: Problems) -> None:
     if pools is not None and gpu is not None:
         cluster = parsed.section("cluster", ClusterConfig)
         protected = cluster.protect if cluster is not None else True
-        parsed.gpu_pools = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+        planned = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+        parsed.gpu_pools = tuple(replace(pool, prices=on_demand_prices(parsed.region or "")) for pool in planned)
     parsed.pools_ok = pools is not None and len(problems.lines) == problems_before_pools
 
 

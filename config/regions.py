@@ -2,7 +2,14 @@
 
 Validation must run before any cloud call, so the zones are data here rather than an
 `ec2:DescribeAvailabilityZones` lookup. Zones are listed in the order the platform takes them
-(`network.azCount: 2` takes the first two). To run in another region, add a row.
+(`network.azCount: 2` takes the first two). To run in another region, add a row: its zones as
+`aws ec2 describe-availability-zones --region <region>` lists them.
+
+Every row's region is one botocore knows (`upstream/botocore/<BOTOCORE>/partitions.json`, vendored at
+the pin in config/versions.py; tests/test_regions.py checks it). botocore has no zones, and zone
+names are mapped per account in the oldest regions, so the zones are a table: a zone code is the
+region code and a letter ("AWS Availability Zones", AWS Regions and Availability Zones guide, read
+2026-12-01). Prices per region: config/catalog_prices.py.
 """
 
 AVAILABILITY_ZONES: dict[str, tuple[str, ...]] = {
@@ -20,4 +27,9 @@ AVAILABILITY_ZONES: dict[str, tuple[str, ...]] = {
     "ap-southeast-1": ("ap-southeast-1a", "ap-southeast-1b", "ap-southeast-1c"),
     "ap-southeast-2": ("ap-southeast-2a", "ap-southeast-2b", "ap-southeast-2c"),
     "ap-south-1": ("ap-south-1a", "ap-south-1b", "ap-south-1c"),
+    # Seoul: four zones (AZ IDs apne2-az1 to apne2-az4), uniformly mapped.
+    "ap-northeast-2": ("ap-northeast-2a", "ap-northeast-2b", "ap-northeast-2c", "ap-northeast-2d"),
+    # AWS GovCloud (US), partition aws-us-gov: three zones each.
+    "us-gov-west-1": ("us-gov-west-1a", "us-gov-west-1b", "us-gov-west-1c"),
+    "us-gov-east-1": ("us-gov-east-1a", "us-gov-east-1b", "us-gov-east-1c"),
 }

@@ -59,10 +59,73 @@ _ADDON_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 # --- Node AMIs ---------------------------------------------------------------------------------
 # Releases pinned in EC2NodeClass aliases (`al2023@v20260903`): Karpenter resolves the release's
 # NVIDIA variant for GPU instance types. A new release rolls nodes (drift), so bumps are deliberate.
+# The alias names no Kubernetes minor: Karpenter reads the SSM parameter
+# `/aws/service/eks/optimized-ami/<cluster minor>/amazon-linux-2023/<arch>/<variant>/
+# amazon-eks-node-al2023-<arch>-<variant>-<cluster minor>-<release>/image_id` for the minor it finds
+# the cluster at (karpenter-provider-aws v1.14.1 pkg/providers/amifamily/al2023.go `resolvePath`;
+# bottlerocket.go likewise), so after a control-plane upgrade the same alias resolves to the new
+# minor's AMIs and the nodes drift onto them. A release without AMIs for the minor leaves every node
+# class not ready (AMIsNotDiscoveredForAliasError), hence AMI_RELEASE_MINORS.
 AMI_RELEASES: dict[str, str] = {
     "al2023": "v20260903",  # awslabs/amazon-eks-ami release
     "bottlerocket": "v1.57.0",  # bottlerocket-os/bottlerocket release
 }
+
+# The Kubernetes minors each pinned AMI release publishes AMIs for. al2023: awslabs/amazon-eks-ami
+# CHANGELOG.md, "Kubernetes 1.NN" sections of each release (commit 81fec2e8, newest entry v20260714,
+# which like v20260610 and v20260625 publishes 1.30-1.36; v20260505 and older stop at 1.35). v20260903's
+# entry is newer than the stored CHANGELOG: its row is v20260714's without 1.30, whose extended
+# support ends in July 2026. bottlerocket: `aws-k8s-1.35*` variants arrive in v1.53.0 (PR #4737,
+# CHANGELOG "Add new kubernetes 1.35 variants") and `aws-k8s-1.29` leaves in v1.58.0 (PR #4797).
+AMI_RELEASE_MINORS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("al2023", "v20260903"): ("1.31", "1.32", "1.33", "1.34", "1.35", "1.36"),
+    ("bottlerocket", "v1.57.0"): ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35"),
+}
+
+# The system node group's AMI, pinned per Kubernetes minor as EKS names it (`releaseVersion`,
+# `<kubernetes patch>-<release date>`): awslabs/amazon-eks-ami CHANGELOG.md, release v20260714 (the
+# newest entry stored, commit 81fec2e8), "Release version" column of each Kubernetes section. EKS
+# managed node groups take the same value for every AL2023 AMI type of the release. Without a pin
+# the provider sees no drift on the AMI ("only if a configuration value is provided", pulumi-aws
+# 7.51.1 eks.NodeGroup `version`/`releaseVersion`) and the nodes keep their first AMI for good.
+SYSTEM_NODE_RELEASE_VERSIONS: dict[str, str] = {
+    "1.33": "1.33.13-20260714",
+    "1.34": "1.34.9-20260714",
+    "1.35": "1.35.6-20260714",
+}
+
+
+def ami_family_of_node_group(ami_type: str) -> str:
+    """`AL2023_x86_64_STANDARD` -> `al2023`, `BOTTLEROCKET_ARM_64` -> `bottlerocket`."""
+    return ami_type.split("_", 1)[0].lower()
+
+
+def system_node_release_version(kubernetes_version: str, ami_type: str) -> str | None:
+    """The pinned `releaseVersion` of the system node group, or None where no pin exists.
+
+    Bottlerocket node groups name their release `<bottlerocket version>-<commit>`, which no stored
+    upstream source gives for v1.57.0; such a group follows `version` alone, EKS then choosing the
+    newest Bottlerocket release for the minor at each version update.
+    """
+    if ami_family_of_node_group(ami_type) != "al2023":
+        return None
+    return SYSTEM_NODE_RELEASE_VERSIONS[kubernetes_version]
+
+
+def ami_release_problems(kubernetes_version: str) -> list[str]:
+    """Why the pinned AMI releases cannot serve a cluster of `kubernetes_version`, one reason each."""
+    problems = [
+        f"the pinned {family} AMI release {release} publishes no AMIs for Kubernetes {kubernetes_version} "
+        f"(it has {', '.join(AMI_RELEASE_MINORS[(family, release)])}): bump AMI_RELEASES in config/versions.py "
+        "to a release that has them, or stay on this minor"
+        for family, release in AMI_RELEASES.items()
+        if kubernetes_version not in AMI_RELEASE_MINORS[(family, release)]
+    ]
+    if kubernetes_version not in SYSTEM_NODE_RELEASE_VERSIONS:
+        problems.append(
+            f"config/versions.py SYSTEM_NODE_RELEASE_VERSIONS has no system node AMI for Kubernetes {kubernetes_version}"
+        )
+    return problems
 
 # --- Helm charts -----------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -133,6 +196,12 @@ CHARTS: dict[str, ChartPin] = {
     ),
 }
 
+
+# Data sets vendored in upstream/ that config tables are checked against: botocore's region list
+# (botocore/data/partitions.json at this release) and Karpenter's generated on-demand price lists
+# (pkg/providers/pricing at the karpenter chart's tag).
+BOTOCORE = "1.43.67"
+KARPENTER_PRICING = "v1.14.1"
 
 # The vLLM release whose metrics the queue-depth trigger and the dashboards read (vllm/v1/metrics/loggers.py,
 # vendored in upstream/metrics/vllm/). A stack's `serving.image` picks the image it runs; one of another

@@ -107,6 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INVALID_CONFIG
 
     if args.command == "check":
+        from .versions_check import chart_override_problems
+
+        refused = chart_override_problems(config.versions.charts, config.charts)
+        if refused:
+            print("\n".join(f"Pulumi.{args.stack}.yaml: {line}" for line in refused), file=sys.stderr)
+            return EXIT_INVALID_CONFIG
         print("ok")
         return 0
     if args.command == "kubernetes-version":

@@ -10,7 +10,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -19,8 +21,46 @@ ACCOUNT_ID = "111122223333"
 # Who runs `pulumi up` in the fake account: a role assumed through STS, as from CI or SSO. Its ARN
 # here is the role's, path included; the caller identity is the STS session of it.
 DEPLOYER_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/PlatformDeploy"
-# EKS clusters the account has before the run: none, as on the first `pulumi up` in a fresh account.
-EXISTING_CLUSTERS: tuple[str, ...] = ()
+# Service-linked roles by the service that assumes them: IAM names each role for its service
+# (IAM User Guide, "AWS services that work with IAM"), and an account has at most one of each.
+SERVICE_LINKED_ROLE_NAMES = {"spot.amazonaws.com": "AWSServiceRoleForEC2Spot"}
+SERVICE_LINKED_ROLE = "aws:iam/serviceLinkedRole:ServiceLinkedRole"
+EKS_CLUSTER = "eks:index:Cluster"
+
+
+@dataclass
+class Account:
+    """What the fake AWS account holds between runs: EKS clusters, and account-wide service-linked roles.
+
+    A fresh `Account()` is the first `pulumi up` in a new account. `deployed` and `destroyed` apply what
+    a run declared, as `pulumi up` and `pulumi destroy` would leave the account, so that several stacks
+    and runs can follow one another into the same account.
+    """
+
+    clusters: set[str] = field(default_factory=set)
+    service_linked_roles: set[str] = field(default_factory=set)  # by service, e.g. spot.amazonaws.com
+
+    def deployed(self, recording: Any) -> None:
+        """After `pulumi up` of `recording`: its clusters and service-linked roles exist."""
+        for resource in recording.resources:
+            if resource.type == EKS_CLUSTER:
+                self.clusters.add(resource.inputs["name"])
+            if resource.type == SERVICE_LINKED_ROLE:
+                self.service_linked_roles.add(resource.inputs["awsServiceName"])
+
+    def destroyed(self, recording: Any) -> None:
+        """After `pulumi destroy` of `recording`: what it declared is gone, except what it retains on delete."""
+        for resource in recording.resources:
+            if resource.retain_on_delete:
+                continue
+            if resource.type == EKS_CLUSTER:
+                self.clusters.discard(resource.inputs["name"])
+            if resource.type == SERVICE_LINKED_ROLE:
+                self.service_linked_roles.discard(resource.inputs["awsServiceName"])
+
+
+class ServiceRoleTaken(Exception):
+    """IAM's answer to CreateServiceLinkedRole for a role the account already has."""
 # Partitions other than `aws`, by region prefix, with their DNS suffix.
 _PARTITIONS = {"cn-": ("aws-cn", "amazonaws.com.cn"), "us-gov-": ("aws-us-gov", "amazonaws.com")}
 
@@ -65,14 +105,16 @@ def fake_hex(*parts: str, length: int = 17) -> str:
 class CloudMocks(pulumi.runtime.Mocks):
     """Outputs of cloud resources and answers to invokes, for one stack in one region."""
 
-    def __init__(self, stack: str, region: str):
+    def __init__(self, stack: str, region: str, account: Account | None = None):
         self.stack = stack
         self.region = region
+        self.account = account if account is not None else Account()
         self._invokes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "aws:eks/getCluster:getCluster": self._get_cluster,
             "aws:index/getCallerIdentity:getCallerIdentity": self._get_caller_identity,
             "aws:iam/getSessionContext:getSessionContext": self._get_session_context,
-            "aws:eks/getClusters:getClusters": lambda _: {"id": self.region, "names": list(EXISTING_CLUSTERS)},
+            "aws:eks/getClusters:getClusters": lambda _: {"id": self.region, "names": sorted(self.account.clusters)},
+            "aws:iam/getRoles:getRoles": self._get_roles,
             "aws:index/getRegion:getRegion": lambda _: {"name": self.region, "region": self.region, "id": self.region},
             "aws:index/getPartition:getPartition": lambda _: {
                 "partition": self.partition, "dnsSuffix": self.dns_suffix, "id": self.partition
@@ -101,13 +143,17 @@ class CloudMocks(pulumi.runtime.Mocks):
         return f"{args.name}-id", dict(args.inputs)
 
     def _aws_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        if args.typ == SERVICE_LINKED_ROLE:
+            return self._service_linked_role(args)
         prefix, arn_template = _AWS_RESOURCES.get(args.typ, ("res", None))
         physical = args.inputs.get("name") or args.name
         resource_id = physical if args.typ == "aws:iam/role:Role" else f"{prefix}-{fake_hex(args.typ, args.name)}"
         outputs = dict(args.inputs)
         outputs.setdefault("id", resource_id)
         if arn_template:
-            outputs["arn"] = arn_template.format(region=self.region, account=ACCOUNT_ID, name=physical, id=resource_id)
+            # ARNs are in the region's partition (`arn:aws-us-gov:...` in GovCloud), as AWS writes them.
+            arn = arn_template.format(region=self.region, account=ACCOUNT_ID, name=physical, id=resource_id)
+            outputs["arn"] = arn.replace("arn:aws:", f"arn:{self.partition}:", 1)
         if args.typ == "aws:sqs/queue:Queue":
             # The provider's id of a queue is its URL.
             resource_id = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{physical}"
@@ -120,7 +166,22 @@ class CloudMocks(pulumi.runtime.Mocks):
             outputs["publicIp"] = "198.51.100." + str(int(fake_hex(args.name, length=4), 16) % 250 + 1)
         if args.typ == "aws:eks/nodeGroup:NodeGroup":
             outputs["status"] = "ACTIVE"
+            if "nodeGroupNamePrefix" in args.inputs:
+                # The provider's unique suffix: a UTC timestamp to the 1/100 µs, then a counter (26 characters).
+                outputs["nodeGroupName"] = args.inputs["nodeGroupNamePrefix"] + "20261201000000000000000001"
         return resource_id, outputs
+
+    def _service_linked_role(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        """A new service-linked role, or IAM's refusal when the account has that service's role already."""
+        service = args.inputs["awsServiceName"]
+        name = SERVICE_LINKED_ROLE_NAMES[service]
+        if service in self.account.service_linked_roles:
+            raise ServiceRoleTaken(
+                f"InvalidInput: Service role name {name} has been taken in this account, please try a different suffix."
+            )
+        path = f"/aws-service-role/{service}/"
+        arn = f"arn:{self.partition}:iam::{ACCOUNT_ID}:role{path}{name}"
+        return arn, {**args.inputs, "id": arn, "arn": arn, "name": name, "path": path}
 
     def _eks_cluster(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """pulumi-eks's Cluster is a remote component: one opaque resource whose outputs we supply."""
@@ -188,12 +249,29 @@ class CloudMocks(pulumi.runtime.Mocks):
             "issuerName": role_name, "sessionName": session,
         }
 
+    def _get_roles(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The account's roles under `pathPrefix` matching `nameRegex`; empty lists when none, as the data source says."""
+        roles = [
+            (f"/aws-service-role/{service}/", SERVICE_LINKED_ROLE_NAMES[service])
+            for service in sorted(self.account.service_linked_roles)
+        ]
+        matched = [
+            (path, name)
+            for path, name in roles
+            if path.startswith(args.get("pathPrefix") or "/") and re.search(args.get("nameRegex") or "", name)
+        ]
+        return {
+            "id": self.region,
+            "names": [name for _, name in matched],
+            "arns": [f"arn:{self.partition}:iam::{ACCOUNT_ID}:role{path}{name}" for path, name in matched],
+        }
+
     def _get_cluster(self, args: dict[str, Any]) -> dict[str, Any]:
         name = args["name"]
         return {
             "id": name,
             "name": name,
-            "arn": f"arn:aws:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
+            "arn": f"arn:{self.partition}:eks:{self.region}:{ACCOUNT_ID}:cluster/{name}",
             "endpoint": self._endpoint(name),
             "status": "ACTIVE",
             "certificateAuthorities": [{"data": _fake_ca(name)}],

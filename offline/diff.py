@@ -22,17 +22,19 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .engine import PROJECT_DIR
+from .versions_check import chart_override_problems, kubernetes_change_warnings
 
 EXIT_SAME = 0
 EXIT_CHANGED = 1
 EXIT_FAILED = 2
 _MAX_VALUE = 100
+EKS_CLUSTER = "eks:index:Cluster"
 
 
 class RenderFailed(Exception):
@@ -55,7 +57,7 @@ def main(stack: str, base: str) -> int:
     except RenderFailed as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_FAILED
-    review = review_markdown(stack, base, before, after)
+    review = review_markdown(stack, base, before, after, warnings(stack, before, after))
     print(review, end="")
     return EXIT_SAME if before == after else EXIT_CHANGED
 
@@ -113,7 +115,23 @@ def summary_sections(summary: str) -> dict[str, str]:
     return sections
 
 
-def review_markdown(stack: str, base: str, before: Render, after: Render) -> str:
+def kubernetes_version(render: Render) -> str | None:
+    """The control plane's minor in a render: the EKS cluster's `version` input."""
+    return next(
+        (entry["inputs"].get("version") for entry in render.resources.values() if entry.get("type") == EKS_CLUSTER), None
+    )
+
+
+def warnings(stack: str, before: Render, after: Render) -> list[str]:
+    """A Kubernetes version change EKS refuses, and the working tree's chart overrides `check` refuses."""
+    from .stack import load_config, load_stack
+
+    found = kubernetes_change_warnings(kubernetes_version(before), kubernetes_version(after))
+    config = load_config(load_stack(stack))
+    return found + chart_override_problems(config.versions.charts, config.charts)
+
+
+def review_markdown(stack: str, base: str, before: Render, after: Render, warned: Sequence[str] = ()) -> str:
     added = sorted(after.resources.keys() - before.resources.keys())
     removed = sorted(before.resources.keys() - after.resources.keys())
     changed = {
@@ -127,6 +145,8 @@ def review_markdown(stack: str, base: str, before: Render, after: Render) -> str
         if heading and before.sections.get(heading) != after.sections.get(heading)
     ]
     lines = [f"# Stack `{stack}`: {base} -> working tree", ""]
+    if warned:
+        lines += ["## Warnings", "", *(f"- {line}" for line in warned), ""]
     if not (added or removed or changed or tables):
         lines.append(f"No changes: the working tree renders stack `{stack}` exactly as {base} does.")
         return "\n".join(lines) + "\n"

@@ -23,9 +23,10 @@ from pulumi.runtime import rpc
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from .cloud import CloudMocks
+from .cloud import Account, CloudMocks
 from .project import PROJECT, PROJECT_DIR
 
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 SECRET = "[secret]"
 
 
@@ -110,11 +111,30 @@ class DuplicateUrnError(Exception):
         super().__init__("\n".join(f"Duplicate resource URN '{urn}'; try giving it a unique name" for urn in urns))
 
 
+def engine_urn(stack: str, project: str, parent: str, type_: str, name: str) -> str:
+    """The URN the Pulumi engine gives a resource: its parent's whole type chain, then its own type.
+
+    pulumi/pulumi `pkg/resource/deploy/deployment.go` `generateURN` takes the parent URN's
+    `QualifiedType()` (every ancestor's type, `$`-joined) unless the parent is the root stack, and
+    `sdk/go/common/resource/urn.go` `NewURN` writes `urn:pulumi:<stack>::<project>::<parent
+    types>$<type>::<name>`. A component under `GpuPlatform` under the stack is therefore
+    `gpu-platform:index:GpuPlatform$<its type>`, never `pulumi:pulumi:Stack$...`.
+    """
+    qualified = type_
+    if parent:
+        parent_type = parent.split("::")[2]
+        if parent_type != ROOT_STACK_TYPE:
+            qualified = f"{parent_type}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
+
+
 class RecordingMonitor(sdk_mocks.MockMonitor):
     """The SDK's mock monitor, plus a record of parent, provider and dependencies per registration.
 
     The SDK's mocks accept a URN twice; the engine does not, so the second registration of a URN is
-    noted here and `run_program` fails as `pulumi preview` would.
+    noted here and `run_program` fails as `pulumi preview` would. The SDK's mocks also build a URN
+    from the immediate parent's type alone and keep the root stack's type; URNs here are the
+    engine's (`engine_urn`).
     """
 
     def __init__(self, mocks: CloudMocks):
@@ -123,6 +143,9 @@ class RecordingMonitor(sdk_mocks.MockMonitor):
         self.duplicate_urns: list[str] = []
         self._urns: set[str] = set()
         self._lock = threading.Lock()
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        return engine_urn(pulumi.get_stack(), pulumi.get_project(), parent, type_, name)
 
     def RegisterResource(self, request):  # gRPC's method name, hence not snake_case
         response = super().RegisterResource(request)
@@ -164,12 +187,16 @@ def run_program(
     config: Mapping[str, str],
     secret_keys: list[str] | None = None,
     program: Callable[[], None] | None = None,
+    account: Account | None = None,
 ) -> Recording:
     """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks.
 
+    `account` is what the fake AWS account holds before the run (a fresh one when None).
     Raises `DuplicateUrnError` when two registrations share a URN.
     """
-    return contextvars.Context().run(_run, stack, dict(config), list(secret_keys or []), program or _main_program)
+    return contextvars.Context().run(
+        _run, stack, dict(config), list(secret_keys or []), program or _main_program, account
+    )
 
 
 _RENDER_GC_THRESHOLD = 200_000
@@ -183,8 +210,10 @@ def _main_program() -> None:
     runpy.run_path(str(PROJECT_DIR / "__main__.py"), run_name="__main__")
 
 
-def _run(stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None]) -> Recording:
-    mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"))
+def _run(
+    stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None], account: Account | None
+) -> Recording:
+    mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"), account=account)
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(config, secret_keys)

@@ -14,6 +14,7 @@ from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
+from config.catalog_prices import PRICE_DATES, price_region
 from config.labels import (
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PATH,
@@ -49,6 +50,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _access(config),
         render_deploy_path(recording, config.cluster.name),
         _outputs(recording),
+        _destroy(recording, config),
         _resources(recording),
     ]
     return "\n".join(sections)
@@ -187,8 +189,7 @@ def _gpu_pools(config: PlatformConfig) -> str:
         f"\nGeneral CPU pool `cpu`: {', '.join(cpu.instance_families)} ({', '.join(cpu.capacity_types)}), "
         f"up to {cpu.cpu_limit} vCPU and {cpu.memory_limit_gib} GiB. "
         "Every GPU node is tainted `nvidia.com/gpu=true:NoSchedule`.\n"
-        "Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU "
-        "(us-east-1 prices, 2026-07-20; config/catalog.py).\n"
+        f"Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU ({_prices(config)}).\n"
     )
     dra = [pool for pool in config.gpu_pools if pool.is_dra]
     if dra:
@@ -234,6 +235,15 @@ def _gpu_pools(config: PlatformConfig) -> str:
     ) + note
 
 
+def _prices(config: PlatformConfig) -> str:
+    """Which region's price list the costs use, and when it was generated."""
+    region = price_region(config.region)
+    text = f"{region} prices, {PRICE_DATES[region]}; config/catalog_prices.py"
+    if region != config.region:
+        text += f"; no vendored price list for {config.region}, so these are {region}'s"
+    return text
+
+
 def _tenants(config: PlatformConfig) -> str:
     if not config.tenants:
         return "## Tenants\n\nNone yet: add one under `gpu-platform:tenants`.\n"
@@ -268,7 +278,7 @@ def _tenants(config: PlatformConfig) -> str:
         "\nGuaranteed and borrowable amounts are in each flavor's units: GPUs, or GPU slices on time-sliced pools "
         "(their physical-GPU equivalent in brackets); on MIG pools one unit is one GPU's MIG layout; on DRA pools "
         "GPUs claimed through ResourceClaimTemplates. "
-        "Monthly cost: the guaranteed GPUs at on-demand prices, 730 hours.\n"
+        f"Monthly cost: the guaranteed GPUs at on-demand prices ({_prices(config)}), 730 hours.\n"
     )
     return "## Tenants\n\n" + table(
         [
@@ -506,6 +516,30 @@ def _access(config: PlatformConfig) -> str:
     return "## Cluster admins\n\n" + table(
         ["principal", "access policy"], [[f"`{arn}`", "AmazonEKSClusterAdminPolicy (cluster)"] for arn in config.cluster.admins]
     )
+
+
+def _destroy(recording: Recording, config: PlatformConfig) -> str:
+    """The commands that take the stack down, in order, and what outlives them.
+
+    `protect` marks the cluster, its KMS key, the VPC and the tenant namespaces, and sets the EKS
+    cluster's `deletionProtection`: `pulumi destroy` stops at the first protected resource, and EKS
+    refuses DeleteCluster while deletion protection is on. An `up` with protect off clears both first.
+    """
+    steps = ["`pulumi destroy`"]
+    if config.cluster.protect:
+        steps = [
+            "`pulumi config set --path gpu-platform:cluster.protect false`",
+            "`pulumi up`: clears Pulumi's protect flags and the cluster's EKS deletion protection, and changes nothing else",
+            *steps,
+        ]
+    text = "## To destroy this stack\n\n" + "".join(f"{n}. {step}\n" for n, step in enumerate(steps, 1))
+    kept = sorted(f"`{r.type}` `{r.name}`" for r in recording.resources if r.retain_on_delete)
+    if kept:
+        text += (
+            "\nKept in the account (account-wide, other stacks may use them; `retainOnDelete`): "
+            + ", ".join(kept) + ".\n"
+        )
+    return text
 
 
 def _outputs(recording: Recording) -> str:

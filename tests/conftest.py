@@ -17,6 +17,7 @@ import yaml
 
 from config import ConfigError, PlatformConfig
 from config.versions import CHARTS
+from offline.cloud import Account
 from offline.engine import PROJECT_DIR, Recording, run_program
 from offline.helm_values import release_problems
 from offline.stack import load_config, stack_config_from_mapping
@@ -53,9 +54,10 @@ def fixture_config(name: str) -> PlatformConfig:
     return load(fixture_document(name))
 
 
-def render(document: dict[str, Any], stack: str = "test") -> Recording:
+def render(document: dict[str, Any], stack: str = "test", account: Account | None = None) -> Recording:
+    """`document` rendered as `stack`, into `account` (a fresh fake AWS account when None)."""
     config = stack_config_from_mapping(stack, document)
-    return run_program(stack, config.values, config.secret_keys)
+    return run_program(stack, config.values, config.secret_keys, account=account)
 
 
 @functools.cache

@@ -154,7 +154,7 @@ BAD_CONFIGS = [
         set_in("aws:region", value="mars-north-1"),
         "aws:region: 'mars-north-1' is not in config/regions.py; use one of us-east-1, us-east-2, us-west-2, "
         "ca-central-1, eu-west-1, eu-west-2, eu-central-1, eu-north-1, ap-northeast-1, ap-southeast-1, "
-        "ap-southeast-2, ap-south-1 or add its zones there",
+        "ap-southeast-2, ap-south-1, ap-northeast-2, us-gov-west-1, us-gov-east-1 or add its zones there",
         id="unknown-region",
     ),
     pytest.param(

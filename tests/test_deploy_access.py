@@ -95,23 +95,39 @@ def test_the_kubernetes_provider_waits_for_the_cluster_and_every_declared_admin_
     assert {cluster.urn, *associations} <= set(provider.dependencies)
 
 
+def test_the_deployer_listed_as_a_tenant_principal_on_the_first_up_gets_no_second_access_entry():
+    # creator unset: the caller creates the cluster and EKS gives it its own entry; a tenant entry for it
+    # would fail the first `up` with ResourceInUseException. The tenant's other principals keep theirs.
+    doc = fixture_document("single-pool")
+    inference = next(t for t in doc["gpu-platform:tenants"] if t["name"] == "inference")
+    inference["viewers"].append(PLATFORM_DEPLOY)
+    recording = render(doc)
+    entries = sorted(e.inputs["principalArn"] for e in recording.by_type(ENTRY) if "-tenants-access-" in e.name)
+    assert entries == [
+        f"arn:aws:iam::{ACCOUNT}:role/InferenceAdmin",
+        f"arn:aws:iam::{ACCOUNT}:role/InferenceOnCall",
+        f"arn:aws:iam::{ACCOUNT}:role/MLResearchAdmin",
+    ]
+
+
 # --- the creator from one `up` to the next ------------------------------------------------------
 
 
 def test_another_admin_deploying_later_keeps_the_creator_skipped_and_its_own_entry(monkeypatch):
     # cluster.creator pins the skipped principal: PlatformAdmin's run declares the same entries as the
     # creator's did, so nothing is deleted and EKS is never asked for the creator's entry again.
-    monkeypatch.setattr(cloud, "EXISTING_CLUSTERS", ("gpu-prod",))
     monkeypatch.setattr(cloud, "DEPLOYER_ARN", PLATFORM_ADMIN)
-    recording = render(with_admins("multi-pool", [PLATFORM_ADMIN, PLATFORM_DEPLOY], creator=PLATFORM_DEPLOY))
+    recording = render(
+        with_admins("multi-pool", [PLATFORM_ADMIN, PLATFORM_DEPLOY], creator=PLATFORM_DEPLOY),
+        account=cloud.Account(clusters={"gpu-prod"}),
+    )
     assert cluster_admin_principals(recording) == [PLATFORM_ADMIN]
     assert recording.outputs["clusterCreator"] == PLATFORM_DEPLOY
 
 
-def test_an_existing_cluster_without_a_creator_is_refused_naming_the_key_and_the_caller(monkeypatch):
-    monkeypatch.setattr(cloud, "EXISTING_CLUSTERS", ("gpu-dev",))
+def test_an_existing_cluster_without_a_creator_is_refused_naming_the_key_and_the_caller():
     with pytest.raises(Exception) as raised:
-        render(fixture_document("single-pool"))
+        render(fixture_document("single-pool"), account=cloud.Account(clusters={"gpu-dev"}))
     assert (
         "gpu-platform:cluster.creator: not set, and cluster gpu-dev exists already: set it to the IAM role or user whose "
         "`pulumi up` created the cluster (if that was you: "

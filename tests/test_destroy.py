@@ -81,3 +81,17 @@ def test_prometheus_is_destroyed_before_the_ebs_csi_driver_that_deletes_or_detac
             todo.extend(recording.by_urn(urn).dependencies)
     addons = {recording.by_urn(urn).inputs.get("addonName") for urn in seen}
     assert "aws-ebs-csi-driver" in addons
+
+
+def test_every_tenant_namespace_is_deleted_before_kueue_is_uninstalled(recorded):
+    """Pulumi deletes a resource before what it depends on. Kueue puts finalizers on the pods and Workloads of
+    tenant namespaces (kueue.x-k8s.io/managed, kueue.x-k8s.io/resource-in-use); uninstalled first, nothing
+    removes them and each namespace stays Terminating."""
+    [kueue] = [r for r in recorded.by_type(RELEASE) if r.inputs["name"] == "kueue"]
+    tenant_namespaces = [
+        r for r in recorded.by_type("kubernetes:core/v1:Namespace") if r.parent.split("::")[2].endswith("tenants:Tenant")
+    ]
+    assert tenant_namespaces
+    for namespace in tenant_namespaces:
+        assert kueue.urn in namespace.dependencies, namespace.name
+    assert not any(namespace.urn in waits for waits in (kueue.dependencies,) for namespace in tenant_namespaces)

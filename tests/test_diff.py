@@ -82,3 +82,78 @@ def test_an_embedded_document_that_changed_is_shown_as_a_diff() -> None:
     review = review_markdown("dev", "HEAD", before, after)
     assert "- `inputs.data.config.yaml`:\n\n  ```diff\n" in review
     assert "  -b: 2\n  +b: 3\n" in review
+
+
+# --- version warnings ----------------------------------------------------------------------------
+
+import functools  # noqa: E402
+
+import pytest  # noqa: E402
+import yaml  # noqa: E402
+
+from config.versions import CHARTS, ChartPin  # noqa: E402
+from offline.__main__ import main as cli  # noqa: E402
+from offline.diff import kubernetes_version  # noqa: E402
+from offline.stack import load_stack  # noqa: E402
+from offline.versions_check import chart_override_problems, kubernetes_change_warnings  # noqa: E402
+
+from .conftest import fixture_document  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "before, after, warning",
+    [
+        ("1.35", "1.34", "Kubernetes 1.35 -> 1.34 is a downgrade: EKS never moves a control plane back a minor"),
+        (
+            "1.33",
+            "1.35",
+            "Kubernetes 1.33 -> 1.35 skips a minor: EKS upgrades the control plane one minor at a time; deploy 1.34 first",
+        ),
+        ("1.34", "1.35", None),
+        ("1.35", "1.35", None),
+        (None, "1.35", None),  # a new stack
+    ],
+)
+def test_a_kubernetes_change_eks_refuses_is_a_warning(before, after, warning):
+    found = kubernetes_change_warnings(before, after)
+    assert [line.split(" (docs")[0].split("; restore")[0] for line in found] == ([warning] if warning else [])
+
+
+def test_the_review_puts_warnings_first_and_reads_the_clusters_version():
+    cluster = {"urn": "urn:c", "type": "eks:index:Cluster", "inputs": {"version": "1.34"}}
+    assert kubernetes_version(Render(resources={"urn:c": cluster}, sections={})) == "1.34"
+    review = review_markdown("dev", "HEAD", BEFORE, AFTER, ["Kubernetes 1.35 -> 1.34 is a downgrade"])
+    assert review.startswith("# Stack `dev`: HEAD -> working tree\n\n## Warnings\n\n- Kubernetes 1.35 -> 1.34 is a downgrade\n")
+
+
+def pins(**versions: str) -> dict[str, ChartPin]:
+    return {name: ChartPin(pin.chart, versions.get(name, pin.version), pin.repository) for name, pin in CHARTS.items()}
+
+
+def test_a_chart_override_without_vendored_files_or_its_pair_is_one_line_each():
+    problems = chart_override_problems({"karpenter": "1.14.2"}, pins(karpenter="1.14.2"))
+    assert problems == [
+        "gpu-platform:versions.charts.karpenter: '1.14.2' has no vendored files in upstream/karpenter/1.14.2/, so "
+        "`validate` and the tests cannot check what it renders: pin it in config/versions.py and run "
+        "`python -m offline vendor karpenter`, or drop the override",
+        "gpu-platform:versions.charts: karpenter '1.14.2' and karpenter-crd '1.14.1' differ; karpenter-crd installs "
+        "karpenter's CRDs and must move with it: set both to one version",
+    ]
+    # Both moved together: only the missing files remain; the pins as vendored: nothing.
+    overrides = {"karpenter": "1.14.2", "karpenter-crd": "1.14.2"}
+    both = chart_override_problems(overrides, pins(**overrides))
+    assert [line.split(" has no vendored files")[0] for line in both] == [
+        "gpu-platform:versions.charts.karpenter: '1.14.2'",
+        "gpu-platform:versions.charts.karpenter-crd: '1.14.2'",
+    ]
+    assert chart_override_problems({"karpenter": "1.14.1"}, pins()) == []
+
+
+def test_check_refuses_an_unvendored_chart_override_with_exit_2(tmp_path, monkeypatch, capsys):
+    document = fixture_document("single-pool")
+    document["gpu-platform:versions"] = {"charts": {"karpenter": "1.14.2"}}
+    (tmp_path / "Pulumi.bumped.yaml").write_text(yaml.safe_dump({"config": document}))
+    monkeypatch.setattr("offline.__main__.load_stack", functools.partial(load_stack, project_dir=tmp_path))
+    assert cli(["check", "--stack", "bumped"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.startswith("Pulumi.bumped.yaml: gpu-platform:versions.charts") for line in err)

@@ -45,6 +45,49 @@ def identity_changes(fixture: str, expected: list[str], actual: list[str]) -> st
     return "\n".join(lines)
 
 
+def test_urns_chain_every_ancestor_type_and_leave_out_the_root_stack_as_the_engine_does():
+    """pulumi/pulumi `pkg/resource/deploy/deployment.go` `generateURN` with `sdk/go/common/resource/urn.go` `NewURN`.
+
+    The parent's qualified type (its whole chain) goes before the child's; the root stack's type never does.
+    """
+    import pulumi
+
+    from offline.engine import run_program
+
+    def program() -> None:
+        outer = pulumi.ComponentResource("test:index:Outer", "outer")
+        inner = pulumi.ComponentResource("test:mid:Inner", "inner", opts=pulumi.ResourceOptions(parent=outer))
+        pulumi.CustomResource("aws:ec2/vpc:Vpc", "vpc", {}, opts=pulumi.ResourceOptions(parent=inner))
+
+    recording = run_program("dev", {}, program=program)
+    assert urns(recording) == [
+        "urn:pulumi:dev::gpu-platform::test:index:Outer$test:mid:Inner$aws:ec2/vpc:Vpc::vpc",
+        "urn:pulumi:dev::gpu-platform::test:index:Outer$test:mid:Inner::inner",
+        "urn:pulumi:dev::gpu-platform::test:index:Outer::outer",
+    ]
+
+
+def test_a_grandparent_type_change_shows_in_its_grandchildren_urns():
+    """The platform's VPC is three levels down: renaming the platform component's type would replace it."""
+    [vpc] = render_fixture("single-pool").by_type("aws:ec2/vpc:Vpc")
+    assert vpc.urn.split("::")[2] == (
+        "gpu-platform:index:GpuPlatform$gpu-platform:network:Network$aws:ec2/vpc:Vpc"
+    ), vpc.urn
+
+
+def test_the_offboarding_unprotect_command_names_the_urn_of_a_tenant_namespace():
+    """docs/tenants.md's `pulumi state unprotect` URN, with the stack and team filled in, is one the stack declares."""
+    import re
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "tenants.md").read_text()
+    [documented] = re.findall(r"pulumi state unprotect '([^']+)'", text)
+    recording = render_fixture("multi-pool")
+    namespaces = {r.urn for r in recording.by_type("kubernetes:core/v1:Namespace")}
+    team = fixture_document("multi-pool")["gpu-platform:tenants"][0]["name"]
+    filled = documented.replace("urn:pulumi:prod::", "urn:pulumi:multi-pool::").replace("<team>", team)
+    assert filled in namespaces, filled
+
+
 @pytest.mark.parametrize("fixture", SNAPSHOT_FIXTURES)
 def test_every_urn_matches_the_committed_snapshot(fixture):
     actual = urns(render_fixture(fixture))

@@ -146,7 +146,7 @@ def test_the_engine_refuses_two_resources_with_one_urn_as_pulumi_does():
     with pytest.raises(DuplicateUrnError) as caught:
         run_program("dev", {}, program=program)
     assert str(caught.value) == (
-        "Duplicate resource URN 'urn:pulumi:dev::gpu-platform::pulumi:pulumi:Stack$test:index:Thing::twin'; "
+        "Duplicate resource URN 'urn:pulumi:dev::gpu-platform::test:index:Thing::twin'; "
         "try giving it a unique name"
     )
 

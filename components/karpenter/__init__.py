@@ -34,6 +34,7 @@ from .policy import CONTROLLER_POLICY_NAMES, controller_policy_documents
 NAMESPACE = namespaces.KARPENTER
 SERVICE_ACCOUNT = "karpenter"
 SPOT_SERVICE = "spot.amazonaws.com"
+SPOT_ROLE_NAME = "AWSServiceRoleForEC2Spot"
 
 @dataclass(frozen=True)
 class InterruptionEvent:
@@ -114,8 +115,8 @@ class Karpenter(pulumi.ComponentResource):
         :param chart_versions: `config.versions.CHARTS`; needs `karpenter-crd` and `karpenter`.
         :param k8s_provider: the cluster's Kubernetes provider, for the Helm releases.
         :param tags: tags on every AWS resource.
-        :param create_spot_service_linked_role: `PlatformConfig.creates_spot_service_linked_role`: a pool
-            allows spot and the account is not declared to have the role already.
+        :param create_spot_service_linked_role: a pool allows spot (`PlatformConfig.uses_spot`) and the
+            account has no such role yet (`lib.account.account_has_service_linked_role`).
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
         :param service_monitor_crd: what installs the ServiceMonitor CRD (`Monitoring.crd_release`): the
             controller chart renders its ServiceMonitor only when the cluster serves that kind at install

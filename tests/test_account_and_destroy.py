@@ -1,0 +1,46 @@
+"""What the summary tells an operator about taking a stack down, and what stays in the account."""
+
+from __future__ import annotations
+
+import re
+
+from offline.summary import render_summary
+
+from .conftest import fixture_document, load, project_path, render_fixture
+
+
+def destroy_section(fixture: str) -> str:
+    summary = render_summary(render_fixture(fixture), load(fixture_document(fixture)))
+    return summary.split("## To destroy this stack\n\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_a_protected_stack_is_destroyed_by_turning_protect_off_then_up_then_destroy():
+    assert fixture_document("multi-pool")["gpu-platform:cluster"].get("protect", True) is True
+    steps = re.findall(r"^\d\. (.*)$", destroy_section("multi-pool"), flags=re.M)
+    assert steps[0] == "`pulumi config set --path gpu-platform:cluster.protect false`"
+    assert steps[1].startswith("`pulumi up`: clears Pulumi's protect flags and the cluster's EKS deletion protection")
+    assert steps[2:] == ["`pulumi destroy`"]
+
+
+def test_an_unprotected_stack_is_destroyed_in_one_step_and_the_spot_role_is_named_as_kept():
+    assert fixture_document("single-pool")["gpu-platform:cluster"]["protect"] is False
+    section = destroy_section("single-pool")
+    assert re.findall(r"^\d\. (.*)$", section, flags=re.M) == ["`pulumi destroy`"]
+    assert "`aws:iam/serviceLinkedRole:ServiceLinkedRole` `gpu-dev-karpenter-spot`" in section
+
+
+def test_protect_drives_the_clusters_eks_deletion_protection_too():
+    for fixture, protect in (("multi-pool", True), ("single-pool", False)):
+        [cluster] = render_fixture(fixture).by_type("eks:index:Cluster")
+        assert cluster.protect is protect and cluster.inputs["deletionProtection"] is protect
+
+
+def test_the_readme_gives_the_prod_destroy_sequence_in_order():
+    readme = project_path("README.md").read_text()
+    at = [readme.find(step) for step in (
+        "pulumi config set --path gpu-platform:cluster.protect false", "pulumi up", "pulumi destroy"
+    )]
+    start = at[0]
+    assert start >= 0
+    following = [readme.find(step, start) for step in ("pulumi up", "pulumi destroy")]
+    assert 0 < following[0] < following[1], "README: protect off, then `pulumi up`, then `pulumi destroy`"

@@ -1,0 +1,109 @@
+"""Regions, their zones and their prices: every row traced to vendored upstream data, any listed region deploys.
+
+Regions: botocore's partitions.json (upstream/botocore/<BOTOCORE>/). Prices: Karpenter's generated
+price lists (upstream/karpenter-pricing/<KARPENTER_PRICING>/), which cover us-east-1 and GovCloud.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from config.catalog import INSTANCE_TYPES
+from config.catalog_prices import ON_DEMAND_USD, PRICE_DATES, on_demand_prices, price_region
+from config.regions import AVAILABILITY_ZONES
+from config.versions import BOTOCORE, KARPENTER_PRICING
+from offline.summary import render_summary
+
+from .conftest import fixture_document, load, project_path, render
+
+UPSTREAM = project_path("upstream")
+PRICE_FILES = ("zz_generated.pricing_aws.go", "zz_generated.pricing_aws_us_gov.go")
+
+
+def botocore_regions() -> dict[str, str]:
+    """Region -> partition, as botocore's partitions.json lists them."""
+    data = json.loads((UPSTREAM / "botocore" / BOTOCORE / "partitions.json").read_text())
+    return {region: partition["id"] for partition in data["partitions"] for region in partition["regions"]}
+
+
+def vendored_prices() -> dict[str, dict[str, float]]:
+    """Region -> type -> USD/hour, read from the Go maps Karpenter generates."""
+    prices: dict[str, dict[str, float]] = {}
+    for name in PRICE_FILES:
+        region = None
+        for line in (UPSTREAM / "karpenter-pricing" / KARPENTER_PRICING / name).read_text().splitlines():
+            if match := re.match(r'\s*"([a-z0-9-]+)": \{$', line):
+                region = match.group(1)
+                prices[region] = {}
+            elif region is not None:
+                prices[region].update({k: float(v) for k, v in re.findall(r'"([a-z0-9]+\.[a-z0-9]+)": ([0-9.]+)', line)})
+    return prices
+
+
+@pytest.mark.parametrize("region", sorted(AVAILABILITY_ZONES))
+def test_every_region_is_one_botocore_knows_and_its_zones_are_the_region_and_a_letter(region):
+    assert botocore_regions()[region] in ("aws", "aws-us-gov", "aws-cn")
+    zones = AVAILABILITY_ZONES[region]
+    assert len(zones) >= 3  # "Each Region has at least three Availability Zones"
+    assert all(re.fullmatch(re.escape(region) + "[a-z]", zone) for zone in zones) and len(set(zones)) == len(zones)
+
+
+def test_the_price_table_is_the_vendored_price_lists_for_every_catalog_type():
+    vendored = vendored_prices()
+    assert set(ON_DEMAND_USD) == set(vendored) & {"us-east-1", "us-gov-east-1", "us-gov-west-1"}
+    for region, table in ON_DEMAND_USD.items():
+        assert table == {name: vendored[region][name] for name in INSTANCE_TYPES if name in vendored[region]}, region
+
+
+def test_the_catalogs_own_price_column_is_us_east_1s_list():
+    for name, instance_type in INSTANCE_TYPES.items():
+        assert instance_type.on_demand_usd_per_hour == ON_DEMAND_USD["us-east-1"].get(name), name
+
+
+def test_seoul_deploys_with_its_four_zones_and_says_its_prices_are_us_east_1s():
+    document = fixture_document("single-pool")
+    document["aws:region"] = "ap-northeast-2"
+    document["gpu-platform:cluster"]["network"]["azCount"] = 4
+    config = load(document)
+    assert [subnet.availability_zone for subnet in config.network.subnets] == [
+        "ap-northeast-2a", "ap-northeast-2b", "ap-northeast-2c", "ap-northeast-2d"
+    ]
+    assert price_region("ap-northeast-2") == "us-east-1"
+    assert config.gpu_pools[0].prices == ON_DEMAND_USD["us-east-1"]
+
+
+def test_a_held_out_region_renders_with_its_own_zones_partition_and_prices():
+    """GovCloud (US-West), a region no stack of the project uses: its zones, its partition's ARNs, its price list."""
+    document = fixture_document("single-pool-dra")
+    document["aws:region"] = "us-gov-west-1"
+    recording = render(document, "held-out")
+    zones = sorted({s.inputs["availabilityZone"] for s in recording.by_type("aws:ec2/subnet:Subnet")})
+    assert zones == ["us-gov-west-1a", "us-gov-west-1b"]
+    attachments = recording.by_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+    assert attachments and all(a.inputs["policyArn"].startswith("arn:aws-us-gov:iam::") for a in attachments)
+    config = load(document)
+    [l4] = [pool for pool in config.gpu_pools if pool.name == "gpu-l4-dra"]
+    # g6.xlarge in us-gov-west-1: 1.0144 USD/hour for its one GPU (us-east-1: 0.8048); the pool's limit is 2 GPUs.
+    assert l4.gpu_limit == 2 and l4.hourly_cost_at_limit == 2.03
+    summary = render_summary(recording, config)
+    assert "| `gpu-l4-dra` |" in summary and "$2.03" in summary
+    assert f"(us-gov-west-1 prices, {PRICE_DATES['us-gov-west-1']}; config/catalog_prices.py)" in summary
+    # g6e is not sold on-demand in GovCloud: the L40S pool has no price there, rather than us-east-1's.
+    [l40s] = [pool for pool in config.gpu_pools if pool.name == "gpu-l40s"]
+    assert l40s.hourly_cost_at_limit is None
+    assert on_demand_prices("us-gov-west-1") is ON_DEMAND_USD["us-gov-west-1"]
+
+
+def test_a_stack_outside_the_price_lists_is_priced_at_us_east_1_and_the_summary_says_so():
+    from .conftest import render_fixture
+
+    summary = render_summary(render_fixture("single-pool"), load(fixture_document("single-pool")))
+    assert (
+        "(us-east-1 prices, 2026-07-06; config/catalog_prices.py; no vendored price list for us-west-2, "
+        "so these are us-east-1's)"
+    ) in summary
+    assert "(us-east-1 prices, 2026-07-20" not in summary
+

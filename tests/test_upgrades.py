@@ -1,0 +1,154 @@
+"""A Kubernetes minor upgrade: every version-bound part of each stack moves with `kubernetesVersion`.
+
+Each fixture stack is rendered at the minor before its own and compared with its own render (the
+cached one). What changes is exactly the table below; a field still carrying the old minor after
+the bump is one that did not follow. The EKS rule behind it: a node group must be on the cluster's
+minor before the next control-plane upgrade ("Nodegroups ... must be updated to match cluster
+version"), and pulumi-aws 7.51.1 eks.NodeGroup sees drift on `version` only when it is set.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from components.system_nodes import NODE_GROUP_NAME_PREFIX_MAX, node_group_name_prefix
+from config import ConfigError, versions
+
+from .conftest import fixture_document, load, render, render_fixture
+
+OLD, NEW = "1.34", "1.35"
+CLUSTER, NODE_GROUP, ADDON, NAMESPACE = (
+    "eks:index:Cluster", "aws:eks/nodeGroup:NodeGroup", "aws:eks/addon:Addon", "kubernetes:core/v1:Namespace"
+)
+# (type, logical name without the stack's prefix, input field) -> (at 1.34, at 1.35). Values from the
+# EKS user guide's add-on tables, the amazon-eks-ami v20260714 release notes and Pod Security's
+# version labels (`v<minor>`), written out here.
+CHANGES = {
+    (CLUSTER, "cluster-eks", "version"): ("1.34", "1.35"),
+    (NODE_GROUP, "system-nodes", "version"): ("1.34", "1.35"),
+    (NODE_GROUP, "system-nodes", "releaseVersion"): ("1.34.9-20260714", "1.35.6-20260714"),
+    (ADDON, "node-addons-kube-proxy", "addonVersion"): ("v1.34.6-eksbuild.13", "v1.35.3-eksbuild.13"),
+    (ADDON, "addons-coredns", "addonVersion"): ("v1.13.2-eksbuild.11", "v1.14.3-eksbuild.3"),
+}
+PSS_LABELS = tuple(f"metadata.labels.pod-security.kubernetes.io/{mode}-version" for mode in ("enforce", "audit", "warn"))
+# vpc-cni's table row is the same build for 1.34 and 1.35; the AMI aliases name no minor (Karpenter
+# resolves them against the cluster's minor, karpenter-provider-aws v1.14.1 amifamily/al2023.go).
+UNCHANGED = {(ADDON, "node-addons-vpc-cni", "addonVersion"): "v1.21.1-eksbuild.7"}
+# Node group fields EKS updates in place (UpdateNodegroupVersion / UpdateNodegroupConfig); any other
+# change replaces the group.
+NODE_GROUP_IN_PLACE = {"version", "releaseVersion", "launchTemplate", "scalingConfig", "labels", "taints", "tags"}
+
+
+def flatten(value, path=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from flatten(item, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from flatten(item, f"{path}[{index}]")
+    else:
+        yield path, value
+
+
+def changes(before, after) -> dict[tuple[str, str, str], tuple[object, object]]:
+    """Every input field that differs between two renders of one stack, by (type, logical name, field)."""
+    new = {r.urn: r for r in after.resources}
+    found = {}
+    for resource in before.resources:
+        old_fields, new_fields = dict(flatten(resource.inputs)), dict(flatten(new[resource.urn].inputs))
+        for field in sorted(old_fields.keys() | new_fields.keys()):
+            if old_fields.get(field) != new_fields.get(field):
+                found[(resource.type, resource.name, field)] = (old_fields.get(field), new_fields.get(field))
+    return found
+
+
+@pytest.fixture(scope="module", params=["single-pool", "multi-pool"])
+def upgrade(request):
+    fixture = request.param
+    document = fixture_document(fixture)
+    assert document["gpu-platform:cluster"]["kubernetesVersion"] == NEW
+    document["gpu-platform:cluster"]["kubernetesVersion"] = OLD
+    return fixture, render(document, fixture), render_fixture(fixture)
+
+
+def test_an_upgrade_keeps_every_urn(upgrade):
+    _, before, after = upgrade
+    assert sorted(r.urn for r in before.resources) == sorted(r.urn for r in after.resources)
+
+
+def test_every_version_bound_field_follows_the_minor_and_nothing_else_changes(upgrade):
+    fixture, before, after = upgrade
+    prefix = fixture_document(fixture)["gpu-platform:cluster"]["name"] + "-"
+    tenants = [tenant["name"] for tenant in fixture_document(fixture)["gpu-platform:tenants"]]
+    expected = {(kind, prefix + name, field): values for (kind, name, field), values in CHANGES.items()}
+    expected |= {
+        (NAMESPACE, f"{tenant}-namespace", label): ("v1.34", "v1.35") for tenant in tenants for label in PSS_LABELS
+    }
+    found = changes(before, after)
+    listing = "\n".join(f"{kind} {name} {field}: {old} -> {new}" for (kind, name, field), (old, new) in sorted(found.items()))
+    assert found == expected, f"what the {OLD} -> {NEW} upgrade changes in {fixture}:\n{listing}"
+
+
+def test_no_field_keeps_the_old_minor_after_the_upgrade(upgrade):
+    """A field that names 1.34 at 1.34 and still does at 1.35 is version-bound and did not follow."""
+    _, before, after = upgrade
+    new = {r.urn: dict(flatten(r.inputs)) for r in after.resources}
+    stuck = [
+        (resource.name, field, value)
+        for resource in before.resources
+        for field, value in flatten(resource.inputs)
+        if isinstance(value, str) and OLD in value and new[resource.urn].get(field) == value
+    ]
+    assert stuck == []
+
+
+def test_what_does_not_change_is_minor_independent(upgrade):
+    fixture, before, after = upgrade
+    prefix = fixture_document(fixture)["gpu-platform:cluster"]["name"] + "-"
+    for (kind, name, field), value in UNCHANGED.items():
+        for recording in (before, after):
+            assert dict(flatten(recording.named(kind, prefix + name).inputs))[field] == value
+    # Node classes select AMIs by alias only, never by an image ID that would pin one minor's AMI.
+    for node_class in after.by_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"):
+        [term] = node_class.inputs["spec"]["amiSelectorTerms"]
+        family, release = term["alias"].split("@")
+        assert list(term) == ["alias"] and NEW in versions.AMI_RELEASE_MINORS[(family, release)]
+
+
+def test_the_system_node_group_changes_only_in_place_on_an_upgrade(upgrade):
+    _, before, after = upgrade
+    changed = {field.split(".")[0].split("[")[0] for (kind, _, field) in changes(before, after) if kind == NODE_GROUP}
+    assert changed and changed <= NODE_GROUP_IN_PLACE
+
+
+def test_the_system_node_group_name_is_a_prefix_that_fits_eks_with_the_providers_suffix():
+    [group] = render_fixture("single-pool").by_type(NODE_GROUP)
+    assert group.inputs["nodeGroupNamePrefix"] == "gpu-dev-sys-"
+    assert "nodeGroupName" not in group.inputs
+    longest_cluster_name = "a" * 32
+    assert len(node_group_name_prefix(longest_cluster_name)) <= NODE_GROUP_NAME_PREFIX_MAX == 37
+
+
+def test_every_supported_minor_has_a_system_node_ami_and_every_pinned_release_serves_it():
+    for minor in versions.KUBERNETES_VERSIONS:
+        assert versions.SYSTEM_NODE_RELEASE_VERSIONS[minor].startswith(minor + ".")
+        assert versions.ami_release_problems(minor) == []
+    assert versions.system_node_release_version("1.35", "BOTTLEROCKET_x86_64") is None
+    assert versions.system_node_release_version("1.35", "AL2023_ARM_64_STANDARD") == "1.35.6-20260714"
+
+
+def test_a_minor_the_pinned_ami_release_has_no_amis_for_is_refused_at_config_time(monkeypatch):
+    # amazon-eks-ami v20251209 publishes 1.29-1.34 (its CHANGELOG entry): no 1.35 AMIs, so no node class would turn ready.
+    monkeypatch.setitem(versions.AMI_RELEASES, "al2023", "v20251209")
+    monkeypatch.setitem(
+        versions.AMI_RELEASE_MINORS, ("al2023", "v20251209"), ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34")
+    )
+    with pytest.raises(ConfigError) as raised:
+        load(fixture_document("single-pool"))
+    [line] = str(raised.value).splitlines()
+    assert "gpu-platform:cluster.kubernetesVersion" in line
+    assert "the pinned al2023 AMI release v20251209 publishes no AMIs for Kubernetes 1.35" in line
+    assert "bump AMI_RELEASES in config/versions.py" in line
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
+    assert load(document).cluster.kubernetes_version == "1.34"
