@@ -212,6 +212,9 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
             check_schedulability(flavors, plans, gpu_pools, problems)
     if isinstance(pools, NodePoolsConfig):
         _check_time_slice_tenants(pools, tenant_plans, problems)
+    cpu_section = sections.get("cpuPool")
+    if isinstance(cpu_section, CpuPoolConfig) and isinstance(tenants, TenantsConfig):
+        _check_cpu_pool_quotas(tenants, cpu_section, problems)
     if isinstance(gpu, GpuConfig) and isinstance(tenants, TenantsConfig):
         names = [tenant.name for tenant in tenants.root]
         templates = item_labels(gpu.dra.claim_templates)
@@ -341,6 +344,32 @@ def _check_system_capacity(
     for path, message in capacity_problems(plan, root):
         problems.add(path, message)
     return plan
+
+
+def _check_cpu_pool_quotas(tenants: TenantsConfig, cpu_pool: CpuPoolConfig, problems: Problems) -> None:
+    """Tenants' nominal CPU and memory, summed in tenant order, must fit the CPU pool's NodePool limits.
+
+    Each tenant's `cpu` and `memoryGiB` are its nominal quota on the `cpu` flavor, which only the CPU pool
+    serves; Karpenter launches no node past `cpuLimit`/`memoryLimitGiB`, so quota beyond them is admitted
+    by Kueue and then stays Pending, as a GPU quota past its pool's `gpus` would.
+    """
+    labels = item_labels(tenants.root)
+    for field, key, limit_key, limit, unit in (
+        ("cpu", "cpu", "cpuLimit", cpu_pool.cpu_limit, "vCPUs"),
+        ("memory_gib", "memoryGiB", "memoryLimitGiB", cpu_pool.memory_limit_gib, "GiB"),
+    ):
+        amounts = [getattr(tenant, field) for tenant in tenants.root]
+        promised = 0
+        for index, amount in enumerate(amounts):
+            promised += amount
+            if amount and promised > limit:
+                # The first tenant past the limit names the key; the fix covers every tenant's quota.
+                problems.add(
+                    f"{NAMESPACE}:tenants[{labels[index]}].{key}",
+                    f"{amount} {unit} makes {promised} promised on the CPU pool, whose {limit_key} is {limit}: "
+                    f"lower the quota or raise {NAMESPACE}:cpuPool.{limit_key} to {sum(amounts)}",
+                )
+                break
 
 
 def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPlan], problems: Problems) -> None:
