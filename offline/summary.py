@@ -15,6 +15,7 @@ from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
 from config.labels import (
+    CPU_POOL_NAME,
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PATH,
     SERVING_METRICS_PORT,
@@ -285,6 +286,13 @@ def _capacity(config: PlatformConfig) -> str:
                 f"{capacity - promised}",
             ]
         )
+    # The CPU pool serves the `cpu` flavor: every tenant's cpu and memory against the NodePool's limits.
+    cpu_pool = config.cpu_pool
+    for resource, promised, declared, unit in (
+        ("cpu", sum(t.config.cpu for t in config.tenants), cpu_pool.cpu_limit, "vCPUs"),
+        ("memory", sum(t.config.memory_gib for t in config.tenants), cpu_pool.memory_limit_gib, "GiB"),
+    ):
+        rows.append([f"`{CPU_POOL_NAME}` ({resource})", queueing.CPU_FLAVOR, f"{promised} / {declared} {unit}", f"{declared - promised}"])
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
 
 

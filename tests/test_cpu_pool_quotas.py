@@ -72,3 +72,14 @@ def test_the_first_tenant_past_the_limit_is_named_and_the_fix_covers_every_tenan
         "gpu-platform:tenants[inference].cpu: 16 vCPUs makes 48 promised on the CPU pool, whose cpuLimit is 40: "
         "lower the quota or raise gpu-platform:cpuPool.cpuLimit to 48"
     )
+
+
+def test_the_summarys_capacity_table_shows_the_cpu_pool_promised_against_its_limits():
+    from offline.summary import render_summary
+
+    from .conftest import render_fixture
+
+    summary = render_summary(render_fixture("single-pool"), load(fixture_document("single-pool")))
+    section = summary[summary.index("## Capacity promised vs declared") :]
+    assert "| `cpu` (cpu) | cpu | 48 / 64 vCPUs | 16 |" in section
+    assert "| `cpu` (memory) | cpu | 192 / 256 GiB | 64 |" in section
