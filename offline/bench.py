@@ -23,10 +23,10 @@ from .engine import PROJECT_DIR
 SIZES = (10, 100, 1000)
 
 
-def synthetic_stack(tenants: int) -> dict:
-    """prod's cluster and pools, with the H100 pool sized to give every tenant one guaranteed GPU and the
-    CPU pool's limits raised to every tenant's 4 vCPUs and 16 GiB."""
-    document = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"]
+def synthetic_stack(tenants: int, base: dict | None = None) -> dict:
+    """prod's cluster and pools (or `base`'s, a stack's `config:` mapping), with the H100 pool sized to give
+    every tenant one guaranteed GPU and the CPU pool's limits raised to every tenant's 4 vCPUs and 16 GiB."""
+    document = base if base is not None else yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"]
     config = copy.deepcopy(document)
     pools = config["gpu-platform:nodePools"]
     pools[0]["gpus"] = max(8, -(-tenants // 8) * 8)
