@@ -25,6 +25,7 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: render test check conformance lint mutate vendor docs schema diff bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
+	@echo "Installing the pinned requirements into $(VENV): about 900 MB and 2 minutes, once (again only when a requirements file changes)."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@

@@ -159,8 +159,9 @@ class InferenceDeploymentConfig(ConfigModel):
     )
     min_replicas: int = Field(
         1,
-        ge=1,
         le=1000,
+        # The schema's bound; the validator below says why.
+        json_schema_extra={"minimum": 1},
         description="Fewest replicas, at least 1: both triggers read metrics the deployment's own pods emit, so at "
         "zero replicas nothing could wake it.",
     )
@@ -177,6 +178,16 @@ class InferenceDeploymentConfig(ConfigModel):
         if not _DNS_LABEL.match(name):
             raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
         return name
+
+    @field_validator("min_replicas")
+    @classmethod
+    def _at_least_one(cls, replicas: int) -> int:
+        if replicas < 1:
+            raise ValueError(
+                "would scale the deployment to zero, and nothing wakes it there: both triggers (GPU "
+                "utilisation and queue depth) read metrics its own pods emit; use 1 or more"
+            )
+        return replicas
 
     @model_validator(mode="after")
     def _min_below_max(self) -> InferenceDeploymentConfig:
