@@ -1,6 +1,6 @@
-"""Small mistakes, each told in one line that says why: a blank model, a misspelt `config:`, an
-inference deployment at zero replicas; a derived storage quota is refused only when the user set it;
-and the first `make render` says what it is installing."""
+"""Small mistakes, each told in one line that says why: a blank model, a misspelt `config:` (an inference
+deployment at zero replicas: tests/test_autoscaling.py); a derived storage quota is refused only when the
+user set it; and the first `make render` says what it is installing."""
 
 from __future__ import annotations
 
@@ -50,16 +50,6 @@ def test_a_misspelt_config_key_is_named_with_the_fix():
 def test_pulumis_own_stack_file_keys_are_not_mistakes():
     text = b"secretsprovider: passphrase\nencryptionsalt: v1:abc\nconfig:\n  aws:region: us-west-2\n"
     assert stack_config_from_text("ok", text, "Pulumi.ok.yaml").values["aws:region"] == "us-west-2"
-
-
-def test_min_replicas_zero_says_why_it_is_refused():
-    document = fixture_document("single-pool")
-    document["gpu-platform:tenants"][1]["inference"][0]["minReplicas"] = 0
-    assert problems_of(document) == [
-        "gpu-platform:tenants[inference].inference[chat].minReplicas: 0 would scale the deployment to zero, and "
-        "nothing wakes it there: both triggers (GPU utilisation and queue depth) read metrics its own pods emit; "
-        "use 1 or more"
-    ]
 
 
 def with_big_cache(**tenant_fields) -> dict:
