@@ -113,7 +113,8 @@ class ServingConfig(ConfigModel):
     def _model(cls, model: str) -> str:
         if not _MODEL.match(model):
             raise ValueError(
-                f"{'is blank' if not model.strip() else 'contains a space'}: name the model `--model` loads, a Hugging "
+                f"{'is empty' if not model else 'is blank' if not model.strip() else 'contains a space'}: name the model "
+                "`--model` loads, a Hugging "
                 "Face model id such as 'meta-llama/Llama-3.1-8B-Instruct' or a path"
             )
         return model

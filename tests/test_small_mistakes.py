@@ -26,7 +26,7 @@ def problems_of(document) -> list[str]:
     "model, problem",
     [
         ("  ", f"{SERVING}.model: '  ' is blank: name the model `--model` loads"),
-        ("", f"{SERVING}.model: '' is blank: name the model `--model` loads"),
+        ("", f"{SERVING}.model: '' is empty: name the model `--model` loads"),
         ("BAAI/bge large", f"{SERVING}.model: 'BAAI/bge large' contains a space: name the model `--model` loads"),
     ],
 )
