@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from models.kueue.flavorassigner import fits_queue, queue_ceiling
+
 from .capacity import GpuPoolPlan, mig_resource
 from .cluster import principal_slug
 from .errors import Problems, item_labels, show
@@ -456,8 +458,8 @@ def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems)
                 )
                 continue
             most = deployment.max_replicas * deployment.gpus_per_replica
-            admissible = quota.quota.nominal + quota.quota.borrowing_limit
-            if most > admissible:
+            if not fits_queue(most, quota.quota.nominal, quota.quota.borrowing_limit):
+                admissible = queue_ceiling(quota.quota.nominal, quota.quota.borrowing_limit) or 0
                 problems.add(
                     f"{key}.maxReplicas",
                     f"{deployment.max_replicas} replicas x {deployment.gpus_per_replica} {quota.flavor.unit} = "

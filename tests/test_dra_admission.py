@@ -1,6 +1,6 @@
 """GPUs through DRA end to end: Kueue admits a pod that uses a ResourceClaimTemplate, and the quotas count it.
 
-Admission runs tests/admission.py's model of kubernetes-sigs/kueue v0.19.2 (claim devices through
+Admission runs the Kueue model (models/kueue) of kubernetes-sigs/kueue v0.19.2 (claim devices through
 `resources.deviceClassMappings`: pkg/dra/claims.go and mapper.go; flavors in order: pkg/scheduler/
 flavorassigner/flavorassigner.go) over the rendered objects of the single-pool-dra fixture: its
 ResourceClaimTemplate, ClusterQueue, LimitRange and Kueue's own config.
@@ -19,8 +19,9 @@ from config.claims import ROOT, admitting_flavors, claim_charge
 from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX, DRA_DEVICE_CLASSES, GPU_RESOURCE, device_class_resource
 from config.node_pools import ClaimTemplateConfig
 from config.versions import KUBERNETES_VERSIONS
+from models.kueue.flavorassigner import best_case_admission
+from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 
-from .admission import Inadmissible, Tenancy, admit, pod_sets
 from .conftest import fixture_document, load, render_fixture
 from .recorded import declared, kubernetes_objects, releases
 
@@ -71,7 +72,7 @@ def job_with_claim(template: str, *, pods: int = 1, requests: dict[str, str] | N
 def test_a_pod_using_the_fixture_claim_template_is_admitted_on_the_dra_flavor():
     [pod_set] = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
     assert pod_set.requests[DRA_GPU] == 1
-    admission = admit([pod_set], rendered("ClusterQueue", "ml-research"))
+    admission = best_case_admission([pod_set], rendered("ClusterQueue", "ml-research"))
     assert admission.flavors == ("l4-dra-on-demand",) and not admission.borrowing
     # The flavor puts the pod on the DRA pool's nodes, where the driver publishes the L4s.
     assert rendered("ResourceFlavor", "l4-dra-on-demand")["spec"]["nodeLabels"]["gpu-platform/node-pool"] == "gpu-l4-dra"
@@ -87,14 +88,14 @@ def test_the_dra_flavor_carries_devices_of_the_class_and_no_nvidia_gpu():
 def test_dra_pods_beyond_the_tenants_devices_are_not_admitted():
     sets = pod_sets(job_with_claim(TEMPLATE, pods=3), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="no flavor"):
-        admit(sets, rendered("ClusterQueue", "ml-research"))
+        best_case_admission(sets, rendered("ClusterQueue", "ml-research"))
 
 
 def test_a_tenant_without_dra_quota_cannot_have_a_dra_pod_admitted():
     # The inference namespace has no claim template; the ml-research one stands in for it.
     sets = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="not covered"):
-        admit(sets, rendered("ClusterQueue", "inference"))
+        best_case_admission(sets, rendered("ClusterQueue", "inference"))
 
 
 def test_an_unmapped_device_class_is_inadmissible():
@@ -106,7 +107,7 @@ def test_node_local_resources_do_not_keep_a_pod_out():
     local = {"ephemeral-storage": "10Gi", "vpc.amazonaws.com/efa": "1"}
     [pod_set] = pod_sets(job_with_claim(TEMPLATE, requests=local), tenancy("ml-research"))
     assert set(pod_set.requests) == {"cpu", "memory", DRA_GPU}
-    assert admit([pod_set], rendered("ClusterQueue", "ml-research")).flavors == ("l4-dra-on-demand",)
+    assert best_case_admission([pod_set], rendered("ClusterQueue", "ml-research")).flavors == ("l4-dra-on-demand",)
 
 
 def test_the_resource_quota_counts_the_claimed_devices_under_the_class_name():
