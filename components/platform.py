@@ -164,6 +164,7 @@ class GpuPlatform(pulumi.ComponentResource):
         # tenant principal can act (its access entry waits for the cluster, as they do).
         self.admission = TenantAdmission(
             f"{name}-admission",
+            deployers=sorted({*cluster_config.admins, self.cluster.creator}),
             provider=self.cluster.provider,
             depends_on=[self.cluster.eks],
             opts=pulumi.ResourceOptions(parent=self),

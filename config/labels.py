@@ -7,7 +7,10 @@ module sets under one spelling and another selects under a second matches nothin
 
 from __future__ import annotations
 
+from models.kubernetes.labels import NAMESPACE_NAME_LABEL as NAMESPACE_NAME_LABEL
 from models.kueue.constants import DEFAULT_LOCAL_QUEUE
+
+# Every namespace carries `NAMESPACE_NAME_LABEL` with its own name; the API server sets it (models/kubernetes/labels.py).
 
 # --- node labels the platform sets on its nodes ---------------------------------------------------
 # Every Karpenter node carries its pool's name; Kueue's ResourceFlavors select a pool's nodes by it,
@@ -85,8 +88,6 @@ SERVING_METRICS_PATH = "/metrics"
 # Every tenant namespace carries this label with the tenant's name as its value; Kueue manages the
 # jobs of the namespaces that carry it, and only those. Tenants cannot relabel their namespace.
 TENANT_LABEL = "gpu-platform/tenant"
-# Every namespace carries this label with its own name (the API server sets it since 1.22).
-NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # Pod Security admission's label prefix: `<prefix>/enforce`, `<prefix>/audit`, `<prefix>/warn`.
 POD_SECURITY_LABEL = "pod-security.kubernetes.io"
 

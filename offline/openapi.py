@@ -4,7 +4,7 @@ The API server drops non-nullable nulls, applies the schema's `default`s, and va
 left (k8s.io/apiextensions-apiserver: pkg/apiserver/schema/{pruning,defaulting} and
 pkg/apiserver/validation). Where it would prune a field silently, this module reports it: a field
 the schema does not know is a field the user believes is set and is not. CEL rules
-(`x-kubernetes-validations`) are evaluated in `offline/cel.py`.
+(`x-kubernetes-validations`) are evaluated in `models/kubernetes/cel.py`.
 
 Paths are tuples of keys and list indexes; `dotted` writes them as `spec.template.requirements[0]`.
 """
@@ -18,21 +18,15 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+from models.kubernetes.cel import FieldPath, Finding, Schema, field_schema
 
 try:
     # The API server compiles `pattern` with Go's RE2; google-re2 (a cel-python dependency) matches it.
     import re2 as _regex
 except ImportError:  # pragma: no cover - cel-python brings it
     _regex = re
-
-FieldPath = tuple[str | int, ...]
-Schema = Mapping[str, Any]
-
-
-class Finding(NamedTuple):
-    path: FieldPath
-    reason: str
 
 
 # The fields every object and every embedded resource has without its schema naming them.
@@ -74,17 +68,6 @@ def describe(value: Any) -> str:
 
 def type_name(value: Any) -> str:
     return "null" if value is None else _JSON_TYPES.get(type(value), type(value).__name__)
-
-
-def field_schema(schema: Schema | None, key: str) -> Schema | None:
-    """The schema of a map's value at `key`: a named property, else `additionalProperties`."""
-    if not schema:
-        return None
-    properties = schema.get("properties") or {}
-    if key in properties:
-        return properties[key]
-    extra = schema.get("additionalProperties")
-    return extra if isinstance(extra, Mapping) else None
 
 
 # --- defaulting --------------------------------------------------------------------------------

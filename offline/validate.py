@@ -5,7 +5,7 @@
 - Custom resources: against the CRDs the render's Helm releases install, at the chart versions they
   pin (`upstream/<chart>/<version>/crds/`), and any CRD the manifests declare themselves: served and
   not deprecated, the version's schema with defaults applied (`offline/openapi.py`), CEL rules where
-  cel-python can evaluate them (`offline/cel.py`).
+  cel-python can evaluate them (`models/kubernetes/cel.py`).
 - Every object: the API server's name, namespace and label syntax.
 - Helm values: every key path a release sets exists in the chart's default values.yaml (subchart
   keys in the vendored subchart's), except beneath a default the chart leaves free-form: an empty
@@ -30,9 +30,10 @@ from typing import Any
 
 import yaml
 
+from models.kubernetes.cel import CelResult, cel_findings
+
 from . import upstream
 from .builtin_kinds import built_in_findings, is_built_in_group, object_meta_findings, supported_versions
-from .cel import CelResult, cel_findings
 from .helm_values import chart_key, release_problems
 from .object_meta import metadata_findings
 from .openapi import OBJECT_FIELDS, Finding, dotted, schema_findings, with_defaults

@@ -9,9 +9,9 @@ import pytest
 
 from components.platform_network import ACCESS
 from config import namespaces
+from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 
 from .conftest import render_fixture
-from .guards import Endpoint, connection_allowed
 from .recorded import kubernetes_objects
 
 # multi-pool's VPC is 10.30.0.0/16; pods and the EKS control plane's ENIs take addresses from it.

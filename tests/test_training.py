@@ -24,6 +24,7 @@ from config.labels import LOCAL_QUEUE, SYSTEM_NODE_LABELS, TENANT_LABEL
 from config.namespaces import CONTROLLER_NAMESPACES, TRAINER
 from config.versions import CHARTS
 from models.kubeflow_trainer import ANCESTOR_STEP_LABEL, TRAINER_ANCESTOR
+from models.kubernetes.user import User
 from models.kueue.flavorassigner import Admission, best_case_admission
 from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 from offline.engine import Recording
@@ -33,7 +34,7 @@ from offline.upstream import chart_dir, chart_metadata, chart_values, crd_docume
 from offline.validate import CustomResourceDefinitions, object_findings
 
 from .conftest import chart_values_problems, fixture_document, load, project_path, render_fixture
-from .guards import User, rbac_allows
+from .guards import rbac_allows
 from .recorded import kubernetes_objects, releases, waits_for
 
 PIN = CHARTS[training.CHART_KEY]
@@ -196,7 +197,7 @@ def test_a_trainjob_whose_pods_do_not_all_start_gives_its_quota_back():
 
 def allowed(recording: Recording, group: str, verb: str, api_group: str, resource: str, namespace: str | None) -> bool:
     """Whether a member of `group` may `verb` `resource` in `namespace` (None: cluster-scoped), by RBAC alone:
-    the rendered bindings and roles with the built-in admin/edit/view aggregated (tests/guards.py)."""
+    the rendered bindings and roles with the built-in admin/edit/view aggregated (models/kubernetes/rbac.py)."""
     objects = [r.inputs for r in kubernetes_objects(recording)]
     return rbac_allows(objects, User(f"member-of-{group}", (group,)), verb, api_group, resource, namespace)
 

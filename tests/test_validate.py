@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from config.versions import CHARTS
+from models.kubernetes.cel import CelResult, cel_findings
 from offline.__main__ import main
-from offline.cel import CelResult, cel_findings
 from offline.helm_values import release_problems, values_findings
 from offline.openapi import Finding, schema_findings, with_defaults
 from offline.validate import Report, validate_render

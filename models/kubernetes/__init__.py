@@ -1,1 +1,1 @@
-"""Kubernetes itself: the API machinery's types and the built-in controllers' rules."""
+"""What Kubernetes itself does: the API machinery's types, the API server, its admission plugins and its controllers."""

@@ -1,11 +1,13 @@
-"""CRD validation rules (`x-kubernetes-validations`) evaluated with cel-python.
+"""CEL as the API server evaluates it: CRD validation rules (`x-kubernetes-validations`), and the
+expressions of admission policies (variables, validations, matchConditions), with cel-python.
 
-The API server evaluates each rule with `self` bound to the value at the rule's schema node, for
-every such value present. cel-python implements standard CEL; of the Kubernetes CEL libraries
-(kubernetes/apiserver pkg/cel/library: regex.go, and cel-go ext/strings.go) this module adds the
-functions the vendored CRDs call: `find`, `findAll` and `split`. A rule that calls any other
-library function (quantity(), isQuantity(), url, ip, ...) is not evaluated and is counted as such,
-never passed or failed.
+CRD rules (kubernetes/kubernetes v1.35.0 staging/src/k8s.io/apiextensions-apiserver/pkg/apiserver/
+schema/cel/validation.go `Validate`): each rule runs with `self` bound to the value at the rule's schema
+node, for every such value present; the walk descends `properties`, `additionalProperties` and `items`.
+cel-python implements standard CEL; of the Kubernetes CEL libraries (staging/src/k8s.io/apiserver/
+pkg/cel/library: regex.go, and cel-go ext/strings.go) this module adds the functions the vendored CRDs
+call: `find`, `findAll` and `split`. A rule that calls any other library function (quantity(),
+isQuantity(), url, ip, ...) is not evaluated and is counted as such, never passed or failed.
 Transition rules (those that read `oldSelf`) only run on update and are skipped.
 """
 
@@ -22,7 +24,27 @@ import celpy
 from celpy import celtypes
 from celpy.evaluation import CELEvalError, CELFunction
 
-from .openapi import FieldPath, Finding, Schema, field_schema
+FieldPath = tuple[str | int, ...]
+Schema = Mapping[str, Any]
+
+
+class Finding(NamedTuple):
+    """A problem with the value at `path` (keys and list indexes)."""
+
+    path: FieldPath
+    reason: str
+
+
+def field_schema(schema: Schema | None, key: str) -> Schema | None:
+    """The schema of a map's value at `key`: a named property, else `additionalProperties`."""
+    if not schema:
+        return None
+    properties = schema.get("properties") or {}
+    if key in properties:
+        return properties[key]
+    extra = schema.get("additionalProperties")
+    return extra if isinstance(extra, Mapping) else None
+
 
 _TRANSITION = re.compile(r"\boldSelf\b")
 # A CEL runtime error the API server also raises: the rule read a field the object does not set.
