@@ -93,10 +93,17 @@ def idle_lines(inputs: IdleInputs, prices: IdlePrices) -> tuple[IdleLine, ...]:
     volumes = inputs.system_nodes * inputs.system_disk_gib + inputs.prometheus_volume_gib
     return (
         IdleLine("EKS control plane", 1, f"${prices.eks_cluster_hour:g}/h", prices.eks_cluster_hour * month),
-        IdleLine("NAT gateways", inputs.nat_gateways, f"${prices.nat_gateway_hour:g}/h", inputs.nat_gateways * prices.nat_gateway_hour * month),
-        IdleLine("public IPv4 addresses", inputs.public_ipv4, f"${prices.public_ipv4_hour:g}/h", inputs.public_ipv4 * prices.public_ipv4_hour * month),
         IdleLine(
-            "interface endpoints (endpoint x zone)", inputs.interface_endpoint_zones, f"${prices.interface_endpoint_zone_hour:g}/h",
+            "NAT gateways", inputs.nat_gateways, f"${prices.nat_gateway_hour:g}/h",
+            inputs.nat_gateways * prices.nat_gateway_hour * month,
+        ),
+        IdleLine(
+            "public IPv4 addresses", inputs.public_ipv4, f"${prices.public_ipv4_hour:g}/h",
+            inputs.public_ipv4 * prices.public_ipv4_hour * month,
+        ),
+        IdleLine(
+            "interface endpoints (endpoint x zone)", inputs.interface_endpoint_zones,
+            f"${prices.interface_endpoint_zone_hour:g}/h",
             inputs.interface_endpoint_zones * prices.interface_endpoint_zone_hour * month,
         ),
         IdleLine(

@@ -279,15 +279,23 @@ PROMETHEUS_RESOURCES: Resources = {"requests": {"cpu": "250m", "memory": "400Mi"
 # Ours: 10m CPU (it routes a handful of alerts a minute) and a memory limit equal to the request.
 ALERTMANAGER_RESOURCES: Resources = {"requests": {"cpu": "10m", "memory": "400Mi"}, "limits": {"memory": "400Mi"}}
 # grafana 12.11.1 (kube-prometheus-stack's subchart) values.yaml `resources`.
-GRAFANA_RESOURCES: Resources = {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"}}
+GRAFANA_RESOURCES: Resources = {
+    "requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"},
+}
 # grafana 12.11.1 values.yaml `sidecar.resources`, for each of its sidecar containers; kube-prometheus-stack
 # 88.5.3 turns two on (`grafana.sidecar.dashboards.enabled`, `grafana.sidecar.datasources.enabled`).
-GRAFANA_SIDECAR_RESOURCES: Resources = {"requests": {"cpu": "50m", "memory": "50Mi"}, "limits": {"cpu": "100m", "memory": "100Mi"}}
+GRAFANA_SIDECAR_RESOURCES: Resources = {
+    "requests": {"cpu": "50m", "memory": "50Mi"}, "limits": {"cpu": "100m", "memory": "100Mi"},
+}
 GRAFANA_SIDECARS = 2
 # kube-state-metrics 8.4.0 (subchart) values.yaml `resources`.
-KUBE_STATE_METRICS_RESOURCES: Resources = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"}}
+KUBE_STATE_METRICS_RESOURCES: Resources = {
+    "requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"},
+}
 # prometheus-node-exporter 4.56.1 (subchart) values.yaml `resources`.
-NODE_EXPORTER_RESOURCES: Resources = {"requests": {"cpu": "100m", "memory": "30Mi"}, "limits": {"cpu": "200m", "memory": "50Mi"}}
+NODE_EXPORTER_RESOURCES: Resources = {
+    "requests": {"cpu": "100m", "memory": "30Mi"}, "limits": {"cpu": "200m", "memory": "50Mi"},
+}
 # external-secrets 2.9.0 values.yaml `resources`, `webhook.resources`, `certController.resources`: requests
 # 10m/32Mi each. Ours: a 256Mi memory limit (the controller caches every ExternalSecret and SecretStore it
 # watches) and no CPU limit, so a burst of syncs is slowed by nothing but the requests of others.

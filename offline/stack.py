@@ -13,7 +13,6 @@ the file are reported together with the config's own problems.
 from __future__ import annotations
 
 import difflib
-
 import json
 import re
 from collections.abc import Hashable

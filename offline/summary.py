@@ -294,7 +294,9 @@ def _capacity(config: PlatformConfig) -> str:
         ("cpu", sum(t.config.cpu for t in config.tenants), cpu_pool.cpu_limit, "vCPUs"),
         ("memory", sum(t.config.memory_gib for t in config.tenants), cpu_pool.memory_limit_gib, "GiB"),
     ):
-        rows.append([f"`{CPU_POOL_NAME}` ({resource})", queueing.CPU_FLAVOR, f"{promised} / {declared} {unit}", f"{declared - promised}"])
+        rows.append(
+            [f"`{CPU_POOL_NAME}` ({resource})", queueing.CPU_FLAVOR, f"{promised} / {declared} {unit}", f"{declared - promised}"]
+        )
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
 
 

@@ -39,7 +39,8 @@ CITED: list[tuple[str, str, tuple[str, ...], dict[str, dict[str, str]]]] = [
     ("NODE_EXPORTER_RESOURCES", f"{KPS}/charts/prometheus-node-exporter/values.yaml", ("resources",),
      {"requests": {"cpu": "100m", "memory": "30Mi"}, "limits": {"cpu": "200m", "memory": "50Mi"}}),
     ("EXTERNAL_SECRETS_RESOURCES", f"{ESO}/values.yaml", ("resources",), {"requests": {"cpu": "10m", "memory": "32Mi"}}),
-    ("EXTERNAL_SECRETS_RESOURCES", f"{ESO}/values.yaml", ("webhook", "resources"), {"requests": {"cpu": "10m", "memory": "32Mi"}}),
+    ("EXTERNAL_SECRETS_RESOURCES", f"{ESO}/values.yaml", ("webhook", "resources"),
+     {"requests": {"cpu": "10m", "memory": "32Mi"}}),
     ("EXTERNAL_SECRETS_RESOURCES", f"{ESO}/values.yaml", ("certController", "resources"),
      {"requests": {"cpu": "10m", "memory": "32Mi"}}),
 ]

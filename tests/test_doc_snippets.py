@@ -30,6 +30,7 @@ import yaml
 from config import PlatformConfig
 from config.labels import LOCAL_QUEUE
 from models.kueue.constants import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
+from offline.engine import Recording
 from offline.validate import CustomResourceDefinitions, object_findings
 
 from .conftest import fixture_document, load, project_path, render
@@ -92,9 +93,14 @@ def with_snippet(snippet: Snippet) -> dict[str, Any]:
 
 
 @functools.cache
+def rendered(document_json: str) -> Recording:
+    """Render once per distinct document (a README example and a guide's may be the same entry); shared with
+    the tests of the docs' numbers and of check-manifest's answers to the docs' examples."""
+    return render(json.loads(document_json), "snippet")
+
+
 def _render_urns(document_json: str) -> int:
-    """Render once per distinct document (a README example and a guide's may be the same entry)."""
-    return len(render(json.loads(document_json), "snippet").resources)
+    return len(rendered(document_json).resources)
 
 
 def test_every_yaml_block_says_what_it_is_and_which_stack_it_belongs_to() -> None:

@@ -36,7 +36,11 @@ SHIPPED = sorted(p.name for p in project_path("tests", "fixtures", "shipped").gl
 
 @pytest.mark.parametrize(
     "path",
-    [*(f"Pulumi.{s}.yaml" for s in stack_names()), *(f"fixture:{f}" for f in FIXTURES), *(f"tests/fixtures/shipped/{n}" for n in SHIPPED)],
+    [
+        *(f"Pulumi.{s}.yaml" for s in stack_names()),
+        *(f"fixture:{f}" for f in FIXTURES),
+        *(f"tests/fixtures/shipped/{n}" for n in SHIPPED),
+    ],
 )
 def test_every_stack_and_fixture_satisfies_the_schema(validator, path: str) -> None:
     file = FIXTURE_STACKS_DIR / f"{path.removeprefix('fixture:')}.yaml" if path.startswith("fixture:") else project_path(path)

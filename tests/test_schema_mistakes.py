@@ -8,7 +8,6 @@ same key. Rules across keys (a quota against its pool) are the checker's alone a
 
 from __future__ import annotations
 
-import copy
 import json
 import shutil
 import subprocess
@@ -114,10 +113,12 @@ MISTAKES: list[tuple[str, tuple[Any, ...], Any, str]] = [
     ("HF token secret with a space", (*SERVING, "hfTokenSecret"), "hf token",
      "gpu-platform:tenants[llm-training].inference[embeddings].serving.hfTokenSecret"),
     ("retention in days spelt out", (M, "retention"), "30days", "gpu-platform:monitoring.retention"),
-    ("runbook URL without a scheme", (M, "runbookBaseUrl"), "wiki.example.com/runbooks", "gpu-platform:monitoring.runbookBaseUrl"),
+    ("runbook URL without a scheme", (M, "runbookBaseUrl"), "wiki.example.com/runbooks",
+     "gpu-platform:monitoring.runbookBaseUrl"),
     ("receiver name with a space", (M, "receivers", 0, "name"), "gpu oncall", "gpu-platform:monitoring.receivers[0].name"),
     ("volume policy misspelt", (M, "volumeOnDestroy"), "retain", "gpu-platform:monitoring.volumeOnDestroy"),
-    ("image policy name in capitals", (*POLICY, "name"), "Acme", "gpu-platform:supplyChain.imageVerification.policies[Acme].name"),
+    ("image policy name in capitals", (*POLICY, "name"), "Acme",
+     "gpu-platform:supplyChain.imageVerification.policies[Acme].name"),
     ("image glob in capitals", (*POLICY, "images", 1), "Registry.acme.example/*",
      "gpu-platform:supplyChain.imageVerification.policies[acme-ai-images].images"),
     ("issuer over http", (*POLICY, "identities", 1, "issuer"), "http://accounts.google.com",
