@@ -88,10 +88,16 @@ class Cluster:
     crds: CustomResourceDefinitions
 
     @classmethod
-    def of(cls, config: PlatformConfig, tenant: str, objects: Iterable[Mapping[str, Any]]) -> Cluster:
+    def of(
+        cls, config: PlatformConfig, tenant: str, objects: Iterable[Mapping[str, Any]],
+        crds: CustomResourceDefinitions | None = None,
+    ) -> Cluster:
+        """The cluster a tenant's workloads meet; `crds`: the stack's charts' CRDs, when already read."""
         [plan] = [t for t in config.tenants if t.name == tenant]
-        charts = ({"chart": pin.chart, "version": pin.version} for pin in config.charts.values())
-        return cls(config, plan, tuple(objects), CustomResourceDefinitions.installed_by(charts))
+        if crds is None:
+            charts = ({"chart": pin.chart, "version": pin.version} for pin in config.charts.values())
+            crds = CustomResourceDefinitions.installed_by(charts)
+        return cls(config, plan, tuple(objects), crds)
 
     @property
     def namespace(self) -> str:

@@ -8,6 +8,7 @@ h100-on-demand 8 + 8 borrowing, a100-spot 8, l40s-on-demand 4 + 8) and single-po
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,18 +19,20 @@ import yaml
 from offline import check_manifest
 from offline.check_manifest import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Cluster, Finding, check, rendered_objects, report
 
-from .conftest import load, render_fixture
-from .test_doc_snippets import SNIPPETS, rendered, stack_document
+from .conftest import render_fixture
+from .test_doc_snippets import SNIPPETS, rendered, stack_config, stack_crds, stack_document
 
 EXAMPLES = [s for s in SNIPPETS if s.kind == "manifest" and s.where.startswith("docs/tenants.md")]
 
 
+@functools.cache
 def cluster_of(stack: str, tenant: str) -> Cluster:
+    """The render's objects of a docs stack, read once per stack and tenant (checks never change them)."""
     if stack.startswith("fixture:"):
-        name = stack.removeprefix("fixture:")
-        return Cluster.of(load(stack_document(stack)), tenant, rendered_objects(render_fixture(name)))
-    document = stack_document(stack)
-    return Cluster.of(load(document), tenant, rendered_objects(rendered(json.dumps(document, sort_keys=True))))
+        recording = render_fixture(stack.removeprefix("fixture:"))
+    else:
+        recording = rendered(json.dumps(stack_document(stack), sort_keys=True))
+    return Cluster.of(stack_config(stack), tenant, rendered_objects(recording), stack_crds(stack))
 
 
 def example(where_prefix: str) -> tuple[str, str, dict[str, Any]]:
