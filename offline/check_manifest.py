@@ -381,8 +381,11 @@ def _quota(cluster: Cluster, where: str, obj: Mapping[str, Any], sets: Sequence[
     if quota is None:
         return []
     hard = quota["spec"]["hard"]
-    needed: dict[str, Any] = {"pods": sum(s.count for s in sets)}
-    for pod_set, template in zip(sets, _pod_templates(obj, cluster.tenancy(())), strict=False):
+    # A Deployment's replicas are Workloads of one pod each to Kueue, but all of them count against the quota.
+    replicas = (obj.get("spec") or {}).get("replicas", 1) if obj["kind"] == "Deployment" else 1
+    counts = [s.count * replicas for s in sets]
+    needed: dict[str, Any] = {"pods": sum(counts)}
+    for count, template in zip(counts, _pod_templates(obj, cluster.tenancy(())), strict=False):
         pod = with_container_defaults(cluster.objects, {"spec": template}, cluster.namespace)["spec"]
         for container in pod["containers"]:
             resources = container.get("resources") or {}
@@ -390,7 +393,7 @@ def _quota(cluster: Cluster, where: str, obj: Mapping[str, Any], sets: Sequence[
                 for resource, value in (resources.get(kind) or {}).items():
                     key = f"{kind}.{resource}" if f"{kind}.{resource}" in hard else resource if resource in hard else None
                     if key is not None:
-                        needed[key] = needed.get(key, 0) + parse_quantity(value) * pod_set.count
+                        needed[key] = needed.get(key, 0) + parse_quantity(value) * count
     over = [
         f"{key} {_show(needed[key])} > {hard[key]}"
         for key in sorted(needed) if key in hard and needed[key] > parse_quantity(hard[key])

@@ -215,6 +215,26 @@ def test_a_job_of_more_pods_than_the_resource_quota_allows_is_told_by_how_much()
     assert said(findings, "capacity") == ["main: the CPU pool (cpu flavor; families m7i, m6i, c7i, r7i)"]
 
 
+def test_a_deployments_replicas_are_admitted_one_by_one_but_all_count_against_the_quota():
+    _, _, obj = example("Job/fine-tune-small")
+    pod = copy.deepcopy(obj["spec"]["template"])
+    pod["spec"].pop("restartPolicy")
+    pod["metadata"] = {"labels": {"app": "web"}}
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ml-research"},
+        "spec": {"replicas": 600, "selector": {"matchLabels": {"app": "web"}}, "template": pod},
+    }
+    findings = lines("dev", "ml-research", deployment)
+    assert said(findings, "kueue")[1].startswith(
+        "admitted on cpu within ml-research's nominal quota: 1 pod(s) (each replica a Workload of its own)"
+    )
+    [quota] = said(findings, "quota")
+    assert quota.startswith("PROBLEM exceeds ResourceQuota tenant-quota: limits.ephemeral-storage 6000Gi > 1000Gi, pods 600 > 500")
+
+
 # --- the command line ----------------------------------------------------------------------------------
 
 
