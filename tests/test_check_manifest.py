@@ -232,7 +232,9 @@ def test_a_deployments_replicas_are_admitted_one_by_one_but_all_count_against_th
         "admitted on cpu within ml-research's nominal quota: 1 pod(s) (each replica a Workload of its own)"
     )
     [quota] = said(findings, "quota")
-    assert quota.startswith("PROBLEM exceeds ResourceQuota tenant-quota: limits.ephemeral-storage 6000Gi > 1000Gi, pods 600 > 500")
+    assert quota.startswith(
+        "PROBLEM exceeds ResourceQuota tenant-quota: limits.ephemeral-storage 6000Gi > 1000Gi, pods 600 > 500"
+    )
 
 
 # --- the command line ----------------------------------------------------------------------------------
