@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from models.kueue.cohort import lendable
 from models.kueue.flavorassigner import fits_queue, queue_ceiling
 
 from .capacity import GpuPoolPlan, mig_resource
@@ -178,7 +179,7 @@ class TenantPlan:
         totals = {"cpu": self.config.cpu, "memory": self.config.memory_gib}
         for quota in self.quotas:
             for resource, (nominal, borrowing, _) in quota.resources().items():
-                totals[resource] = totals.get(resource, 0) + nominal + borrowing
+                totals[resource] = totals.get(resource, 0) + (queue_ceiling(nominal, borrowing) or 0)
         return totals
 
     @property
@@ -476,7 +477,7 @@ def _gpus(count: float) -> str:
 
 
 def _lendable(quota: FlavorQuota) -> int:
-    return quota.nominal if quota.lending_limit is None else quota.lending_limit
+    return lendable(quota.nominal, quota.lending_limit)
 
 
 def cpu_flavor_labels() -> dict[str, str]:

@@ -19,6 +19,7 @@ from config.claims import ROOT, admitting_flavors, claim_charge
 from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX, DRA_DEVICE_CLASSES, GPU_RESOURCE, device_class_resource
 from config.node_pools import ClaimTemplateConfig
 from config.versions import KUBERNETES_VERSIONS
+from models.kueue import ADMITTED, NO_CANDIDATES, PREEMPT, Snapshot, Workload, apply, schedule
 from models.kueue.flavorassigner import best_case_admission
 from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 
@@ -89,6 +90,29 @@ def test_dra_pods_beyond_the_tenants_devices_are_not_admitted():
     sets = pod_sets(job_with_claim(TEMPLATE, pods=3), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="no flavor"):
         best_case_admission(sets, rendered("ClusterQueue", "ml-research"))
+
+
+def rendered_snapshot() -> Snapshot:
+    """Every rendered ClusterQueue, Cohort and ResourceFlavor of the fixture, as Kueue's cache holds them."""
+    objects = [r.inputs for r in kubernetes_objects(render_fixture(FIXTURE))]
+    of = {kind: [o for o in objects if o["kind"] == kind] for kind in ("ClusterQueue", "Cohort", "ResourceFlavor")}
+    return Snapshot.from_manifests(of["ClusterQueue"], of["Cohort"], fair_sharing=True, flavors=of["ResourceFlavor"])
+
+
+def test_in_the_rendered_cohort_dra_pods_are_admitted_up_to_the_tenants_devices_then_wait():
+    # ml-research has 2 devices of the class on l4-dra-on-demand and nobody else has any: two one-device
+    # pods are admitted within nominal quota; a third could only run by preempting one of them, which
+    # its equal priority does not allow, so it waits (Preempt mode without candidates).
+    snapshot = rendered_snapshot()
+    [pod_set] = pod_sets(job_with_claim(TEMPLATE, pods=2), tenancy("ml-research"))
+    cycle = schedule(snapshot, [Workload("pair", "ml-research", (pod_set,))])
+    [entry] = cycle.entries
+    assert (entry.status, entry.assignment.borrowing) == (ADMITTED, 0)
+    assert entry.assignment.flavors()[0][DRA_GPU] == "l4-dra-on-demand"
+    apply(snapshot, cycle, now=0)
+    [one_more] = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
+    [third] = schedule(snapshot, [Workload("third", "ml-research", (one_more,))]).entries
+    assert (third.status, third.assignment.mode, third.targets) == (NO_CANDIDATES, PREEMPT, [])
 
 
 def test_a_tenant_without_dra_quota_cannot_have_a_dra_pod_admitted():

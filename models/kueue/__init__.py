@@ -5,10 +5,11 @@ Modules, each beside the upstream files it mirrors:
 - `constants`: Kueue's label, annotation and gate names.
 - `integrations`: framework names and the kinds they queue.
 - `resources`: amounts in Kueue's integer units (cpu in millicores, the rest in units).
-- `workload`: a job's PodSets and what each pod is charged (`pod_sets`, `pod_requests`), and the
-  `Workload` the scheduler queues and admits.
+- `workload`: a job's PodSets and what each pod is charged (`pod_sets`, `pod_requests`), its priority
+  (`workload_priority`), and the `Workload` the scheduler queues and admits.
 - `cohort`: ClusterQueues and Cohorts with quotas and usage (`Snapshot.from_manifests`), and what a
-  queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree.
+  queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree,
+  and who lends it what (`Snapshot.lenders`).
 - `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`) and the full flavor
   search against a snapshot (`assign`: Fit / Preempt / NoFit and the borrowing level).
 - `preemption`: which workloads are evicted so another fits (`Preemptor.targets`).
@@ -20,9 +21,9 @@ Modules, each beside the upstream files it mirrors:
 Driving it, as the simulator does:
 
     snapshot = Snapshot.from_manifests(cluster_queues, cohorts, fair_sharing=True)
-    job = Workload("train-1", "research", (PodSet("main", 8, {"nvidia.com/gpu": 1}),), priority=100, timestamp=t)
+    job = Workload("train-1", "team-a", (PodSet("main", 8, {"nvidia.com/gpu": 1}),), priority=100, timestamp=t)
     queues = {name: PendingQueue(q.queueing_strategy) for name, q in snapshot.cluster_queues.items()}
-    queues["research"].push(job)
+    queues["team-a"].push(job)                            # ClusterQueue team-a
     cycle = schedule(snapshot, heads(queues.values()))     # pure: the snapshot is unchanged
     apply(snapshot, cycle, now=t)                          # admitted entries now hold quota
     for entry in cycle.entries:                            # what was not admitted goes back
@@ -30,6 +31,11 @@ Driving it, as the simulator does:
             queues[entry.workload.cluster_queue].requeue(entry)
     for target in cycle.preempted:                         # evicted: release and requeue them
         snapshot.remove_workload(target.workload)
+
+When quota is freed (a workload finishes or is evicted), Kueue retries what BestEffortFIFO set aside:
+call `queue_inadmissible()` on the queues of that cohort tree. A workload evicted by waitForPodsReady
+waits `requeue_wait_seconds(n, base, max)` before it is pushed again (clear its `usage` and `evicted`,
+and with requeuingStrategy.timestamp Eviction give it the eviction time as `timestamp`).
 
 The model is plain dataclasses and integers; a cycle copies nothing and undoes what it simulates.
 Not modelled: topology-aware scheduling, partial admission (PodSet minCount), admission checks,
@@ -56,7 +62,7 @@ from .scheduler import (
     heads,
     schedule,
 )
-from .workload import Inadmissible, PodSet, Tenancy, Workload, pod_requests, pod_sets
+from .workload import Inadmissible, PodSet, Tenancy, Workload, pod_requests, pod_sets, workload_priority
 
 __all__ = [
     "ADMITTED",
@@ -92,4 +98,5 @@ __all__ = [
     "pod_sets",
     "requeue_wait_seconds",
     "schedule",
+    "workload_priority",
 ]

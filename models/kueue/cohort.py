@@ -78,13 +78,23 @@ class Node:
     fair_weight: float = 1.0
     subtree_quota: dict[FlavorResource, int] = field(default_factory=dict)
     usage: dict[FlavorResource, int] = field(default_factory=dict)
+    # Derived from quotas alone, so computed once per `Snapshot.rebuild`: the local quota per
+    # (flavor, resource), and potentialAvailable as it is asked for.
+    local: dict[FlavorResource, int] = field(default_factory=dict)
+    potential: dict[FlavorResource, int] = field(default_factory=dict)
 
     def local_quota(self, fr: FlavorResource) -> int:
         """The part of this subtree's quota above its lendingLimit: never lent to the parent."""
-        quota = self.quotas.get(fr)
-        if quota is None or quota.lending_limit is None:
-            return 0
-        return max(0, self.subtree_quota.get(fr, 0) - quota.lending_limit)
+        return self.local.get(fr, 0)
+
+    def _settle(self) -> None:
+        """Fix the local quotas once the subtree quota is known; forget cached potentials."""
+        self.local = {
+            fr: max(0, self.subtree_quota.get(fr, 0) - q.lending_limit)
+            for fr, q in self.quotas.items()
+            if q.lending_limit is not None
+        }
+        self.potential = {}
 
     def path_to_root(self) -> Iterator[Cohort]:
         node = self.parent
@@ -108,6 +118,7 @@ class Node:
 class Cohort(Node):
     child_cohorts: list[Cohort] = field(default_factory=list)
     child_queues: list[ClusterQueue] = field(default_factory=list)
+    lendable: dict[str, int] | None = None  # fair sharing's calculateLendable, cached until a rebuild
 
     def root(self) -> Cohort:
         node = self
@@ -197,12 +208,17 @@ def _available(node: Node, fr: FlavorResource) -> int:
 
 
 def _potential_available(node: Node, fr: FlavorResource) -> int:
+    cached = node.potential.get(fr)
+    if cached is not None:
+        return cached
     if node.parent is None:
-        return node.subtree_quota.get(fr, 0)
-    value = node.local_quota(fr) + _potential_available(node.parent, fr)
-    quota = node.quotas.get(fr)
-    if quota is not None and quota.borrowing_limit is not None:
-        value = min(node.subtree_quota.get(fr, 0) + quota.borrowing_limit, value)
+        value = node.subtree_quota.get(fr, 0)
+    else:
+        value = node.local_quota(fr) + _potential_available(node.parent, fr)
+        quota = node.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            value = min(node.subtree_quota.get(fr, 0) + quota.borrowing_limit, value)
+    node.potential[fr] = value
     return value
 
 
@@ -216,7 +232,11 @@ def add_usage(node: Node, fr: FlavorResource, value: int) -> None:
 
 def remove_usage(node: Node, fr: FlavorResource, value: int) -> None:
     stored_in_parent = node.usage.get(fr, 0) - node.local_quota(fr)
-    node.usage[fr] = node.usage.get(fr, 0) - value
+    left = node.usage.get(fr, 0) - value
+    if left:
+        node.usage[fr] = left
+    else:
+        node.usage.pop(fr, None)  # an undone simulation leaves the usage as it was
     if stored_in_parent <= 0 or node.parent is None:
         return
     remove_usage(node.parent, fr, min(value, stored_in_parent))
@@ -279,14 +299,35 @@ class Snapshot:
             for fr, value in workload.usage.items():
                 add_usage(queue, fr, value)
 
+    def lenders(self, queue_name: str, fr: FlavorResource) -> dict[str, int]:
+        """The other ClusterQueues of the queue's cohort tree with idle quota of `fr` they lend, and how
+        much: nominal up to the lendingLimit, less what they use of it. What the queue can take of it is
+        `available`, which its own borrowingLimit bounds too."""
+        queue = self.cluster_queues[queue_name]
+        if queue.parent is None:
+            return {}
+        found = {}
+        for other in queue.parent.root().subtree_queues():
+            if other is queue:
+                continue
+            local = other.local_quota(fr)
+            idle = max(0, other.subtree_quota.get(fr, 0) - local - max(0, other.usage.get(fr, 0) - local))
+            if idle:
+                found[other.name] = idle
+        return found
+
     def rebuild(self) -> None:
-        """updateCohortResourceNode from every root: subtree quotas and cohort usage from the queues' usage."""
+        """updateCohortResourceNode from every root: subtree quotas and cohort usage from the queues' usage.
+        Call it after changing any quota."""
         for cohort in self.cohorts.values():
             if cohort.parent is None:
                 _update_subtree(cohort)
         for queue in self.cluster_queues.values():
             if queue.parent is None:
                 queue.subtree_quota = {fr: q.nominal for fr, q in queue.quotas.items()}
+                queue._settle()
+        for cohort in self.cohorts.values():
+            cohort.lendable = None
 
     @classmethod
     def from_manifests(
@@ -349,12 +390,14 @@ def _update_subtree(cohort: Cohort) -> None:
         _update_subtree(child_cohort)
     for queue in cohort.child_queues:
         queue.subtree_quota = {fr: q.nominal for fr, q in queue.quotas.items()}
+        queue._settle()
     children: list[Node] = [*cohort.child_cohorts, *cohort.child_queues]
     for child in children:
         for fr, quota in child.subtree_quota.items():
             cohort.subtree_quota[fr] = cohort.subtree_quota.get(fr, 0) + quota - child.local_quota(fr)
         for fr, used in child.usage.items():
             cohort.usage[fr] = cohort.usage.get(fr, 0) + max(0, used - child.local_quota(fr))
+    cohort._settle()
 
 
 _LIMITS = ("borrowingLimit", "lendingLimit")
@@ -374,7 +417,10 @@ def _quotas(groups: Sequence[Mapping[str, Any]]) -> dict[FlavorResource, Quota]:
 def _weight(spec: Mapping[str, Any]) -> float:
     """spec.fairSharing.weight, a Quantity defaulting to 1."""
     weight = (spec.get("fairSharing") or {}).get("weight")
-    return 1.0 if weight is None else float(parse_quantity(weight))
+    if weight is None:
+        return 1.0
+    # YAML reads an unquoted 0.5 as a float; the API server reads the same text as a Quantity.
+    return float(parse_quantity(repr(weight) if isinstance(weight, float) else weight))
 
 
 def cluster_queue_from_manifest(manifest: Mapping[str, Any]) -> ClusterQueue:

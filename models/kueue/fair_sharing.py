@@ -90,8 +90,11 @@ def dominant_resource_share(node: Node) -> DRS:
         return DRS(node.fair_weight)
     borrowed: dict[str, int] = {}
     frs = []
-    for fr, quota in node.subtree_quota.items():
-        amount = node.usage.get(fr, 0) - quota
+    subtree = node.subtree_quota
+    for fr, used in node.usage.items():  # over SubtreeQuota's keys upstream; only used ones can borrow
+        if fr not in subtree:
+            continue
+        amount = used - subtree[fr]
         if amount > 0:
             borrowed[fr[1]] = borrowed.get(fr[1], 0) + amount
             frs.append(fr)
@@ -108,11 +111,14 @@ def dominant_resource_share(node: Node) -> DRS:
 
 
 def _lendable(node: Cohort) -> dict[str, int]:
-    """calculateLendable: what `node` could get of each resource, over every flavor the root has."""
-    lendable: dict[str, int] = {}
-    for fr in node.root().subtree_quota:
-        lendable[fr[1]] = lendable.get(fr[1], 0) + _potential_available(node, fr)
-    return lendable
+    """calculateLendable: what `node` could get of each resource, over every flavor the root has
+    (quotas alone decide it, so it is kept until the snapshot is rebuilt)."""
+    if node.lendable is None:
+        lendable: dict[str, int] = {}
+        for fr in node.root().subtree_quota:
+            lendable[fr[1]] = lendable.get(fr[1], 0) + _potential_available(node, fr)
+        node.lendable = lendable
+    return node.lendable
 
 
 # --- the order of a cycle's entries --------------------------------------------------------------------

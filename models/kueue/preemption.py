@@ -35,7 +35,7 @@ from .cohort import (
     Snapshot,
     quantities_fit_in_quota,
 )
-from .flavorassigner import NO_CANDIDATES, PREEMPTION_WITHIN_QUEUE, RECLAIM, Assignment, height_of_lowest_subtree_that_fits
+from .flavorassigner import ORACLE_NO_CANDIDATES, ORACLE_PREEMPT, ORACLE_RECLAIM, Assignment, height_of_lowest_subtree_that_fits
 from .workload import Workload
 
 # Preemption reasons (apis/kueue/v1beta2/workload_types.go), as the Preempted condition states them.
@@ -281,11 +281,11 @@ class Preemptor:
         borrowing level after it."""
         targets = self._targets(_Context(self.snapshot, workload, {fr: amount}, {fr}))
         if not targets:
-            return NO_CANDIDATES, height_of_lowest_subtree_that_fits(queue, fr, amount)[0]
+            return ORACLE_NO_CANDIDATES, height_of_lowest_subtree_that_fits(queue, fr, amount)[0]
         victims = [target.workload for target in targets]
         self.snapshot.remove_usage_of(victims)
         borrow = height_of_lowest_subtree_that_fits(queue, fr, amount)[0]
         self.snapshot.add_usage_of(victims)
         if any(target.workload.cluster_queue == queue.name for target in targets):
-            return PREEMPTION_WITHIN_QUEUE, borrow
-        return RECLAIM, borrow
+            return ORACLE_PREEMPT, borrow
+        return ORACLE_RECLAIM, borrow

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from .cohort import ANY, BEST_EFFORT_FIFO, FlavorResource, Snapshot, add_usage, remove_usage
 from .fair_sharing import fair_entries
-from .flavorassigner import FIT, NO_FIT, PREEMPT, Assignment, assign
+from .flavorassigner import NO_FIT, PREEMPT, Assignment, assign
 from .preemption import Preemptor, Target
 from .workload import Workload
 
@@ -57,7 +57,7 @@ class Entry:
 
 @dataclass(slots=True)
 class Cycle:
-    entries: list[Entry]  # in the order they were processed
+    entries: list[Entry]  # in the order they were processed, then those not nominated (inactive, namespace)
 
     @property
     def admitted(self) -> list[Entry]:
@@ -230,5 +230,3 @@ def heads(queues: Iterable[PendingQueue]) -> list[Workload]:
     """Heads: one workload from each queue that has one."""
     return [workload for queue in queues if (workload := queue.pop_head()) is not None]
 
-
-__all__ = ["ADMITTED", "FIT", "NO_CANDIDATES", "NO_FIT_STATUS", "PREEMPTING", "SKIPPED", "Cycle", "Entry", "PendingQueue"]

@@ -17,12 +17,13 @@ their node labels), init containers, pod overhead, CEL device selectors.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from models import kubeflow_trainer
 
+from .constants import PRIORITY_CLASS_LABEL
 from .resources import resource_value
 
 
@@ -132,3 +133,29 @@ def pod_requests(pod: Mapping[str, Any], tenancy: Tenancy) -> dict[str, int]:
             charged[resource] = charged.get(resource, 0) + int(exactly.get("count", 1))
     excluded = tuple(resources_config.get("excludeResourcePrefixes", []))
     return {resource: amount for resource, amount in charged.items() if not resource.startswith(excluded)}
+
+
+def workload_priority(
+    labels: Mapping[str, str],
+    pod_specs: Sequence[Mapping[str, Any]],
+    workload_priority_classes: Mapping[str, int],
+    priority_classes: Mapping[str, tuple[int, bool]],
+) -> int:
+    """The priority Kueue gives a job's Workload (pkg/controller/jobframework/reconciler.go ExtractPriority,
+    pkg/util/priority/priority.go): the value of the WorkloadPriorityClass its `kueue.x-k8s.io/priority-class`
+    label names; else of the PriorityClass the first PodSet naming one names; else of the PriorityClass
+    marked globalDefault; else 0. A class that does not exist leaves the job without a Workload.
+
+    `priority_classes`: name -> (value, globalDefault).
+    """
+    named = labels.get(PRIORITY_CLASS_LABEL)
+    if named:
+        if named not in workload_priority_classes:
+            raise Inadmissible(f"WorkloadPriorityClass {named} does not exist")
+        return workload_priority_classes[named]
+    pod_class = next((spec["priorityClassName"] for spec in pod_specs if spec.get("priorityClassName")), None)
+    if pod_class is not None:
+        if pod_class not in priority_classes:
+            raise Inadmissible(f"PriorityClass {pod_class} does not exist")
+        return priority_classes[pod_class][0]
+    return next((value for value, default in priority_classes.values() if default), 0)
