@@ -39,6 +39,7 @@ from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.podsecurity import ENFORCE_LABEL, violations
 from models.kubernetes.quantity import parse_quantity
 from models.kubernetes.user import User, service_account
+from models.kueue.cohort import Snapshot
 from models.kueue.constants import QUEUE_NAME_LABEL
 from models.kueue.flavorassigner import best_case_admission
 from models.kueue.integrations import is_queued
@@ -319,21 +320,29 @@ def _admitted(
     if not borrowing:
         return [Finding(where, "kueue", f"admitted on {names} within {cluster.tenant.name}'s nominal quota: {pods} pod(s)"
                         f"{each}, {_amounts(_totals(sets))}")]
-    lenders = _lenders(cluster, flavors)
     return [Finding(where, "kueue", f"admitted on {names} only by borrowing ({_amounts(_totals(sets))} is above the nominal "
-                    f"quota there): it waits until the cohort has that much idle; lenders: {lenders}")]
+                    f"quota there): it waits until the cohort has that much idle; {_lenders(cluster, sets, flavors)}")]
 
 
-def _lenders(cluster: Cluster, flavors: Sequence[str]) -> str:
-    found = []
-    for other in cluster.config.tenants:
-        if other is cluster.tenant:
+def _lenders(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -> str:
+    """Who lends each resource the workload borrows, and how much each has to lend with nothing running
+    (models.kueue.cohort.Snapshot.lenders over the rendered ClusterQueues, Cohorts and ResourceFlavors)."""
+    of_kind = {kind: [o for o in cluster.objects if o["kind"] == kind] for kind in ("ClusterQueue", "Cohort", "ResourceFlavor")}
+    snapshot = Snapshot.from_manifests(of_kind["ClusterQueue"], of_kind["Cohort"], flavors=of_kind["ResourceFlavor"])
+    queue = snapshot.cluster_queues[cluster.tenant.name]
+    wanted: dict[tuple[str, str], int] = {}
+    for pod_set, flavor in zip(sets, flavors, strict=True):
+        for resource, amount in pod_set.total().items():
+            wanted[(flavor, resource)] = wanted.get((flavor, resource), 0) + amount
+    parts = []
+    for (flavor, resource), amount in sorted(wanted.items()):
+        quota = queue.quotas.get((flavor, resource))
+        if quota is None or amount <= quota.nominal:
             continue
-        for quota in other.quotas:
-            lendable = quota.quota.nominal if quota.quota.lending_limit is None else quota.quota.lending_limit
-            if quota.flavor.name in flavors and lendable:
-                found.append(f"{other.name} up to {quota.flavor.amount(lendable)} on {quota.flavor.name}")
-    return ", ".join(found) or "none: no other tenant has quota to lend there, so it never runs"
+        lenders = snapshot.lenders(cluster.tenant.name, (flavor, resource))
+        who = ", ".join(f"{name} {_show_amount(resource, idle)}" for name, idle in sorted(lenders.items()))
+        parts.append(f"{resource} on {flavor} from {who or 'nobody: no other queue lends it, so it never runs'}")
+    return f"lenders: {'; '.join(parts)}"
 
 
 def _totals(sets: Sequence[PodSet]) -> dict[str, int]:
@@ -344,15 +353,17 @@ def _totals(sets: Sequence[PodSet]) -> dict[str, int]:
     return totals
 
 
-def _amounts(amounts: Mapping[str, int], zeros: bool = False) -> str:
-    def show(resource: str, amount: int) -> str:
-        if resource == "cpu":
-            return f"cpu {amount / 1000:g}"
-        if resource in ("memory", "ephemeral-storage"):
-            return f"{resource} {amount / 2**30:g}Gi"
-        return f"{resource} {amount}"
+def _show_amount(resource: str, amount: int) -> str:
+    """An amount in Kueue's units as a tenant writes it: cpu in cores, memory and storage in Gi."""
+    if resource == "cpu":
+        return f"{amount / 1000:g}"
+    if resource in ("memory", "ephemeral-storage"):
+        return f"{amount / 2**30:g}Gi"
+    return f"{amount}"
 
-    return ", ".join(show(r, a) for r, a in sorted(amounts.items()) if a or zeros)
+
+def _amounts(amounts: Mapping[str, int], zeros: bool = False) -> str:
+    return ", ".join(f"{r} {_show_amount(r, a)}" for r, a in sorted(amounts.items()) if a or zeros)
 
 
 def _fix_for(reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster_queue: Mapping[str, Any] | None = None) -> str:

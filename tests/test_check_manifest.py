@@ -116,7 +116,8 @@ def test_gpus_within_nominal_then_by_borrowing_then_never():
     )
     [borrowing] = said(lines("dev", "ml-research", fine_tune(gpus=16)), "kueue")
     assert borrowing.startswith("admitted on l40s-on-demand only by borrowing")
-    assert borrowing.endswith("lenders: inference up to 4 GPU slices (1 GPU at 4 slices each) on l40s-on-demand")
+    # inference holds 12 there and lends at most 4 (its lendingLimit).
+    assert borrowing.endswith("lenders: nvidia.com/gpu on l40s-on-demand from inference 4")
     [never] = said(lines("dev", "ml-research", fine_tune(gpus=17)), "kueue")
     assert never == (
         "PROBLEM never admitted: no flavor of ClusterQueue ml-research that its node selector allows (cpu, "
