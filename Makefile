@@ -2,6 +2,8 @@
 #   make render [STACK=dev]   create .venv, install pinned requirements, render STACK into build/STACK
 #   make test                 create .venv if needed, run the test suite
 #   make check [STACK=dev]    validate a stack's config only
+#   make check-manifest TENANT=t FILES="job.yaml ..." [STACK=dev]
+#                             a tenant's pre-flight check of its workloads (docs/tenants.md)
 #   make conformance          render every stack and check it against the vendored upstream schemas
 #   make lint                 ruff (lint + import order) and mypy
 #   make checkov              checkov over every stack's rendered manifests (after `make conformance`)
@@ -22,9 +24,10 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check conformance lint mutate vendor docs schema diff bench clean
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
+	@echo "Installing the pinned requirements into $(VENV): about 900 MB and 2 minutes, once (again only when a requirements file changes)."
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
@@ -34,6 +37,9 @@ render: $(VENV)/.installed
 
 check: $(VENV)/.installed
 	$(PY) -m offline check --stack $(STACK)
+
+check-manifest: $(VENV)/.installed
+	$(PY) -m offline check-manifest --stack $(STACK) --tenant $(TENANT) $(FILES)
 
 test: $(VENV)/.installed
 	scripts/ensure-promtool

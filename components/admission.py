@@ -6,8 +6,8 @@ writing NetworkPolicies, and a custom copy of its rules would lose what CRD owne
 So the limits live here, as CEL the API server evaluates on every request in a namespace carrying the
 tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30):
 
-- NetworkPolicies are the platform's: a tenant's own request (its groups, or a service account of the
-  namespace, which `admin` may impersonate) may not create, change or delete one.
+- NetworkPolicies are the platform's: only the principals `pulumi up` runs as (and the namespace
+  controller emptying a namespace being deleted) create, change or delete one.
 - A controller ownerReference is set by controllers only. Kueue's pod webhook leaves a pod ungated when
   its controller ownerReference leads, in the same namespace, to a job of an enabled integration
   (kueue v0.19.2 pkg/controller/jobs/pod/pod_webhook.go `Default` -> jobframework/reconciler.go
@@ -15,13 +15,15 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   integration or apps/v1 ReplicaSet (integrationmanager.go `isKnownOwner`), the owner must exist with the
   referenced UID, and with `manageJobsWithoutQueueName` any enabled-integration owner counts). A job whose
   ancestor is admitted runs without a Workload of its own (reconciler.go, non-top-level jobs). A pod,
-  ReplicaSet or Job "owned" by a tenant's small admitted Job would run outside the quota. Controllers
-  (kube-controller-manager's per-controller service accounts, operators in their own namespaces) create
-  every legitimately owned object; a tenant's own identity never needs to.
+  ReplicaSet or Job "owned" by a tenant's small admitted Job would run outside the quota. The
+  controllers that create owned objects here are an allowlist: kube-controller-manager's (models/
+  kubernetes/controllers.py) and the service accounts of the platform's controller namespaces that
+  serve tenants' objects (config/namespaces.py `TENANT_WORKLOAD_CONTROLLERS`).
 - Kueue's scheduling gate is lifted by Kueue only: removing it by hand starts a pod Kueue never admitted.
-- No `NVIDIA_*` variable in a container's env: the NVIDIA container toolkit reads them to choose the
+- No `NVIDIA_*` variable in a container's env or envFrom prefix: the NVIDIA container toolkit reads them to choose the
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
-  this refuses the ones a pod spec carries, with a message, before a node is involved.
+  this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
+  envFrom of a ConfigMap with NVIDIA_* keys is left to the toolkit: admission of the pod cannot read it.
 - No Service `externalIPs` (CVE-2020-8554: a Service claiming another's address intercepts its traffic).
 """
 
@@ -33,7 +35,15 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.labels import TENANT_GROUP_PREFIX
+from config.namespaces import KUEUE, TENANT_WORKLOAD_CONTROLLERS
+from models.aws_eks import SESSION_NAME, access_entry_username
+from models.kubernetes.controllers import (
+    KUBE_CONTROLLER_MANAGER,
+    NAMESPACE_CONTROLLER,
+    OWNING_CONTROLLERS,
+    controller_username,
+)
+from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 
 from .lib.namespaces import every_tenant_namespace
@@ -44,20 +54,46 @@ API_VERSION = "admissionregistration.k8s.io/v1"
 # NVIDIA_MIG_CONFIG_DEVICES, NVIDIA_IMEX_CHANNELS, ...).
 NVIDIA_ENV_PREFIX = "NVIDIA_"
 
-# A request a tenant sends itself: as one of its principals (EKS puts them in the tenant's groups) or as
-# a service account of the namespace (`admin` may impersonate them and mint their tokens).
-TENANT_REQUEST = (
-    f"request.userInfo.groups.exists(g, g.startsWith('{TENANT_GROUP_PREFIX}')) || "
-    "('system:serviceaccounts:' + request.namespace) in request.userInfo.groups"
-)
-# A request from a controller: kube-controller-manager (its own identity, or the per-controller service
-# accounts it uses with --use-service-account-credentials) or a service account of another namespace
-# (operators run in their own); never the namespace's own service accounts, which its tenant controls.
+# Each guard names the identities it lets through; every other identity, whatever its namespace or
+# group, is a tenant. A tenant admin can bind a role to any service account in its namespace, mint
+# tokens for its own namespace's service accounts and may be admin of more than one tenant, so no
+# "service account of another namespace" test can tell a controller from a tenant.
+
+
+def _username_in(usernames: Sequence[str]) -> str:
+    return f"request.userInfo.username in {_cel_list(usernames)}"
+
+
+def _in_group(groups: Sequence[str]) -> str:
+    return f"request.userInfo.groups.exists(g, g in {_cel_list(groups)})"
+
+
+def _cel_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(f"'{v}'" for v in values) + "]"
+
+
+# kube-controller-manager's controllers that create owned objects (either identity form), and the
+# service accounts of the platform's controllers that do (config/namespaces.py).
 CONTROLLER_REQUEST = (
-    "request.userInfo.username == 'system:kube-controller-manager' || "
-    "('system:serviceaccounts' in request.userInfo.groups && "
-    "!(('system:serviceaccounts:' + request.namespace) in request.userInfo.groups))"
+    _username_in([KUBE_CONTROLLER_MANAGER, *(controller_username(c) for c in OWNING_CONTROLLERS)])
+    + " || "
+    + _in_group([f"{SERVICE_ACCOUNT_GROUP_PREFIX}{n}" for n in TENANT_WORKLOAD_CONTROLLERS])
 )
+# Kueue's controller, in its own namespace, removes its gate when it admits the pod's workload.
+KUEUE_REQUEST = _in_group([f"{SERVICE_ACCOUNT_GROUP_PREFIX}{KUEUE}"])
+
+
+def deployer_request(deployers: Sequence[str]) -> str:
+    """The platform's own writers of tenant NetworkPolicies: the cluster admins' sessions (the identities
+    `pulumi up` runs as), and the namespace controller emptying a tenant namespace being deleted."""
+    usernames = {access_entry_username(arn) for arn in deployers}
+    sessions = sorted(u.removesuffix(SESSION_NAME) for u in usernames if u.endswith(SESSION_NAME))
+    exact = sorted(u for u in usernames if not u.endswith(SESSION_NAME))
+    return (
+        _username_in([KUBE_CONTROLLER_MANAGER, controller_username(NAMESPACE_CONTROLLER), *exact])
+        + f" || {_cel_list(sessions)}.exists(p, request.userInfo.username.startsWith(p))"
+    )
+
 
 _ALL_CONTAINERS = (
     "(has(object.spec.containers) ? object.spec.containers : []) + "
@@ -74,84 +110,100 @@ def _rule(groups: Sequence[str], resources: Sequence[str], operations: Sequence[
     return {"apiGroups": list(groups), "apiVersions": ["*"], "resources": list(resources), "operations": list(operations)}
 
 
-# name -> (what it matches, variables, validations). Each validation's message is what the tenant reads.
-POLICIES: dict[str, dict[str, Any]] = {
-    "tenant-network-policies-are-platform-owned": {
-        "rules": [_rule(["networking.k8s.io"], ["networkpolicies"], ["CREATE", "UPDATE", "DELETE"])],
-        "variables": [],
-        "validations": [
-            {
-                "expression": f"!({TENANT_REQUEST})",
-                "message": "NetworkPolicies in tenant namespaces belong to the platform: ask for an allowance "
-                "in the tenant's config (network.ingressFromNamespaces, network.internetEgress)",
-            }
-        ],
-    },
-    "tenant-controller-owners-from-controllers": {
-        # Every kind: a ReplicaSet or Job owned by a Kueue-managed Job escapes Kueue as a pod would.
-        "rules": [_rule(["*"], ["*"], ["CREATE", "UPDATE"])],
-        "variables": [
-            {"name": "owners", "expression": _CONTROLLER_OWNERS.format(o="object")},
-            {
-                "name": "previousOwners",
-                "expression": f"oldObject == null ? [] : ({_CONTROLLER_OWNERS.format(o='oldObject')})",
-            },
-        ],
-        "validations": [
-            {
-                "expression": f"({CONTROLLER_REQUEST}) || "
-                "variables.owners.all(r, variables.previousOwners.exists(p, p.uid == r.uid))",
-                "message": "only controllers set a controller ownerReference in tenant namespaces; create the "
-                "owning object (Job, Deployment, ...) and let its controller create what it owns",
-            }
-        ],
-    },
-    "tenant-pods-keep-the-kueue-gate": {
-        "rules": [_rule([""], ["pods"], ["UPDATE"])],
-        "variables": [],
-        "validations": [
-            {
-                "expression": f"({CONTROLLER_REQUEST}) || !('{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='oldObject')})) "
-                f"|| '{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='object')})",
-                "message": f"only Kueue lifts the {KUEUE_SCHEDULING_GATE} scheduling gate, when it admits the pod",
-            }
-        ],
-    },
-    "tenant-pods-no-nvidia-env": {
-        "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
-        "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
-        "validations": [
-            {
-                "expression": "variables.containers.all(c, !has(c.env) || "
-                f"c.env.all(e, !e.name.startsWith('{NVIDIA_ENV_PREFIX}')))",
-                "message": f"containers in tenant namespaces may not set {NVIDIA_ENV_PREFIX}* variables: request "
-                "GPUs as resources (nvidia.com/gpu) and the device plugin gives the container exactly those",
-            }
-        ],
-    },
-    "tenant-services-no-external-ips": {
-        "rules": [_rule([""], ["services"], ["CREATE", "UPDATE"])],
-        "variables": [],
-        "validations": [
-            {
-                "expression": "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
-                "message": "Services in tenant namespaces may not set externalIPs (CVE-2020-8554)",
-            }
-        ],
-    },
-}
+# A variable name `prefix + key` starts with NVIDIA_ when the prefix does, or when the prefix is a
+# non-empty start of NVIDIA_ that a ConfigMap or Secret key completes (keys may start with `_`).
+_NVIDIA_ENV_FROM = (
+    f"c.envFrom.all(f, !has(f.prefix) || !(f.prefix.startsWith('{NVIDIA_ENV_PREFIX}') || "
+    f"(size(f.prefix) > 0 && '{NVIDIA_ENV_PREFIX}'.startsWith(f.prefix))))"
+)
+# admissionregistration/v1 MatchResources: a namespaceSelector never excludes a cluster-scoped request
+# (kubernetes v1.35.0 staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace/
+# matcher.go `MatchNamespaceSelector`), so a policy whose rules reach cluster-scoped kinds skips them here.
+NAMESPACED_ONLY = {"name": "namespaced-requests-only", "expression": "request.namespace != ''"}
 
 
-def validating_admission_policy(name: str) -> dict[str, Any]:
+def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """name -> (what it matches, variables, validations). Each validation's message is what the tenant reads.
+
+    `deployers`: the IAM principals the platform deploys with (ClusterConfig.admins and the creator).
+    """
+    return {
+        "tenant-network-policies-are-platform-owned": {
+            "rules": [_rule(["networking.k8s.io"], ["networkpolicies"], ["CREATE", "UPDATE", "DELETE"])],
+            "validations": [
+                {
+                    "expression": deployer_request(deployers),
+                    "message": "NetworkPolicies in tenant namespaces belong to the platform: ask for an allowance "
+                    "in the tenant's config (network.ingressFromNamespaces, network.internetEgress)",
+                }
+            ],
+        },
+        "tenant-controller-owners-from-controllers": {
+            # Every kind: a ReplicaSet or Job owned by a Kueue-managed Job escapes Kueue as a pod would.
+            "rules": [_rule(["*"], ["*"], ["CREATE", "UPDATE"])],
+            "matchConditions": [NAMESPACED_ONLY],
+            "variables": [
+                {"name": "owners", "expression": _CONTROLLER_OWNERS.format(o="object")},
+                {
+                    "name": "previousOwners",
+                    "expression": f"oldObject == null ? [] : ({_CONTROLLER_OWNERS.format(o='oldObject')})",
+                },
+            ],
+            "validations": [
+                {
+                    "expression": f"({CONTROLLER_REQUEST}) || "
+                    "variables.owners.all(r, variables.previousOwners.exists(p, p.uid == r.uid))",
+                    "message": "only controllers set a controller ownerReference in tenant namespaces; create the "
+                    "owning object (Job, Deployment, ...) and let its controller create what it owns",
+                }
+            ],
+        },
+        "tenant-pods-keep-the-kueue-gate": {
+            "rules": [_rule([""], ["pods"], ["UPDATE"])],
+            "validations": [
+                {
+                    "expression": f"({KUEUE_REQUEST}) || !('{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='oldObject')})) "
+                    f"|| '{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='object')})",
+                    "message": f"only Kueue lifts the {KUEUE_SCHEDULING_GATE} scheduling gate, when it admits the pod",
+                }
+            ],
+        },
+        "tenant-pods-no-nvidia-env": {
+            "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
+            "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
+            "validations": [
+                {
+                    "expression": "variables.containers.all(c, (!has(c.env) || "
+                    f"c.env.all(e, !e.name.startsWith('{NVIDIA_ENV_PREFIX}'))) && (!has(c.envFrom) || {_NVIDIA_ENV_FROM}))",
+                    "message": f"containers in tenant namespaces may not set {NVIDIA_ENV_PREFIX}* variables (env, or "
+                    "an envFrom prefix): request GPUs as resources (nvidia.com/gpu) and the device plugin gives the "
+                    "container exactly those",
+                }
+            ],
+        },
+        "tenant-services-no-external-ips": {
+            "rules": [_rule([""], ["services"], ["CREATE", "UPDATE"])],
+            "validations": [
+                {
+                    "expression": "!has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
+                    "message": "Services in tenant namespaces may not set externalIPs (CVE-2020-8554)",
+                }
+            ],
+        },
+    }
+
+
+def validating_admission_policy(name: str, policy: dict[str, Any]) -> dict[str, Any]:
     """One policy: fails closed (an evaluation error refuses the request), like an RBAC denial."""
-    policy = POLICIES[name]
     spec: dict[str, Any] = {
         "failurePolicy": "Fail",
         "matchConstraints": {"namespaceSelector": every_tenant_namespace(), "resourceRules": policy["rules"]},
-        "validations": [dict(v, reason="Forbidden") for v in policy["validations"]],
     }
-    if policy["variables"]:
+    if policy.get("matchConditions"):
+        spec["matchConditions"] = policy["matchConditions"]
+    if policy.get("variables"):
         spec["variables"] = policy["variables"]
+    spec["validations"] = [dict(v, reason="Forbidden") for v in policy["validations"]]
     return {"apiVersion": API_VERSION, "kind": "ValidatingAdmissionPolicy", "metadata": {"name": name}, "spec": spec}
 
 
@@ -169,11 +221,11 @@ def validating_admission_policy_binding(name: str) -> dict[str, Any]:
     }
 
 
-def admission_objects() -> dict[str, dict[str, Any]]:
+def admission_objects(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: each policy, then its binding."""
     objects = {}
-    for name in POLICIES:
-        objects[f"{name}-policy"] = validating_admission_policy(name)
+    for name, policy in policies(deployers).items():
+        objects[f"{name}-policy"] = validating_admission_policy(name, policy)
         objects[f"{name}-binding"] = validating_admission_policy_binding(name)
     return objects
 
@@ -185,15 +237,18 @@ class TenantAdmission(pulumi.ComponentResource):
         self,
         name: str,
         *,
+        deployers: Sequence[str],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
-        """`depends_on`: the cluster. Tenants' namespaces need not exist: bindings select them by label."""
+        """`deployers`: the IAM principals `pulumi up` runs as (`ClusterConfig.admins` and the cluster's
+        creator), the only ones that may write tenant NetworkPolicies. `depends_on`: the cluster. Tenants'
+        namespaces need not exist: bindings select them by label."""
         super().__init__("gpu-platform:admission:TenantAdmission", name, None, opts)
         children = Children(self, provider, depends_on)
         policies: dict[str, pulumi.Resource] = {}
-        for suffix, manifest in admission_objects().items():
+        for suffix, manifest in admission_objects(deployers).items():
             if manifest["kind"] == "ValidatingAdmissionPolicy":
                 policies[manifest["metadata"]["name"]] = declare(f"{name}-{suffix}", manifest, children.opts())
             else:

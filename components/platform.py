@@ -279,7 +279,11 @@ class GpuPlatform(pulumi.ComponentResource):
             # Admission policies of every tenant namespace, bound by the tenant label: in place before any
             # tenant principal can act (its access entry waits for the cluster, as they do).
             self.admission = TenantAdmission(
-                f"{name}-admission", provider=provider, depends_on=[self.cluster.eks], opts=self._opts()
+                f"{name}-admission",
+                deployers=sorted({*config.cluster.admins, self.cluster.creator}),
+                provider=provider,
+                depends_on=[self.cluster.eks],
+                opts=self._opts(),
             )
             # Kueue after the system nodes (its controller runs there); LocalQueues after their namespaces.
             self.queueing = Queueing(

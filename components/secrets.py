@@ -37,6 +37,7 @@ from pulumi_aws import iam
 from config import namespaces
 from config.fair_share import TenantPlan
 from config.secrets import HF_TOKEN_ENV, hf_token_secret_name, tenant_secret_prefix, tenant_secrets_role_name
+from config.system_capacity import EXTERNAL_SECRETS_RESOURCES
 from config.versions import ChartPin
 
 from .lib import iam as policies
@@ -213,8 +214,15 @@ def external_secrets_values() -> dict[str, Any]:
         "processClusterGenerator": False,
         "processClusterPushSecret": False,
         "processPushSecret": False,
-        "webhook": {"replicaCount": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}},
+        # Requests and limits: config/system_capacity.py, where the system-node check counts them.
+        "resources": _resources(),
+        "webhook": {"replicaCount": 2, "podDisruptionBudget": {"enabled": True, "minAvailable": 1}, "resources": _resources()},
+        "certController": {"resources": _resources()},
     }
+
+
+def _resources() -> dict[str, dict[str, str]]:
+    return {kind: dict(amounts) for kind, amounts in EXTERNAL_SECRETS_RESOURCES.items()}
 
 
 def tenant_trust_policy(account_id: str, controller_role_arn: str, cluster_name: str, namespace: str) -> dict[str, Any]:

@@ -14,7 +14,11 @@ from pydantic import Field, field_validator, model_validator
 from .base import ConfigModel
 
 WorkloadClass = Literal["realtime", "batch", "interactive"]
-_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
+# An image pinned by tag (not `latest`) or digest; the tag may precede the digest.
+_PINNED_IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:(?!latest$)[A-Za-z0-9._-]+(@sha256:[a-f0-9]{64})?|@sha256:[a-f0-9]{64})$")
+# What `--model` takes: a Hugging Face model id or a path, never blank and without spaces.
+_MODEL = re.compile(r"^\S+$")
+_DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 # A Hugging Face Hub revision: a branch, a tag or a commit hash.
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$")
 # A Secrets Manager secret name below the tenant's path (Secrets Manager allows letters, digits and /_+=.@-).
@@ -65,7 +69,8 @@ class ServingConfig(ConfigModel):
 
     image: str = Field(description="Container image, pinned by tag or digest, e.g. `vllm/vllm-openai:v0.11.0`.")
     model: str = Field(
-        min_length=1, description="Model to serve, passed as `--model`, e.g. `meta-llama/Llama-3.1-8B-Instruct`."
+        description="Model to serve, passed as `--model`: a Hugging Face model id such as "
+        "`meta-llama/Llama-3.1-8B-Instruct`, or a path; no spaces."
     )
     revision: str | None = Field(
         None,
@@ -97,11 +102,22 @@ class ServingConfig(ConfigModel):
     @field_validator("image")
     @classmethod
     def _pinned_image(cls, image: str) -> str:
-        if not _IMAGE.match(image) or (":" not in image.rsplit("/", 1)[-1] and "@sha256:" not in image):
-            raise ValueError("is not an image pinned by tag or digest, e.g. 'vllm/vllm-openai:v0.11.0'")
         if image.endswith(":latest"):
             raise ValueError("uses ':latest'; pin a version so every replica runs the same server")
+        if not _PINNED_IMAGE.match(image):
+            raise ValueError("is not an image pinned by tag or digest, e.g. 'vllm/vllm-openai:v0.11.0'")
         return image
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, model: str) -> str:
+        if not _MODEL.match(model):
+            raise ValueError(
+                f"{'is empty' if not model else 'is blank' if not model.strip() else 'contains a space'}: name the model "
+                "`--model` loads, a Hugging "
+                "Face model id such as 'meta-llama/Llama-3.1-8B-Instruct' or a path"
+            )
+        return model
 
     @field_validator("revision")
     @classmethod
@@ -144,8 +160,9 @@ class InferenceDeploymentConfig(ConfigModel):
     )
     min_replicas: int = Field(
         1,
-        ge=1,
         le=1000,
+        # The schema's bound; the validator below says why.
+        json_schema_extra={"minimum": 1},
         description="Fewest replicas, at least 1: both triggers read metrics the deployment's own pods emit, so at "
         "zero replicas nothing could wake it.",
     )
@@ -159,9 +176,19 @@ class InferenceDeploymentConfig(ConfigModel):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, name: str) -> str:
-        if not re.match(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$", name):
+        if not _DNS_LABEL.match(name):
             raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
         return name
+
+    @field_validator("min_replicas")
+    @classmethod
+    def _at_least_one(cls, replicas: int) -> int:
+        if replicas < 1:
+            raise ValueError(
+                "would scale the deployment to zero, and nothing wakes it there: both triggers (GPU "
+                "utilisation and queue depth) read metrics its own pods emit; use 1 or more"
+            )
+        return replicas
 
     @model_validator(mode="after")
     def _min_below_max(self) -> InferenceDeploymentConfig:

@@ -192,8 +192,8 @@ class TenantPlan:
             "limits.memory": f"{admissible['memory']}Gi",
             "pods": str(self.config.max_pods),
             # Node-local storage; Kueue does not count it (the Kueue config excludes it), the quota does.
-            "requests.ephemeral-storage": f"{self.config.ephemeral_storage_gib}Gi",
-            "limits.ephemeral-storage": f"{self.config.ephemeral_storage_gib}Gi",
+            "requests.ephemeral-storage": f"{self.config.ephemeral_storage_quota_gib}Gi",
+            "limits.ephemeral-storage": f"{self.config.ephemeral_storage_quota_gib}Gi",
             "persistentvolumeclaims": str(self.config.max_volume_claims),
             "services.loadbalancers": str(self.config.network.load_balancers),
             "services.nodeports": "0",

@@ -53,6 +53,11 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
     EXTERNAL_SECRETS: "restricted",
 }
 
+# The platform's controllers that create objects in tenant namespaces, each owned by the tenant's object it
+# serves (a controller ownerReference): Kueue's Workloads, the trainer's JobSets and JobSet's Jobs, KEDA's
+# HPAs, External Secrets' Secrets. Their service accounts are the only ones admission treats as controllers.
+TENANT_WORKLOAD_CONTROLLERS: tuple[str, ...] = (KUEUE, TRAINER, KEDA, EXTERNAL_SECRETS)
+
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).
 KUBERNETES_NAMESPACES = frozenset({"default", KUBE_SYSTEM, "kube-public", "kube-node-lease"})
 # Where add-ons commonly installed beside the platform live: installing one must not collide with a tenant.

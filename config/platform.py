@@ -283,6 +283,12 @@ def _rule_time_slice_tenants(parsed: ParsedConfig, problems: Problems) -> None:
         _check_time_slice_tenants(pools, parsed.tenant_plans, problems)
 
 
+def _rule_cpu_pool_quotas(parsed: ParsedConfig, problems: Problems) -> None:
+    cpu_pool, tenants = parsed.section("cpuPool", CpuPoolConfig), parsed.section("tenants", TenantsConfig)
+    if cpu_pool is not None and tenants is not None:
+        _check_cpu_pool_quotas(tenants, cpu_pool, problems)
+
+
 def _rule_claim_templates(parsed: ParsedConfig, problems: Problems) -> None:
     """Each DRA claim template lives in a tenant's namespace and can be satisfied by a DRA pool."""
     gpu, tenants = parsed.section("gpu", GpuConfig), parsed.section("tenants", TenantsConfig)
@@ -323,6 +329,7 @@ RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_gpu,
     _rule_queues,
     _rule_time_slice_tenants,
+    _rule_cpu_pool_quotas,
     _rule_claim_templates,
     _rule_serving,
     _rule_secrets_roles,
@@ -444,6 +451,32 @@ def _check_system_capacity(
     for path, message in capacity_problems(plan, root):
         problems.add(path, message)
     return plan
+
+
+def _check_cpu_pool_quotas(tenants: TenantsConfig, cpu_pool: CpuPoolConfig, problems: Problems) -> None:
+    """Tenants' nominal CPU and memory, summed in tenant order, must fit the CPU pool's NodePool limits.
+
+    Each tenant's `cpu` and `memoryGiB` are its nominal quota on the `cpu` flavor, which only the CPU pool
+    serves; Karpenter launches no node past `cpuLimit`/`memoryLimitGiB`, so quota beyond them is admitted
+    by Kueue and then stays Pending, as a GPU quota past its pool's `gpus` would.
+    """
+    labels = item_labels(tenants.root)
+    for field, key, limit_key, limit, unit in (
+        ("cpu", "cpu", "cpuLimit", cpu_pool.cpu_limit, "vCPUs"),
+        ("memory_gib", "memoryGiB", "memoryLimitGiB", cpu_pool.memory_limit_gib, "GiB"),
+    ):
+        amounts = [getattr(tenant, field) for tenant in tenants.root]
+        promised = 0
+        for index, amount in enumerate(amounts):
+            promised += amount
+            if amount and promised > limit:
+                # The first tenant past the limit names the key; the fix covers every tenant's quota.
+                problems.add(
+                    f"{CONFIG_NAMESPACE}:tenants[{labels[index]}].{key}",
+                    f"{amount} {unit} makes {promised} promised on the CPU pool, whose {limit_key} is {limit}: "
+                    f"lower the quota or raise {CONFIG_NAMESPACE}:cpuPool.{limit_key} to {sum(amounts)}",
+                )
+                break
 
 
 def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPlan], problems: Problems) -> None:

@@ -20,6 +20,7 @@ from pydantic.json_schema import models_json_schema
 
 from .platform import CONFIG_NAMESPACE, OPTIONAL_SECTIONS, PROVIDER_NAMESPACES, REGION_KEY, SECTIONS
 from .regions import AVAILABILITY_ZONES
+from .schema_rules import STRING_RULES
 
 SCHEMA_PATH = "schema/pulumi-stack.schema.json"
 # Pulumi's own stack-file keys beside `config:` (pulumi/pulumi sdk/go/common/workspace/project.go ProjectStack).
@@ -42,7 +43,10 @@ def stack_schema() -> dict[str, Any]:
     _, top = models_json_schema(
         [(model, "validation") for model in SECTIONS.values()], by_alias=True, ref_template="#/$defs/{model}"
     )
-    defs = {name: _allow_secrets(schema) for name, schema in top["$defs"].items()}
+    defs = top["$defs"]
+    for rule in STRING_RULES:
+        rule.apply(defs)
+    defs = {name: _allow_secrets(_nullable_in_place(schema, defs)) for name, schema in defs.items()}
     defs["Secure"] = SECURE
     sections: dict[str, Any] = {
         REGION_KEY: {
@@ -54,8 +58,10 @@ def stack_schema() -> dict[str, Any]:
     for name, model in SECTIONS.items():
         section: dict[str, Any] = {"$ref": f"#/$defs/{model.__name__}"}
         if name in OPTIONAL_SECTIONS:
-            # An optional section may be left empty (every entry commented out): YAML reads it as null.
-            section = {"anyOf": [section, {"type": "null"}], "default": OPTIONAL_SECTIONS[name]}
+            # An optional section may be left empty (every entry commented out): YAML reads it as null. Its
+            # definition takes null beside its own type (no anyOf), so an error inside it keeps its position.
+            defs[model.__name__] = _or_null(defs[model.__name__])
+            section["default"] = OPTIONAL_SECTIONS[name]
         sections[f"{CONFIG_NAMESPACE}:{name}"] = section
     providers = "|".join(PROVIDER_NAMESPACES)
     return {
@@ -80,14 +86,52 @@ def stack_schema() -> dict[str, Any]:
     }
 
 
+def _or_null(schema: dict[str, Any]) -> dict[str, Any]:
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    result = {**schema, "type": [*kinds, "null"] if "null" not in kinds else kinds}
+    if "enum" in result and None not in result["enum"]:
+        result["enum"] = [*result["enum"], None]
+    return result
+
+
+def _nullable_in_place(schema: Any, defs: dict[str, Any]) -> Any:
+    """`anyOf: [X, {type: null}]` (pydantic's `X | None`) -> X with `null` among its types.
+
+    A validator reports a mistake inside an anyOf as "not valid under any of the given schemas" at the
+    anyOf's position; with the types merged it reports the mistake itself, where it is. A `$ref` is
+    inlined, since a reference cannot take a second type.
+    """
+    if isinstance(schema, list):
+        return [_nullable_in_place(item, defs) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    walked = {key: _nullable_in_place(value, defs) for key, value in schema.items()}
+    options = walked.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        [other] = [option for option in options if option != {"type": "null"}]
+        if "$ref" in other:
+            other = {**_nullable_in_place(defs[other["$ref"].rsplit("/", 1)[-1]], defs)}
+        if "type" in other:
+            rest = {key: value for key, value in walked.items() if key != "anyOf"}
+            return {**rest, **_or_null(other), **{k: v for k, v in rest.items() if k in ("title", "description", "default")}}
+    return walked
+
+
 def _allow_secrets(schema: Any) -> Any:
-    """Wherever text is expected, a `{secure: ...}` value is allowed too."""
+    """Wherever free text is expected, a `{secure: ...}` value is allowed too.
+
+    The string's own keywords (`pattern`, `minLength`) apply only to strings and the secret's (`properties`,
+    `required`) only to objects, so one schema takes both without an anyOf. A string with an `enum` takes no
+    secret: the offline check sees a secret as text that is in no enum.
+    """
     if isinstance(schema, dict):
         walked = {key: _allow_secrets(value) for key, value in schema.items()}
-        if walked.get("type") == "string":
-            text = {key: value for key, value in walked.items() if key not in ("title", "description", "default")}
-            kept = {key: value for key, value in walked.items() if key in ("title", "description", "default")}
-            return {**kept, "anyOf": [text, {"$ref": "#/$defs/Secure"}]}
+        kind = walked.get("type")
+        kinds = kind if isinstance(kind, list) else [kind]
+        if "string" in kinds and "enum" not in walked:
+            secure = {key: SECURE[key] for key in ("properties", "required", "additionalProperties")}
+            return {**walked, "type": [*kinds, "object"], **secure}
         return walked
     if isinstance(schema, list):
         return [_allow_secrets(item) for item in schema]

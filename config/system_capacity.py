@@ -258,6 +258,50 @@ CHART_DEFAULTS: dict[str, dict[str, dict[str, ChartPod]]] = {
 OPERATOR_RELOADER = Requests(cpu_m=10, memory_mib=50)
 
 
+# --- what the program sets where a chart leaves a pod unsized ------------------------------------------
+
+# `resources` maps, written into the charts' values by the components and counted by the check. Each is
+# the recommendation the chart's own values.yaml gives in a comment beside the empty `resources: {}`
+# (tests/test_chart_resources.py holds each against the vendored file); where that comment gives no
+# number for a resource, the number is ours and says why.
+Resources = Mapping[str, Mapping[str, str]]
+
+# kube-prometheus-stack 88.5.3 values.yaml `prometheusOperator.resources`.
+PROMETHEUS_OPERATOR_RESOURCES: Resources = {
+    "requests": {"cpu": "100m", "memory": "100Mi"}, "limits": {"cpu": "200m", "memory": "200Mi"},
+}
+# kube-prometheus-stack 88.5.3 values.yaml `prometheus.prometheusSpec.resources`: requests memory 400Mi.
+# Ours: a quarter core of requests for scraping and rule evaluation, and a 2Gi memory limit (five times
+# the request: Prometheus replays its write-ahead log at start and its memory grows with the series it
+# holds). No CPU limit: throttling delays rule evaluation, and with it every alert.
+PROMETHEUS_RESOURCES: Resources = {"requests": {"cpu": "250m", "memory": "400Mi"}, "limits": {"memory": "2Gi"}}
+# kube-prometheus-stack 88.5.3 values.yaml `alertmanager.alertmanagerSpec.resources`: requests memory 400Mi.
+# Ours: 10m CPU (it routes a handful of alerts a minute) and a memory limit equal to the request.
+ALERTMANAGER_RESOURCES: Resources = {"requests": {"cpu": "10m", "memory": "400Mi"}, "limits": {"memory": "400Mi"}}
+# grafana 12.11.1 (kube-prometheus-stack's subchart) values.yaml `resources`.
+GRAFANA_RESOURCES: Resources = {
+    "requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "100m", "memory": "128Mi"},
+}
+# grafana 12.11.1 values.yaml `sidecar.resources`, for each of its sidecar containers; kube-prometheus-stack
+# 88.5.3 turns two on (`grafana.sidecar.dashboards.enabled`, `grafana.sidecar.datasources.enabled`).
+GRAFANA_SIDECAR_RESOURCES: Resources = {
+    "requests": {"cpu": "50m", "memory": "50Mi"}, "limits": {"cpu": "100m", "memory": "100Mi"},
+}
+GRAFANA_SIDECARS = 2
+# kube-state-metrics 8.4.0 (subchart) values.yaml `resources`.
+KUBE_STATE_METRICS_RESOURCES: Resources = {
+    "requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "100m", "memory": "64Mi"},
+}
+# prometheus-node-exporter 4.56.1 (subchart) values.yaml `resources`.
+NODE_EXPORTER_RESOURCES: Resources = {
+    "requests": {"cpu": "100m", "memory": "30Mi"}, "limits": {"cpu": "200m", "memory": "50Mi"},
+}
+# external-secrets 2.9.0 values.yaml `resources`, `webhook.resources`, `certController.resources`: requests
+# 10m/32Mi each. Ours: a 256Mi memory limit (the controller caches every ExternalSecret and SecretStore it
+# watches) and no CPU limit, so a burst of syncs is slowed by nothing but the requests of others.
+EXTERNAL_SECRETS_RESOURCES: Resources = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "256Mi"}}
+
+
 # --- what the program sets -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -283,7 +327,7 @@ KEDA_METRICS_SERVER = ControllerSizing(replicas=2)
 # External Secrets Operator's webhook validates every ExternalSecret and SecretStore and fails closed: a
 # second replica keeps them writable through a node's loss. The controller runs one (the chart turns leader
 # election off); while it is away, Secrets already synced stay.
-EXTERNAL_SECRETS_WEBHOOK = ControllerSizing(replicas=2)
+EXTERNAL_SECRETS_WEBHOOK = ControllerSizing(replicas=2, resources=EXTERNAL_SECRETS_RESOURCES)
 # Kubeflow Trainer's manager: the requests its values.yaml suggests in a comment (`manager.resources`,
 # kubeflow/trainer v2.3.0 charts/kubeflow-trainer/values.yaml), no limit. One replica: its webhooks
 # cover only the trainer's own kinds, so while it restarts no TrainJob can be created, nothing else.
@@ -446,17 +490,27 @@ def plan_system_capacity(
         trainer.pod("manager", "kubeflow-trainer-controller-manager", TRAINER),
         trainer.pod("jobset-controller", "jobset-controller"),
         cost.pod("exporter", "opencost"),
-        kps.pod("prometheus", "prometheus", ControllerSizing(prometheus_replicas), sidecar=OPERATOR_RELOADER),
-        kps.pod("alertmanager", "alertmanager", sidecar=OPERATOR_RELOADER),
-        kps.pod("prometheus-operator", "prometheus-operator"),
-        kps.pod("grafana", "grafana"),
-        kps.pod("kube-state-metrics", "kube-state-metrics"),
+        kps.pod(
+            "prometheus", "prometheus", ControllerSizing(prometheus_replicas, PROMETHEUS_RESOURCES),
+            sidecar=OPERATOR_RELOADER, sidecar_name="config-reloader",
+        ),
+        kps.pod(
+            "alertmanager", "alertmanager", resources=ALERTMANAGER_RESOURCES,
+            sidecar=OPERATOR_RELOADER, sidecar_name="config-reloader",
+        ),
+        kps.pod("prometheus-operator", "prometheus-operator", resources=PROMETHEUS_OPERATOR_RESOURCES),
+        kps.pod(
+            "grafana", "grafana", resources=GRAFANA_RESOURCES,
+            sidecar=requests_of(GRAFANA_SIDECAR_RESOURCES) * GRAFANA_SIDECARS, sidecar_name=f"{GRAFANA_SIDECARS} sidecars",
+        ),
+        kps.pod("kube-state-metrics", "kube-state-metrics", resources=KUBE_STATE_METRICS_RESOURCES),
         *(
             SystemPod(addon.name, addon.requests, addon.replicas, f"EKS add-on (estimate): {addon.source}", addon.per_node)
             for addon in ADDON_ESTIMATES
         ),
         SystemPod(
-            "prometheus-node-exporter", Requests(), 1, f"{kps.label} charts/prometheus-node-exporter: resources {{}}",
+            "prometheus-node-exporter", requests_of(NODE_EXPORTER_RESOURCES), 1,
+            f"the program, after {kps.label} charts/prometheus-node-exporter values resources (commented)",
             per_node=True,
         ),
     ]
@@ -469,9 +523,9 @@ def plan_system_capacity(
     if external_secrets:
         eso = rows["external-secrets"]
         pods += [
-            eso.pod("controller", "external-secrets"),
+            eso.pod("controller", "external-secrets", resources=EXTERNAL_SECRETS_RESOURCES),
             eso.pod("webhook", "external-secrets-webhook", EXTERNAL_SECRETS_WEBHOOK),
-            eso.pod("cert-controller", "external-secrets-cert-controller"),
+            eso.pod("cert-controller", "external-secrets-cert-controller", resources=EXTERNAL_SECRETS_RESOURCES),
         ]
     notes = tuple(row.note for row in rows.values() if row.note)
     return SystemCapacityPlan(tuple(instance_types), min_size, smallest, tuple(pods), max_pods, notes)
@@ -487,18 +541,21 @@ class _ChartRows:
     note: str = ""
 
     def pod(
-        self, key: str, name: str, sizing: ControllerSizing | None = None, *,
-        sidecar: Requests | None = None, one_per_node: bool = False,
+        self, key: str, name: str, sizing: ControllerSizing | None = None, *, resources: Resources | None = None,
+        sidecar: Requests | None = None, sidecar_name: str = "", one_per_node: bool = False,
     ) -> SystemPod:
-        """The pod as the chart sizes it, with what the program sets (`sizing`) taking precedence."""
+        """The pod as the chart sizes it, with what the program sets (`sizing`, or `resources` for a pod
+        whose replicas stay the chart's) taking precedence; `sidecar` adds containers the row does not size."""
         row = self.pods[key]
         where = f"{self.label} {f'charts/{row.subchart} ' if row.subchart else ''}values {'.'.join(row.resources)}"
         if sizing is not None and sizing.resources is not None:
-            requests, source = requests_of(sizing.resources), f"the program, over {where}"
+            resources = sizing.resources
+        if resources is not None:
+            requests, source = requests_of(resources), f"the program, over {where}"
         else:
             requests, source = requests_of({"requests": row.requests}), where
         if sidecar is not None:
-            requests, source = requests + sidecar, f"{source} + config-reloader"
+            requests, source = requests + sidecar, f"{source} + {sidecar_name}"
         replicas = sizing.replicas if sizing is not None else row.default_replicas
         return SystemPod(
             name, requests, replicas, source, one_per_node=one_per_node,

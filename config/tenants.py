@@ -78,6 +78,8 @@ DEFAULT_EPHEMERAL_REQUEST_GIB = 1
 DEFAULT_EPHEMERAL_LIMIT_GIB = 10
 # What a model server writes besides its model cache (logs, its writable layer): its limit is cache + this.
 SERVER_SCRATCH_GIB = 10
+# A tenant's ephemeral-storage quota when it sets none and its model servers need less.
+DEFAULT_EPHEMERAL_STORAGE_GIB = 1000
 
 
 class TenantConfig(ConfigModel):
@@ -99,14 +101,15 @@ class TenantConfig(ConfigModel):
     memory_gib: int = Field(128, alias="memoryGiB", ge=0, le=1000000, description="Memory for work without GPUs, GiB, nominal.")
     max_pods: int = Field(500, ge=1, le=100000, description="ResourceQuota on pods in the namespace.")
     max_volume_claims: int = Field(50, ge=0, le=10000, description="ResourceQuota on PersistentVolumeClaims.")
-    ephemeral_storage_gib: int = Field(
-        1000,
+    ephemeral_storage_gib: int | None = Field(
+        None,
         alias="ephemeralStorageGiB",
         ge=0,
         le=1000000,
         description="ResourceQuota on node-local storage (emptyDir volumes, container layers and logs), GiB, requested "
         f"and limited. Containers that declare none request {DEFAULT_EPHEMERAL_REQUEST_GIB} GiB, limited to "
-        f"{DEFAULT_EPHEMERAL_LIMIT_GIB} GiB; it must hold every platform-served model cache at maxReplicas plus one.",
+        f"{DEFAULT_EPHEMERAL_LIMIT_GIB} GiB; it must hold every platform-served model cache at maxReplicas plus one. "
+        f"Unset: {DEFAULT_EPHEMERAL_STORAGE_GIB} GiB, or what those caches need when that is more.",
     )
     priority: str = Field("standard", description="Priority tier, a name from `queueing.priorities`.")
     fair_share_weight: float = Field(
@@ -134,13 +137,26 @@ class TenantConfig(ConfigModel):
             raise ValueError(f"declares deployment {repeated[0]!r} twice")
         return deployments
 
-    @model_validator(mode="after")
-    def _caches_fit_the_storage_quota(self) -> TenantConfig:
-        """A rollout adds one replica before removing one (maxSurge 1), so maxReplicas + 1 caches must fit."""
-        needed = sum(
+    @property
+    def served_model_storage_gib(self) -> int:
+        """Node-local storage the platform's model servers limit at maxReplicas + 1: a rollout adds one replica
+        before removing one (maxSurge 1), so that many caches, each with its scratch space, exist at once."""
+        return sum(
             (d.max_replicas + 1) * (d.serving.cache_gib + SERVER_SCRATCH_GIB) for d in self.inference if d.serving is not None
         )
-        if needed > self.ephemeral_storage_gib:
+
+    @property
+    def ephemeral_storage_quota_gib(self) -> int:
+        """The namespace's ephemeral-storage quota: as set, or derived from what the tenant declares."""
+        if self.ephemeral_storage_gib is not None:
+            return self.ephemeral_storage_gib
+        return max(DEFAULT_EPHEMERAL_STORAGE_GIB, self.served_model_storage_gib)
+
+    @model_validator(mode="after")
+    def _caches_fit_the_storage_quota(self) -> TenantConfig:
+        """Only a quota the user set can be too small; a derived one covers the caches by construction."""
+        needed = self.served_model_storage_gib
+        if self.ephemeral_storage_gib is not None and needed > self.ephemeral_storage_gib:
             raise ValueError(
                 f"ephemeralStorageGiB {self.ephemeral_storage_gib} is below the {needed} GiB its model servers limit at "
                 f"maxReplicas + 1 (cacheGiB + {SERVER_SCRATCH_GIB} GiB each): raise ephemeralStorageGiB or lower cacheGiB"

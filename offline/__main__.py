@@ -6,6 +6,9 @@
 in a stack's render against the same stack at a git ref (offline/diff.py); exit 0 no change, 1
 changed, 2 a render failed.
 
+`python -m offline check-manifest --stack dev --tenant T FILE...` tells a tenant what the cluster would do with
+its workloads (offline/check_manifest.py); exit 0 nothing refuses them, 1 something would, 2 unreadable input.
+
 `python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
 version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
 
@@ -54,6 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     validate = commands.add_parser("validate", help="check a render against Kubernetes and the vendored upstream schemas")
     validate.add_argument("render_dir", type=Path, metavar="RENDER_DIR")
     validate.add_argument("--k8s-version", help="Kubernetes minor to check against (default: the one the render deploys)")
+    manifest = commands.add_parser(
+        "check-manifest", help="a tenant's pre-flight check: what the cluster would do with its workloads (docs/tenants.md)"
+    )
+    manifest.add_argument("--stack", default="dev")
+    manifest.add_argument("--tenant", required=True)
+    manifest.add_argument("files", nargs="+", type=Path, metavar="FILE")
     vendor = commands.add_parser("vendor", help="fetch the pinned charts' upstream files into upstream/")
     vendor.add_argument("charts", nargs="*", metavar="CHART", help="charts of config/versions.py (default: all)")
     vendor.add_argument("--from-git", action="append", default=[], metavar="DIR",
@@ -70,6 +79,11 @@ def main(argv: list[str] | None = None) -> int:
         from .validate import main as validate_main
 
         return validate_main(args.render_dir, args.k8s_version)
+
+    if args.command == "check-manifest":
+        from .check_manifest import main as check_manifest_main
+
+        return check_manifest_main(args.stack, args.tenant, args.files)
 
     if args.command == "diff":
         from .diff import main as diff_main

@@ -23,18 +23,24 @@ from .engine import PROJECT_DIR
 SIZES = (10, 100, 1000)
 
 
-def synthetic_stack(tenants: int) -> dict:
-    """prod's cluster and pools, with the H100 pool sized to give every tenant one guaranteed GPU."""
-    document = yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"]
+def synthetic_stack(tenants: int, base: dict | None = None) -> dict:
+    """prod's cluster and pools (or `base`'s, a stack's `config:` mapping), with the H100 pool sized to give
+    every tenant one guaranteed GPU and the CPU pool's limits raised to every tenant's 4 vCPUs and 16 GiB."""
+    document = base if base is not None else yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"]
     config = copy.deepcopy(document)
     pools = config["gpu-platform:nodePools"]
     pools[0]["gpus"] = max(8, -(-tenants // 8) * 8)
+    cpu_pool = config["gpu-platform:cpuPool"]
+    cpu_pool["cpuLimit"] = max(cpu_pool["cpuLimit"], 4 * tenants)
+    cpu_pool["memoryLimitGiB"] = max(cpu_pool["memoryLimitGiB"], 16 * tenants)
     config["gpu-platform:tenants"] = [
         {
             "name": f"team-{index:04d}",
             "businessUnit": ("research", "product")[index % 2],
             "priority": "standard",
             "gpu": {"h100-on-demand": {"nominal": 1, "borrowingLimit": 1 if tenants > 1 else 0}},
+            "cpu": 4,
+            "memoryGiB": 16,
             "admins": [f"arn:aws:iam::111122223333:role/team-{index:04d}-admin"],
         }
         for index in range(tenants)

@@ -15,6 +15,7 @@ No Pulumi here: `python -m offline check` reads a stack through this module alon
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Hashable
@@ -26,6 +27,7 @@ import yaml
 
 from config import ConfigError, PlatformConfig, load_platform_config
 from config.errors import item_labels, show
+from config.schema import STACK_FILE_KEYS
 
 from .project import PROJECT, PROJECT_DIR
 
@@ -80,6 +82,14 @@ def stack_config_from_text(stack: str, data: bytes, filename: str) -> StackConfi
             f"{filename}: the file is {_kind(document)}; a stack file is a mapping with a `config:` key "
             "(see Pulumi.dev.yaml)"
         ])
+    unknown = [key for key in document if key != "config" and key not in STACK_FILE_KEYS]
+    if unknown:
+        # A misspelt `config:` would otherwise read as a stack with no config at all.
+        raise ConfigError([
+            f"{filename}: {key}: unknown top-level key; "
+            f"{_did_you_mean(str(key))}a stack file holds `config:` and Pulumi's own {', '.join(STACK_FILE_KEYS)}"
+            for key in unknown
+        ])
     config = document.get("config")
     if config is None:
         config = {}
@@ -89,6 +99,11 @@ def stack_config_from_text(stack: str, data: bytes, filename: str) -> StackConfi
             "e.g. `gpu-platform:cluster: {...}`"
         ])
     return stack_config_from_mapping(stack, config)
+
+
+def _did_you_mean(key: str) -> str:
+    guess = difflib.get_close_matches(key, ["config", *STACK_FILE_KEYS], n=1)
+    return f"did you mean {guess[0]}? " if guess else ""
 
 
 def stack_config_from_mapping(stack: str, config: dict[Any, Any]) -> StackConfig:

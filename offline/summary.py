@@ -15,7 +15,9 @@ from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig
 from config.capacity import HOURS_PER_MONTH
 from config.catalog_prices import PRICE_DATES, price_region
+from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total
 from config.labels import (
+    CPU_POOL_NAME,
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PATH,
     SERVING_METRICS_PORT,
@@ -41,6 +43,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _gpu_pools(config),
         _tenants(config),
         _capacity(config),
+        _idle_cost(recording, config),
         _schedulability(config),
         _alerts(config),
         _autoscaling(config),
@@ -316,7 +319,51 @@ def _capacity(config: PlatformConfig) -> str:
                 f"{capacity - promised}",
             ]
         )
+    # The CPU pool serves the `cpu` flavor: every tenant's cpu and memory against the NodePool's limits.
+    cpu_pool = config.cpu_pool
+    for resource, promised, declared, unit in (
+        ("cpu", sum(t.config.cpu for t in config.tenants), cpu_pool.cpu_limit, "vCPUs"),
+        ("memory", sum(t.config.memory_gib for t in config.tenants), cpu_pool.memory_limit_gib, "GiB"),
+    ):
+        rows.append(
+            [f"`{CPU_POOL_NAME}` ({resource})", queueing.CPU_FLAVOR, f"{promised} / {declared} {unit}", f"{declared - promised}"]
+        )
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
+
+
+def idle_inputs(recording: Recording, config: PlatformConfig) -> IdleInputs:
+    """What bills by the hour with no work running: the network's parts as declared, the rest from config."""
+    endpoints = recording.by_type("aws:ec2/vpcEndpoint:VpcEndpoint")
+    nodes = config.cluster.system_nodes
+    return IdleInputs(
+        nat_gateways=len(recording.by_type("aws:ec2/natGateway:NatGateway")),
+        public_ipv4=len(recording.by_type("aws:ec2/eip:Eip")),
+        interface_endpoint_zones=sum(
+            len(e.inputs.get("subnetIds") or []) for e in endpoints if e.inputs.get("vpcEndpointType") == "Interface"
+        ),
+        system_nodes=nodes.desired_size,
+        system_node_type=nodes.instance_types[0],
+        system_disk_gib=nodes.disk_size_gib,
+        prometheus_volume_gib=config.monitoring.replicas * config.monitoring.storage_gib,
+        kms_keys=len(recording.by_type("aws:kms/key:Key")),
+    )
+
+
+def _idle_cost(recording: Recording, config: PlatformConfig) -> str:
+    prices = idle_prices(config.region)
+    lines = idle_lines(idle_inputs(recording, config), prices)
+    rows = [
+        [line.item, line.count, line.unit, "" if line.usd_per_month is None else f"${line.usd_per_month:,.0f}"]
+        for line in lines
+    ]
+    total = idle_total(lines)
+    rows.append(["**idle, per month**", "", "", f"**${total:,.0f}**"])
+    where = "" if prices.region == config.region else f" (at {prices.region} prices; {config.region} may differ)"
+    header = (
+        f"## Idle cost\n\nWhat the stack bills with no work running{where}: Karpenter's pools launch nothing "
+        "while no pod waits; traffic and logs are billed by use and not counted (prices: config/idle_cost.py).\n\n"
+    )
+    return header + table(["item", "count", "price", "per month"], rows)
 
 
 def _schedulability(config: PlatformConfig) -> str:

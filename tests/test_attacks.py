@@ -27,7 +27,7 @@ from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 from models.kubernetes.resourcequota import quota_denials
-from models.kubernetes.user import User
+from models.kubernetes.user import User, service_account
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from offline.upstream import chart_values
 
@@ -38,18 +38,23 @@ from .recorded import kubernetes_objects
 TENANT = "data-science"
 ACCOUNT, CLUSTER = "111122223333", "gpu-prod"
 ADMIN = User(f"arn:aws:sts::{ACCOUNT}:assumed-role/DataScienceAdmin/alice", (f"gpu-platform:{TENANT}:admins",))
-# `admin` may impersonate the namespace's service accounts and mint their tokens.
-TENANT_SERVICE_ACCOUNT = User(
-    f"system:serviceaccount:{TENANT}:builder", ("system:serviceaccounts", f"system:serviceaccounts:{TENANT}")
-)
-JOB_CONTROLLER = User(
-    "system:serviceaccount:kube-system:job-controller", ("system:serviceaccounts", "system:serviceaccounts:kube-system")
-)
-KUEUE = User(
-    "system:serviceaccount:kueue-system:kueue-controller-manager",
-    ("system:serviceaccounts", "system:serviceaccounts:kueue-system"),
-)
-# Whoever runs `pulumi up`: an EKS cluster admin, in no tenant group.
+OTHER_TENANT = "llm-training"
+# Every identity a tenant admin can act as. `admin` may impersonate the namespace's service accounts and
+# mint their tokens; it may bind `edit` in its namespace to any service account, another tenant's too,
+# whose token that tenant's admin can mint (or a principal that is admin of both tenants).
+IDENTITIES = {
+    "tenant-admin": ADMIN,
+    "tenant-service-account": service_account(TENANT, "builder"),
+    "another-tenants-service-account": service_account(OTHER_TENANT, "default"),
+    "admin-of-two-tenants": User(
+        f"arn:aws:sts::{ACCOUNT}:assumed-role/MLPlatformOnCall/carol",
+        (f"gpu-platform:{TENANT}:admins", f"gpu-platform:{OTHER_TENANT}:admins"),
+    ),
+}
+TENANT_SERVICE_ACCOUNT = IDENTITIES["tenant-service-account"]
+JOB_CONTROLLER = service_account("kube-system", "job-controller")
+KUEUE = service_account("kueue-system", "kueue-controller-manager")
+# Whoever runs `pulumi up`: an EKS cluster admin (cluster.admins), in no tenant group.
 DEPLOYER = User(f"arn:aws:sts::{ACCOUNT}:assumed-role/PlatformDeploy/ci", ())
 TINY_JOB_UID = "5b1c0c7e-0000-4000-8000-000000000001"
 
@@ -99,22 +104,56 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 # --- the attempts: each returns True when it is stopped ----------------------------------------------
 
 
-def nvidia_env_in_pod(objects: Objects) -> bool:
+@dataclass(frozen=True)
+class Sent:
+    """One API request in a tenant namespace, and the RBAC verb it takes (None: no built-in role grants it,
+    so admission is the only guard a custom role could leave)."""
+
+    verb: str | None
+    operation: str
+    api_group: str
+    resource: str
+    object: dict[str, Any] | None = None
+    old: dict[str, Any] | None = None
+
+
+def granted_to(objects: Objects, user: User) -> Objects:
+    """The tenant admin's `kubectl create rolebinding x --clusterrole=edit --serviceaccount=<ns>:<name>`."""
+    if not user.username.startswith("system:serviceaccount:"):
+        return objects
+    namespace, name = user.username.removeprefix("system:serviceaccount:").split(":")
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": f"edit-{namespace}-{name}", "namespace": TENANT},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    return [*objects, binding]
+
+
+def nvidia_env_in_pod(objects: Objects) -> Sent:
     attack = pod(
         tolerations=[GPU_TOLERATION],
         containers=[{"name": "main", "image": "busybox:1.36", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}],
     )
-    return bool(admission_denials(objects, request(objects, "CREATE", "", "pods", object=attack)))
+    return Sent("create", "CREATE", "", "pods", attack)
 
 
-def nvidia_env_in_ephemeral_container(objects: Objects) -> bool:
+def nvidia_env_from_prefix_in_an_init_container(objects: Objects) -> Sent:
+    """`NVIDIA` + a ConfigMap key `_VISIBLE_DEVICES` makes NVIDIA_VISIBLE_DEVICES."""
+    init = {"name": "setup", "image": "busybox:1.36", "envFrom": [{"prefix": "NVIDIA", "configMapRef": {"name": "gpus"}}]}
+    return Sent("create", "CREATE", "", "pods", pod(tolerations=[GPU_TOLERATION], initContainers=[init]))
+
+
+def nvidia_env_in_ephemeral_container(objects: Objects) -> Sent:
     before = pod()
     after = pod(
         ephemeralContainers=[
-            {"name": "debug", "image": "busybox:1.36", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}
+            {"name": "debug", "image": "busybox:1.36", "envFrom": [{"prefix": "NVIDIA_", "secretRef": {"name": "s"}}]}
         ]
     )
-    return bool(admission_denials(objects, request(objects, "UPDATE", "", "pods/ephemeralcontainers", object=after, old=before)))
+    return Sent(None, "UPDATE", "", "pods/ephemeralcontainers", after, before)
 
 
 def nvidia_env_in_image(objects: Objects) -> bool:
@@ -141,53 +180,59 @@ def toolkit_settings(user_data: str) -> dict[str, str]:
     return settings
 
 
-def pod_owned_by_a_tiny_job(objects: Objects) -> bool:
+def pod_owned_by_a_tiny_job(objects: Objects) -> Sent:
     attack = pod(metadata=OWNED_BY_TINY_JOB, tolerations=[GPU_TOLERATION], nodeSelector={"gpu-platform/node-pool": "gpu-h100"})
-    return bool(admission_denials(objects, request(objects, "CREATE", "", "pods", object=attack)))
+    return Sent("create", "CREATE", "", "pods", attack)
 
 
-def replica_set_owned_by_a_tiny_job(objects: Objects) -> bool:
+def replica_set_owned_by_a_tiny_job(objects: Objects) -> Sent:
     attack = {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
         "metadata": {"name": "rs", "namespace": TENANT, **OWNED_BY_TINY_JOB},
         "spec": {"replicas": 8, "selector": {"matchLabels": {"a": "b"}}, "template": pod()},
     }
-    return bool(admission_denials(objects, request(objects, "CREATE", "apps", "replicasets", object=attack)))
+    return Sent("create", "CREATE", "apps", "replicasets", attack)
 
 
-def kueue_gate_lifted_by_hand(objects: Objects) -> bool:
+def kueue_gate_lifted_by_hand(objects: Objects) -> Sent:
     gated = pod(schedulingGates=[{"name": KUEUE_SCHEDULING_GATE}])
-    return bool(admission_denials(objects, request(objects, "UPDATE", "", "pods", object=pod(), old=gated)))
+    return Sent("update", "UPDATE", "", "pods", pod(), gated)
 
 
-def default_deny_deleted(user: User) -> Callable[[Objects], bool]:
-    def attempt(objects: Objects) -> bool:
-        [deny] = [
-            o
-            for o in objects
-            if o["kind"] == "NetworkPolicy" and o["metadata"] == {"name": "default-deny-all", "namespace": TENANT}
-        ]
-        assert rbac_allows(objects, user, "delete", "networking.k8s.io", "networkpolicies", TENANT) or user is not ADMIN
-        return bool(
-            admission_denials(objects, request(objects, "DELETE", "networking.k8s.io", "networkpolicies", user, old=deny))
-        )
+def default_deny(objects: Objects) -> dict[str, Any]:
+    [deny] = [
+        o for o in objects if o["kind"] == "NetworkPolicy" and o["metadata"] == {"name": "default-deny-all", "namespace": TENANT}
+    ]
+    return deny
 
-    return attempt
+
+def default_deny_deleted(objects: Objects) -> Sent:
+    return Sent("delete", "DELETE", "networking.k8s.io", "networkpolicies", None, default_deny(objects))
+
+
+def allow_all_created(objects: Objects) -> Sent:
+    allow_all = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "allow-all", "namespace": TENANT},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"], "ingress": [{}], "egress": [{}]},
+    }
+    return Sent("create", "CREATE", "networking.k8s.io", "networkpolicies", allow_all)
 
 
 def system_priority_pod(objects: Objects) -> bool:
     return bool(quota_denials(objects, pod(priorityClassName="system-node-critical"), TENANT))
 
 
-def service_external_ips(objects: Objects) -> bool:
+def service_external_ips(objects: Objects) -> Sent:
     service = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": "s", "namespace": TENANT},
         "spec": {"ports": [{"port": 443}], "externalIPs": ["10.0.32.10"]},
     }
-    return bool(admission_denials(objects, request(objects, "CREATE", "", "services", object=service)))
+    return Sent("create", "CREATE", "", "services", service)
 
 
 def unbounded_scratch(objects: Objects) -> bool:
@@ -307,6 +352,70 @@ def without_cluster_admin_role(objects: Objects) -> Objects:
 
 
 @dataclass(frozen=True)
+class AdmissionAttack:
+    """A request a tenant sends, refused by one admission policy whoever of IDENTITIES sends it."""
+
+    name: str
+    sent: Callable[[Objects], Sent]
+    policy: str
+
+
+ADMISSION_ATTACKS = [
+    AdmissionAttack("gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, "tenant-pods-no-nvidia-env"),
+    AdmissionAttack(
+        "gpu-through-an-nvidia-envfrom-prefix-in-an-init-container",
+        nvidia_env_from_prefix_in_an_init_container,
+        "tenant-pods-no-nvidia-env",
+    ),
+    AdmissionAttack(
+        "gpu-through-an-nvidia-envfrom-prefix-in-an-ephemeral-container",
+        nvidia_env_in_ephemeral_container,
+        "tenant-pods-no-nvidia-env",
+    ),
+    AdmissionAttack(
+        "pod-owned-by-a-tiny-admitted-job-skips-kueue", pod_owned_by_a_tiny_job, "tenant-controller-owners-from-controllers"
+    ),
+    AdmissionAttack(
+        "replicaset-owned-by-a-tiny-admitted-job-skips-kueue",
+        replica_set_owned_by_a_tiny_job,
+        "tenant-controller-owners-from-controllers",
+    ),
+    AdmissionAttack("kueue-gate-lifted-by-hand", kueue_gate_lifted_by_hand, "tenant-pods-keep-the-kueue-gate"),
+    AdmissionAttack("default-deny-deleted", default_deny_deleted, "tenant-network-policies-are-platform-owned"),
+    AdmissionAttack("allow-all-network-policy-created", allow_all_created, "tenant-network-policies-are-platform-owned"),
+    AdmissionAttack("service-external-ips-intercept-traffic", service_external_ips, "tenant-services-no-external-ips"),
+]
+BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
+
+
+def admission_refuses(objects: Objects, attack: AdmissionAttack, who: str) -> bool:
+    sent, user = attack.sent(objects), IDENTITIES[who]
+    req = request(objects, sent.operation, sent.api_group, sent.resource, user, object=sent.object, old=sent.old)
+    return bool(admission_denials(objects, req))
+
+
+@pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
+def test_each_admission_attempt_is_refused_whoever_sends_it(attack, who):
+    assert admission_refuses(rendered(), attack, who), attack.policy
+
+
+@pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
+def test_each_admission_attempt_succeeds_once_its_policy_is_removed(attack, who):
+    objects = without(VAP, attack.policy)(rendered())
+    assert not admission_refuses(objects, attack, who), f"{attack.name} is refused by something besides {attack.policy}"
+
+
+@pytest.mark.parametrize("who", IDENTITIES)
+def test_rbac_lets_every_identity_send_the_requests_so_admission_is_the_guard(who):
+    user, objects = IDENTITIES[who], rendered()
+    objects = granted_to(objects, user)
+    for attack in ADMISSION_ATTACKS:
+        sent = attack.sent(objects)
+        if sent.verb is not None:
+            assert rbac_allows(objects, user, sent.verb, sent.api_group, sent.resource, TENANT), attack.name
+
+
+@dataclass(frozen=True)
 class Attack:
     name: str
     stopped: Callable[[Objects], bool]
@@ -317,52 +426,10 @@ class Attack:
 VAP = "ValidatingAdmissionPolicy"
 ATTACKS = [
     Attack(
-        "gpu-through-nvidia-visible-devices-in-the-pod-spec",
-        nvidia_env_in_pod,
-        "admission: tenant-pods-no-nvidia-env",
-        without(VAP, "tenant-pods-no-nvidia-env"),
-    ),
-    Attack(
-        "gpu-through-nvidia-visible-devices-in-an-ephemeral-container",
-        nvidia_env_in_ephemeral_container,
-        "admission: tenant-pods-no-nvidia-env",
-        without(VAP, "tenant-pods-no-nvidia-env"),
-    ),
-    Attack(
         "gpu-through-nvidia-visible-devices-in-the-image",
         nvidia_env_in_image,
         "node: container toolkit ignores the variable from unprivileged containers",
         without_user_data,
-    ),
-    Attack(
-        "pod-owned-by-a-tiny-admitted-job-skips-kueue",
-        pod_owned_by_a_tiny_job,
-        "admission: tenant-controller-owners-from-controllers",
-        without(VAP, "tenant-controller-owners-from-controllers"),
-    ),
-    Attack(
-        "replicaset-owned-by-a-tiny-admitted-job-skips-kueue",
-        replica_set_owned_by_a_tiny_job,
-        "admission: tenant-controller-owners-from-controllers",
-        without(VAP, "tenant-controller-owners-from-controllers"),
-    ),
-    Attack(
-        "kueue-gate-lifted-by-hand",
-        kueue_gate_lifted_by_hand,
-        "admission: tenant-pods-keep-the-kueue-gate",
-        without(VAP, "tenant-pods-keep-the-kueue-gate"),
-    ),
-    Attack(
-        "default-deny-deleted-by-the-tenant-admin",
-        default_deny_deleted(ADMIN),
-        "admission: tenant-network-policies-are-platform-owned",
-        without(VAP, "tenant-network-policies-are-platform-owned"),
-    ),
-    Attack(
-        "default-deny-deleted-as-a-tenant-service-account",
-        default_deny_deleted(TENANT_SERVICE_ACCOUNT),
-        "admission: tenant-network-policies-are-platform-owned",
-        without(VAP, "tenant-network-policies-are-platform-owned"),
     ),
     Attack(
         "tenant-pod-silences-alerts-or-reads-every-tenants-metrics",
@@ -381,12 +448,6 @@ ATTACKS = [
         system_priority_pod,
         "quota: no-system-priority",
         without("ResourceQuota", "no-system-priority"),
-    ),
-    Attack(
-        "service-external-ips-intercept-traffic",
-        service_external_ips,
-        "admission: tenant-services-no-external-ips",
-        without(VAP, "tenant-services-no-external-ips"),
     ),
     Attack(
         "pod-without-a-storage-limit-fills-the-node",
@@ -452,9 +513,8 @@ def test_each_attempt_succeeds_once_its_guard_is_removed(attack):
 
 
 def test_every_admission_policy_stops_some_row():
-    named = {a.guard.removeprefix("admission: ") for a in ATTACKS if a.guard.startswith("admission: ")}
     policies = {o["metadata"]["name"] for o in rendered() if o["kind"] == VAP}
-    assert policies == named
+    assert policies == {a.policy for a in ADMISSION_ATTACKS}
 
 
 # --- what the policies still admit -------------------------------------------------------------------
@@ -464,12 +524,109 @@ def _admitted(objects: Objects, req: Request) -> bool:
     return not admission_denials(objects, req)
 
 
-def test_controllers_create_owned_pods_and_kueue_lifts_its_gate():
+def owned(kind: str, api_version: str, owner_kind: str, owner_api_version: str, **extra: Any) -> dict[str, Any]:
+    reference = {"apiVersion": owner_api_version, "kind": owner_kind, "name": "o", "uid": TINY_JOB_UID, "controller": True}
+    metadata = {"name": "x", "namespace": TENANT, "ownerReferences": [reference]}
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **extra}
+
+
+# What the platform's real controllers do in a tenant namespace, as the identity each runs as at its pinned
+# version: kube-controller-manager's per-controller service accounts (or its own identity without
+# --use-service-account-credentials), and each operator's service account in its own namespace.
+CONTROLLERS = [
+    ("job-controller", JOB_CONTROLLER, "CREATE", "", "pods", owned("Pod", "v1", "Job", "batch/v1")),
+    (
+        "replicaset-controller",
+        service_account("kube-system", "replicaset-controller"),
+        "CREATE", "", "pods", owned("Pod", "v1", "ReplicaSet", "apps/v1"),
+    ),
+    (
+        "deployment-controller",
+        service_account("kube-system", "deployment-controller"),
+        "CREATE", "apps", "replicasets", owned("ReplicaSet", "apps/v1", "Deployment", "apps/v1"),
+    ),
+    (
+        "kube-controller-manager-own-identity",
+        User("system:kube-controller-manager", ()),
+        "CREATE", "", "pods", owned("Pod", "v1", "Job", "batch/v1"),
+    ),
+    (
+        "endpointslice-controller",
+        service_account("kube-system", "endpointslice-controller"),
+        "CREATE", "discovery.k8s.io", "endpointslices", owned("EndpointSlice", "discovery.k8s.io/v1", "Service", "v1"),
+    ),
+    (
+        "resource-claim-controller",
+        service_account("kube-system", "resource-claim-controller"),
+        "CREATE", "resource.k8s.io", "resourceclaims", owned("ResourceClaim", "resource.k8s.io/v1", "Pod", "v1"),
+    ),
+    (
+        "kueue-workload",
+        KUEUE,
+        "CREATE", "kueue.x-k8s.io", "workloads", owned("Workload", "kueue.x-k8s.io/v1beta2", "Job", "batch/v1"),
+    ),
+    (
+        "trainer-jobset",
+        service_account("kubeflow-system", "kubeflow-trainer-controller-manager"),
+        "CREATE", "jobset.x-k8s.io", "jobsets",
+        owned("JobSet", "jobset.x-k8s.io/v1alpha2", "TrainJob", "trainer.kubeflow.org/v1alpha1"),
+    ),
+    (
+        "jobset-job",
+        service_account("kubeflow-system", "jobset-controller-manager"),
+        "CREATE", "batch", "jobs", owned("Job", "batch/v1", "JobSet", "jobset.x-k8s.io/v1alpha2"),
+    ),
+    (
+        "keda-hpa",
+        service_account("keda", "keda-operator"),
+        "CREATE", "autoscaling", "horizontalpodautoscalers",
+        owned("HorizontalPodAutoscaler", "autoscaling/v2", "ScaledObject", "keda.sh/v1alpha1"),
+    ),
+    (
+        "external-secrets-secret",
+        service_account("external-secrets", "external-secrets"),
+        "CREATE", "", "secrets", owned("Secret", "v1", "ExternalSecret", "external-secrets.io/v1"),
+    ),
+]
+
+
+@pytest.mark.parametrize("controller, user, operation, group, resource, obj", CONTROLLERS, ids=[c[0] for c in CONTROLLERS])
+def test_the_platforms_real_controllers_create_what_they_own(controller, user, operation, group, resource, obj):
     objects = rendered()
-    owned = pod(metadata=OWNED_BY_TINY_JOB)
-    assert _admitted(objects, request(objects, "CREATE", "", "pods", JOB_CONTROLLER, object=owned))
+    assert _admitted(objects, request(objects, operation, group, resource, user, object=obj))
+
+
+def test_only_kueue_lifts_its_gate():
+    objects = rendered()
     gated = pod(schedulingGates=[{"name": KUEUE_SCHEDULING_GATE}])
     assert _admitted(objects, request(objects, "UPDATE", "", "pods", KUEUE, object=pod(), old=gated))
+    assert not _admitted(objects, request(objects, "UPDATE", "", "pods", JOB_CONTROLLER, object=pod(), old=gated))
+
+
+def test_the_namespace_controller_empties_a_deleted_tenant_namespace():
+    objects = rendered()
+    controller = service_account("kube-system", "namespace-controller")
+    deletion = request(objects, "DELETE", "networking.k8s.io", "networkpolicies", controller, old=default_deny(objects))
+    assert _admitted(objects, deletion)
+    # Its sibling controllers are not writers of NetworkPolicies.
+    other = request(objects, "DELETE", "networking.k8s.io", "networkpolicies", JOB_CONTROLLER, old=default_deny(objects))
+    assert not _admitted(objects, other)
+
+
+def test_a_cluster_admin_creates_cluster_scoped_objects_with_controller_owners():
+    """A namespaceSelector never excludes a cluster-scoped request; the owners policy skips them itself."""
+    objects = rendered()
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "r", "ownerReferences": OWNED_BY_TINY_JOB["ownerReferences"]},
+        "rules": [],
+    }
+    cluster_scoped = Request("CREATE", "rbac.authorization.k8s.io", "clusterroles", "", DEPLOYER, role)
+    assert _admitted(objects, cluster_scoped)
+    for policy in (o for o in objects if o["kind"] == VAP):
+        policy["spec"].pop("matchConditions", None)
+    assert not _admitted(objects, cluster_scoped)
 
 
 def test_tenants_keep_the_owner_references_controllers_set_and_add_non_controller_ones():
@@ -496,12 +653,18 @@ def test_tenants_run_ordinary_pods_and_services():
     assert not quota_denials(objects, pod(), TENANT)
 
 
-def test_the_deployer_still_manages_tenant_network_policies():
+def test_every_cluster_admin_manages_tenant_network_policies_and_no_one_else():
+    """cluster.admins of the fixture: PlatformAdmin and PlatformDeploy, as EKS names their sessions."""
     objects = rendered()
-    [deny] = [
-        o for o in objects if o["kind"] == "NetworkPolicy" and o["metadata"] == {"name": "default-deny-all", "namespace": TENANT}
-    ]
-    assert _admitted(objects, request(objects, "UPDATE", "networking.k8s.io", "networkpolicies", DEPLOYER, object=deny, old=deny))
+    deny = default_deny(objects)
+
+    def update_by(username: str) -> Request:
+        return request(objects, "UPDATE", "networking.k8s.io", "networkpolicies", User(username, ()), object=deny, old=deny)
+
+    for role in ("PlatformDeploy", "PlatformAdmin"):
+        assert _admitted(objects, update_by(f"arn:aws:sts::{ACCOUNT}:assumed-role/{role}/ci"))
+    for impostor in (f"arn:aws:sts::{ACCOUNT}:assumed-role/PlatformDeployer/ci", f"arn:aws:iam::{ACCOUNT}:user/PlatformDeploy"):
+        assert not _admitted(objects, update_by(impostor))
 
 
 def test_the_policies_bind_to_every_tenant_namespace_and_no_platform_one():

@@ -270,8 +270,9 @@ def test_a_deployment_cannot_be_configured_to_scale_to_zero():
     with pytest.raises(ConfigError) as caught:
         load(doc)
     assert caught.value.problems == [
-        "gpu-platform:tenants[llm-training].inference[embeddings].minReplicas: 0 is out of range; must be >= "
-        "1"
+        "gpu-platform:tenants[llm-training].inference[embeddings].minReplicas: 0 would scale the deployment to zero, "
+        "and nothing wakes it there: both triggers (GPU utilisation and queue depth) read metrics its own pods emit; "
+        "use 1 or more"
     ]
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import fixture_document, render, render_fixture
+from offline.summary import idle_inputs
+
+from .conftest import fixture_document, load, render, render_fixture
 
 ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 ROUTE_TABLE = "aws:ec2/routeTable:RouteTable"
@@ -53,3 +55,5 @@ def test_ecr_endpoints_serve_the_api_and_registry_in_every_private_subnet_over_h
     [rule] = group.inputs["ingress"]
     vpc_cidr = doc["gpu-platform:cluster"]["network"]["vpcCidr"]
     assert (rule["protocol"], rule["fromPort"], rule["toPort"], rule["cidrBlocks"]) == ("tcp", 443, 443, [vpc_cidr])
+    # The summary's idle cost bills each interface endpoint in each of the three zones.
+    assert idle_inputs(recording, load(doc)).interface_endpoint_zones == 6

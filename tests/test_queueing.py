@@ -512,7 +512,8 @@ def test_the_component_declares_exactly_the_builders_objects():
 
 def test_adding_a_tenant_only_adds_its_resources():
     document = fixture_document("single-pool")
-    document["gpu-platform:tenants"].append({"name": "newcomer", "gpu": {"l40s-spot": {"nominal": 4}}})
+    newcomer = {"name": "newcomer", "gpu": {"l40s-spot": {"nominal": 4}}, "cpu": 16, "memoryGiB": 64}
+    document["gpu-platform:tenants"].append(newcomer)
     before = {r.name: r.inputs for r in _declared("single-pool")}
     after = {r.name: r.inputs for r in declare(load(document)) if not r.name.startswith("ns-")}
     added = set(after) - set(before)

@@ -1,13 +1,15 @@
-"""The README's steps, followed in a copy of the project, leave the stack checks green.
+"""The README's steps, followed in a copy of the project, leave the stack checks and the doc examples green.
 
 A user onboards a tenant into `Pulumi.dev.yaml` (README: "Tenants and fair-share queues") and adds an
 environment (README: "Add an environment"), then runs the tests. Both edits land in a copy, so the
 user's own stack files are read but never changed; the copy's `tests/test_stacks.py` must pass and
-must have checked the new stack.
+must have checked the new stack, and its `tests/test_doc_snippets.py`, whose examples include the very
+entry just onboarded, must pass too. On dev as shipped the README's entry goes in literally.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 import shutil
@@ -34,6 +36,13 @@ NEW_STACK = "staging"
 # mutmut's working copy.
 NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", "__pycache__", ".*_cache", "*.pyc", "mutants")
 T = "gpu-platform:tenants"
+# A tenant's CPU-pool quota keys, the model's field for each, and what a tenant without them asks for.
+CPU_FIELDS = {"cpu": "cpu", "memoryGiB": "memory_gib"}
+TENANT_DEFAULTS = {"cpu": 32, "memoryGiB": 128}
+
+
+# What the copy runs: the checks of every stack file, and the doc examples, which must not read them.
+COPY_TESTS = ("tests/test_stacks.py", "tests/test_doc_snippets.py")
 
 
 def readme_section(heading: str) -> str:
@@ -85,12 +94,18 @@ def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]
     lending = [q.quota for q in quotas if q.flavor.name == flavor.name]
     lendable = sum(q.nominal if q.lending_limit is None else q.lending_limit for q in lending)
     tenant["gpu"] = {flavor.name: {**quota, "borrowingLimit": min(quota.get("borrowingLimit", 0), lendable)}}
+    cpu_pool = document.setdefault("gpu-platform:cpuPool", {})
+    for key, limit_key, default_limit in (("cpu", "cpuLimit", 1000), ("memoryGiB", "memoryLimitGiB", 4000)):
+        wanted_total = sum(getattr(t.config, CPU_FIELDS[key]) for t in config.tenants) + tenant.get(key, TENANT_DEFAULTS[key])
+        if wanted_total > cpu_pool.get(limit_key, default_limit):
+            cpu_pool[limit_key] = wanted_total
     document[T].append(tenant)
     return tenant
 
 
 def add_environment(project: Path, source: str, name: str) -> None:
-    """README "Add an environment": copy dev, then change name, region, VPC range, admins and endpoint."""
+    """README "Add an environment": copy dev, then change name, region, VPC range, admins, endpoint, the
+    `environment` tag and the cohort."""
     stacks = {path: yaml.safe_load(path.read_text()) for path in sorted(project.glob("Pulumi.*.yaml"))}
     copied = stacks[project / f"Pulumi.{source}.yaml"]
     document = copied["config"]
@@ -106,6 +121,9 @@ def add_environment(project: Path, source: str, name: str) -> None:
     )
     cluster["admins"] = [f"arn:aws:iam::111122223333:role/{name.capitalize()}PlatformAdmin"]
     cluster["endpoint"]["publicAccessCidrs"] = ["198.51.100.0/24"]
+    cluster.setdefault("tags", {})["environment"] = name
+    if "gpu-platform:queueing" in document and "cohort" in document["gpu-platform:queueing"]:
+        document["gpu-platform:queueing"]["cohort"] = f"gpu-{name}"
     (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(copied, sort_keys=False))
 
 
@@ -146,7 +164,7 @@ def start_walkthrough() -> Walkthrough:
 
     with (workdir / "pytest.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "tests/test_stacks.py"],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *COPY_TESTS],
             cwd=project,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -163,3 +181,14 @@ def test_onboarding_a_tenant_and_adding_an_environment_as_the_readme_says_keeps_
     checks_of = {stack: {test for test, s in passed if s == stack} for _, stack in passed}
     new, edited = checks_of.get(walkthrough.new_stack), checks_of.get(walkthrough.source)
     assert new and new == edited, output[-8000:]
+
+
+def test_the_readme_entry_goes_into_dev_as_shipped_literally():
+    """No adaptation: the README's `vision` entry fits the shipped dev's pools, CPU pool and cohort as written."""
+    document = yaml.safe_load(project_path("tests", "fixtures", "shipped", "dev.yaml").read_text())["config"]
+    before = copy.deepcopy(document)
+    example = readme_tenant()
+    added = onboard(document, example)
+    assert added == example
+    assert {k: v for k, v in document.items() if k != T} == {k: v for k, v in before.items() if k != T}
+    load(document)

@@ -31,7 +31,17 @@ def test_every_stack_file_names_the_schema_in_its_first_line(stack: str) -> None
     assert first == MODELINE
 
 
-@pytest.mark.parametrize("path", [*(f"Pulumi.{s}.yaml" for s in stack_names()), *(f"fixture:{f}" for f in FIXTURES)])
+SHIPPED = sorted(p.name for p in project_path("tests", "fixtures", "shipped").glob("*.yaml"))
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *(f"Pulumi.{s}.yaml" for s in stack_names()),
+        *(f"fixture:{f}" for f in FIXTURES),
+        *(f"tests/fixtures/shipped/{n}" for n in SHIPPED),
+    ],
+)
 def test_every_stack_and_fixture_satisfies_the_schema(validator, path: str) -> None:
     file = FIXTURE_STACKS_DIR / f"{path.removeprefix('fixture:')}.yaml" if path.startswith("fixture:") else project_path(path)
     document = yaml.safe_load(file.read_text())

@@ -1,1 +1,1 @@
-"""What Kubernetes itself does: the API server, its admission plugins and its controllers."""
+"""What Kubernetes itself does: the API machinery's types, the API server, its admission plugins and its controllers."""

@@ -9,7 +9,11 @@ kubernetes/kubernetes v1.35.0, staging/src/k8s.io/apiserver/pkg/admission/plugin
   API group and resource; `*` is every resource but no subresource, `*/*` everything, `pods/*` every
   subresource of pods.
 - ../webhook/predicates/namespace/matcher.go `MatchNamespaceSelector`: the selector against the labels
-  of the request's namespace.
+  of the request's namespace; a cluster-scoped request (no namespace) other than one on a Namespace is
+  never excluded by a namespaceSelector.
+- ../webhook/matchconditions/matcher.go `Match`: after the rules match, every `matchConditions`
+  expression must be true for the policy to apply; a condition that fails to evaluate refuses the
+  request under `failurePolicy: Fail`.
 - validating/validator.go `Validate`: variables evaluate in order, each seeing the ones before; a
   validation fails when it evaluates to false; with `failurePolicy: Fail` an evaluation error refuses
   the request too.
@@ -35,7 +39,7 @@ class Request:
     operation: str  # CREATE, UPDATE, DELETE, CONNECT
     api_group: str
     resource: str  # plural, with `/subresource` where there is one
-    namespace: str
+    namespace: str  # "" for a cluster-scoped request
     user: User
     object: Mapping[str, Any] | None = None
     old_object: Mapping[str, Any] | None = None
@@ -45,8 +49,16 @@ class Request:
         return {
             "object": self.object,
             "oldObject": self.old_object,
-            "request": {"operation": self.operation, "namespace": self.namespace, "userInfo": self.user.info()},
-            "namespaceObject": {"metadata": {"name": self.namespace, "labels": dict(self.namespace_labels)}},
+            "request": {
+                "operation": self.operation,
+                "namespace": self.namespace,
+                "userInfo": self.user.info(),
+                "resource": {"group": self.api_group, "resource": self.resource.split("/")[0]},
+                "subResource": self.resource.partition("/")[2],
+            },
+            "namespaceObject": (
+                {"metadata": {"name": self.namespace, "labels": dict(self.namespace_labels)}} if self.namespace else None
+            ),
         }
 
 
@@ -62,12 +74,37 @@ def admission_denials(objects: Sequence[Mapping[str, Any]], request: Request) ->
             policy["spec"]["matchConstraints"].get("namespaceSelector"),
             binding["spec"].get("matchResources", {}).get("namespaceSelector"),
         ]
-        if not all(selects(s, request.namespace_labels) for s in selectors if s is not None):
+        if not all(_namespace_matches(s, request) for s in selectors if s is not None):
             continue
         if not any(rule_matches(rule, request) for rule in policy["spec"]["matchConstraints"]["resourceRules"]):
             continue
+        unmet = _unmet_conditions(policy["spec"], request)
+        if unmet is None:
+            continue
+        if unmet:
+            denials += unmet
+            continue
         denials += _violations(policy["spec"], request)
     return denials
+
+
+def _namespace_matches(selector: Mapping[str, Any], request: Request) -> bool:
+    if not request.namespace and request.resource != "namespaces":
+        return True
+    return selects(selector, request.namespace_labels)
+
+
+def _unmet_conditions(spec: Mapping[str, Any], request: Request) -> list[str] | None:
+    """None when a matchCondition is false (the policy does not apply); the errors of those that fail to
+    evaluate (each refuses the request); [] when every condition holds."""
+    errors = []
+    for condition in spec.get("matchConditions") or ():
+        verdict = evaluate_in(condition["expression"], request.activation())
+        if isinstance(verdict, Exception):
+            errors.append(f"matchCondition {condition['name']} fails to evaluate: {verdict}")
+        elif not bool(verdict):
+            return None
+    return errors
 
 
 def rule_matches(rule: Mapping[str, Any], request: Request) -> bool:

@@ -1,0 +1,120 @@
+"""What a stack costs with no work running: the AWS resources that bill by the hour whatever the load.
+
+Karpenter's GPU and CPU pools launch nothing while no pod waits, so an idle stack pays for the EKS control
+plane, its NAT gateways and their public IPv4 addresses, the system node group at its desired size, the
+interface endpoints, the volumes of the system nodes and of Prometheus, and the secrets KMS key. Traffic
+(NAT processing, endpoint data) and logs are billed by use and are not in it.
+
+Prices: us-east-1, on-demand, USD, read 2026-07-20 from
+- EKS: aws.amazon.com/eks/pricing (a cluster in standard support: $0.10 an hour);
+- NAT gateways and public IPv4: aws.amazon.com/vpc/pricing ($0.045 a gateway-hour; $0.005 an hour for
+  each public IPv4 address, the gateways' Elastic IPs included);
+- interface endpoints: aws.amazon.com/privatelink/pricing ($0.01 an hour per endpoint per zone; the S3
+  gateway endpoint is free);
+- gp3: aws.amazon.com/ebs/pricing ($0.08 per GB-month); KMS: aws.amazon.com/kms/pricing ($1 a key-month);
+- EC2 (the system node types): aws/karpenter-provider-aws v1.14.1
+  pkg/providers/pricing/zz_generated.pricing_aws.go, the list config/catalog.py prices GPUs from. Each
+  family's price doubles with each size, large to 4xlarge.
+
+Only us-east-1 is priced here; `idle_prices` is the one lookup, and says which region its prices are for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .capacity import HOURS_PER_MONTH
+from .catalog import PRICE_REGION
+
+# USD an hour of each system-node family's `large` size in PRICE_REGION.
+_LARGE_USD_PER_HOUR = {
+    "m5": 0.096, "m6i": 0.096, "m6a": 0.0864, "m7i": 0.1008, "m7a": 0.11592, "m8i": 0.10584,
+    "m6g": 0.077, "m7g": 0.0816, "c7i": 0.08925, "r7i": 0.1323,
+}
+_SIZES = {"large": 1, "xlarge": 2, "2xlarge": 4, "4xlarge": 8}
+
+
+@dataclass(frozen=True)
+class IdlePrices:
+    """Hourly and monthly prices of what an idle stack pays for, in `region`."""
+
+    region: str
+    eks_cluster_hour: float = 0.10
+    nat_gateway_hour: float = 0.045
+    public_ipv4_hour: float = 0.005
+    interface_endpoint_zone_hour: float = 0.01
+    gp3_gib_month: float = 0.08
+    kms_key_month: float = 1.0
+    instance_hour: Mapping[str, float] | None = None
+
+    def instance(self, instance_type: str) -> float | None:
+        return (self.instance_hour or {}).get(instance_type)
+
+
+def idle_prices(region: str) -> IdlePrices:
+    """The prices for `region`: PRICE_REGION's, the only ones recorded; `.region` says which they are."""
+    del region  # every region is priced at PRICE_REGION's rates until a per-region table exists
+    instances = {
+        f"{family}.{size}": round(large * times, 6)
+        for family, large in _LARGE_USD_PER_HOUR.items()
+        for size, times in _SIZES.items()
+    }
+    return IdlePrices(PRICE_REGION, instance_hour=instances)
+
+
+@dataclass(frozen=True)
+class IdleLine:
+    """One thing an idle stack pays for: how many, at what price each, per month."""
+
+    item: str
+    count: int
+    unit: str
+    usd_per_month: float | None  # None: no price recorded (an instance type without a row)
+
+
+@dataclass(frozen=True)
+class IdleInputs:
+    """What the stack declares that bills by the hour (the render counts the network's parts)."""
+
+    nat_gateways: int
+    public_ipv4: int
+    interface_endpoint_zones: int  # interface endpoints x the zones each spans
+    system_nodes: int  # the node group's desired size
+    system_node_type: str  # its first instance type: managed node groups launch on-demand types in list order
+    system_disk_gib: int  # per node
+    prometheus_volume_gib: int  # every replica's volume together
+    kms_keys: int
+
+
+def idle_lines(inputs: IdleInputs, prices: IdlePrices) -> tuple[IdleLine, ...]:
+    month = HOURS_PER_MONTH
+    node = prices.instance(inputs.system_node_type)
+    volumes = inputs.system_nodes * inputs.system_disk_gib + inputs.prometheus_volume_gib
+    return (
+        IdleLine("EKS control plane", 1, f"${prices.eks_cluster_hour:g}/h", prices.eks_cluster_hour * month),
+        IdleLine(
+            "NAT gateways", inputs.nat_gateways, f"${prices.nat_gateway_hour:g}/h",
+            inputs.nat_gateways * prices.nat_gateway_hour * month,
+        ),
+        IdleLine(
+            "public IPv4 addresses", inputs.public_ipv4, f"${prices.public_ipv4_hour:g}/h",
+            inputs.public_ipv4 * prices.public_ipv4_hour * month,
+        ),
+        IdleLine(
+            "interface endpoints (endpoint x zone)", inputs.interface_endpoint_zones,
+            f"${prices.interface_endpoint_zone_hour:g}/h",
+            inputs.interface_endpoint_zones * prices.interface_endpoint_zone_hour * month,
+        ),
+        IdleLine(
+            f"system nodes ({inputs.system_node_type})", inputs.system_nodes,
+            f"${node:g}/h" if node is not None else "no price recorded",
+            None if node is None else inputs.system_nodes * node * month,
+        ),
+        IdleLine("gp3 volumes (GiB)", volumes, f"${prices.gp3_gib_month:g}/GiB-month", volumes * prices.gp3_gib_month),
+        IdleLine("KMS keys", inputs.kms_keys, f"${prices.kms_key_month:g}/month", inputs.kms_keys * prices.kms_key_month),
+    )
+
+
+def idle_total(lines: tuple[IdleLine, ...]) -> float:
+    return sum(line.usd_per_month or 0.0 for line in lines)

@@ -1,0 +1,38 @@
+"""The identities kube-controller-manager's controllers send their requests as.
+
+kubernetes/kubernetes v1.35.0 cmd/kube-controller-manager/app/controllermanager.go: with
+`--use-service-account-credentials` each controller's client is `ClientBuilder.ClientOrDie(<name>)`, a token of
+the service account `<name>` in kube-system (staging/src/k8s.io/controller-manager/pkg/clientbuilder);
+without it every controller uses the manager's own credential, `system:kube-controller-manager`. EKS
+does not publish the flags of its control plane, so callers accept both forms.
+The names are the `ClientOrDie` arguments in cmd/kube-controller-manager/app/{apps,batch,core,discovery}.go.
+"""
+
+from __future__ import annotations
+
+from .user import SERVICE_ACCOUNT_USERNAME_PREFIX
+
+KUBE_SYSTEM = "kube-system"
+KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
+
+# Controllers that create namespaced objects carrying a controller ownerReference to their owner.
+OWNING_CONTROLLERS: tuple[str, ...] = (
+    "cronjob-controller",  # Jobs of a CronJob
+    "daemon-set-controller",  # Pods of a DaemonSet
+    "deployment-controller",  # ReplicaSets of a Deployment
+    "endpointslice-controller",  # EndpointSlices of a Service
+    "endpointslicemirroring-controller",  # EndpointSlices mirroring a selector-less Service's Endpoints
+    "ephemeral-volume-controller",  # PVCs of a pod's generic ephemeral volumes
+    "job-controller",  # Pods of a Job
+    "replicaset-controller",  # Pods of a ReplicaSet
+    "replication-controller",  # Pods of a ReplicationController
+    "resource-claim-controller",  # ResourceClaims of a pod's claim templates
+    "statefulset-controller",  # Pods and PVCs of a StatefulSet
+)
+# Empties a terminating namespace: deletes every object left in it (pkg/controller/namespace).
+NAMESPACE_CONTROLLER = "namespace-controller"
+
+
+def controller_username(controller: str) -> str:
+    """The username of a controller's requests under `--use-service-account-credentials`."""
+    return f"{SERVICE_ACCOUNT_USERNAME_PREFIX}{KUBE_SYSTEM}:{controller}"

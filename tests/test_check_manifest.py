@@ -1,0 +1,258 @@
+"""`python -m offline check-manifest`: a tenant's pre-flight check gives the right answer for every
+workload in docs/tenants.md and for near misses of them, each with the line the tenant reads.
+
+The stacks are the ones the docs name: dev as shipped, and the fixtures multi-pool (data-science:
+h100-on-demand 8 + 8 borrowing, a100-spot 8, l40s-on-demand 4 + 8) and single-pool-dra.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from offline import check_manifest
+from offline.check_manifest import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Cluster, Finding, check, rendered_objects, report
+
+from .conftest import render_fixture
+from .test_doc_snippets import SNIPPETS, rendered, stack_config, stack_crds, stack_document
+
+EXAMPLES = [s for s in SNIPPETS if s.kind == "manifest" and s.where.startswith("docs/tenants.md")]
+
+
+@functools.cache
+def cluster_of(stack: str, tenant: str) -> Cluster:
+    """The render's objects of a docs stack, read once per stack and tenant (checks never change them)."""
+    if stack.startswith("fixture:"):
+        recording = render_fixture(stack.removeprefix("fixture:"))
+    else:
+        recording = rendered(json.dumps(stack_document(stack), sort_keys=True))
+    return Cluster.of(stack_config(stack), tenant, rendered_objects(recording), stack_crds(stack))
+
+
+def example(where_prefix: str) -> tuple[str, str, dict[str, Any]]:
+    """(stack, tenant, first object) of the docs/tenants.md example whose manifest names `where_prefix`."""
+    for snippet in EXAMPLES:
+        [obj, *_] = [o for o in yaml.safe_load_all(snippet.body) if o]
+        if f"{obj['kind']}/{obj['metadata']['name']}" == where_prefix:
+            return snippet.options["stack"], snippet.options["tenant"], obj
+    raise KeyError(where_prefix)
+
+
+def lines(stack: str, tenant: str, *objects: dict[str, Any]) -> list[Finding]:
+    return check(cluster_of(stack, tenant), [("job.yaml", obj) for obj in objects])
+
+
+def said(findings: list[Finding], aspect: str) -> list[str]:
+    return [f"{'PROBLEM ' if f.problem else ''}{f.text}" for f in findings if f.aspect == aspect]
+
+
+# --- the docs' examples --------------------------------------------------------------------------------
+
+# workload -> what Kueue does with it, word for word up to the amounts
+DOC_ANSWERS = {
+    "Job/fine-tune-small": "admitted on l40s-on-demand within ml-research's nominal quota: 1 pod(s), cpu 4, memory 16Gi, "
+    "nvidia.com/gpu 1",
+    "TrainJob/resnet-ddp": "admitted on a100-spot within data-science's nominal quota: 8 pod(s), cpu 80, memory 960Gi, "
+    "nvidia.com/gpu 8",
+    "Job/notebook-alice": "admitted on h100-on-demand within data-science's nominal quota: 1 pod(s), cpu 4, memory 32Gi, "
+    "nvidia.com/mig-1g.10gb 1",
+    "Job/l4-eval": "admitted on l4-dra-on-demand within ml-research's nominal quota: 1 pod(s), cpu 2, "
+    "gpu.nvidia.com.deviceclass.resource.k8s.io/devices 1, memory 8Gi",
+}
+
+
+@pytest.mark.parametrize("workload", sorted(DOC_ANSWERS))
+def test_every_workload_in_the_tenants_guide_is_admitted_as_the_guide_says(workload):
+    stack, tenant, obj = example(workload)
+    findings = lines(stack, tenant, obj)
+    assert [f for f in findings if f.problem] == []
+    *_, kueue = said(findings, "kueue")
+    assert kueue == DOC_ANSWERS[workload]
+    assert report(findings) == EXIT_OK
+
+
+def test_the_guides_pod_monitor_is_checked_as_an_object_not_queued():
+    stack, tenant, obj = example("PodMonitor/inference-servers")
+    findings = lines(stack, tenant, obj)
+    assert [(f.aspect, f.problem) for f in findings] == [("schema", False)]
+
+
+def test_the_guide_starts_with_the_command():
+    guide = Path(__file__).resolve().parent.parent.joinpath("docs", "tenants.md").read_text()
+    first_section = guide[: guide.index("\n## ", guide.index("\n## ") + 1)]
+    assert "python -m offline check-manifest --stack" in first_section
+
+
+# --- near misses ---------------------------------------------------------------------------------------
+
+
+def fine_tune(**changes: Any) -> dict[str, Any]:
+    _, _, obj = example("Job/fine-tune-small")
+    job = copy.deepcopy(obj)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    for key, value in changes.items():
+        if key == "gpus":
+            container["resources"]["requests"]["nvidia.com/gpu"] = value
+            container["resources"]["limits"]["nvidia.com/gpu"] = value
+        elif key == "labels":
+            job["metadata"]["labels"] = value
+        elif key == "env":
+            container["env"] = value
+        elif key == "securityContext":
+            container["securityContext"] = value
+    return job
+
+
+def test_gpus_within_nominal_then_by_borrowing_then_never():
+    """dev's ml-research: l40s-on-demand 12 nominal + 4 borrowing; l40s-spot 4; each slice a GPU request."""
+    assert said(lines("dev", "ml-research", fine_tune(gpus=12)), "kueue")[0].startswith(
+        "admitted on l40s-on-demand within ml-research's nominal quota"
+    )
+    [borrowing] = said(lines("dev", "ml-research", fine_tune(gpus=16)), "kueue")
+    assert borrowing.startswith("admitted on l40s-on-demand only by borrowing")
+    # inference holds 12 there and lends at most 4 (its lendingLimit).
+    assert borrowing.endswith("lenders: nvidia.com/gpu on l40s-on-demand from inference 4")
+    [never] = said(lines("dev", "ml-research", fine_tune(gpus=17)), "kueue")
+    assert never == (
+        "PROBLEM never admitted: no flavor of ClusterQueue ml-research that its node selector allows (cpu, "
+        "l40s-on-demand, l40s-spot) can ever hold its 1 pod(s): cpu 4, memory 16Gi, nvidia.com/gpu 17; fix: fit what "
+        "one flavor can ever hold for ml-research, nominal + borrowingLimit (cpu: cpu 32, memory 128Gi, nvidia.com/gpu 0; "
+        "l40s-on-demand: cpu 256, memory 2048Gi, nvidia.com/gpu 16; l40s-spot: cpu 64, memory 512Gi, nvidia.com/gpu 4)"
+    )
+
+
+def test_a_node_selector_keeps_a_job_off_the_flavors_it_excludes():
+    """12 slices fit l40s-on-demand's nominal quota, but a selector on spot leaves only l40s-spot, which holds 4."""
+    job = fine_tune(gpus=12)
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/capacity-type": "spot"}
+    [never] = said(lines("dev", "ml-research", job), "kueue")
+    assert never.startswith("PROBLEM never admitted: no flavor of ClusterQueue ml-research that its node selector "
+                            "allows (l40s-spot) can ever hold its 1 pod(s)")
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = 4
+    assert said(lines("dev", "ml-research", job), "kueue")[0].startswith("admitted on l40s-spot within")
+
+
+def test_a_mig_profile_the_pool_lacks_is_never_admitted_and_the_fix_names_what_is_handed_out():
+    _, _, obj = example("Job/notebook-alice")
+    job = json.loads(json.dumps(obj).replace("nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.20gb"))
+    *_, kueue = said(lines("fixture:multi-pool", "data-science", job), "kueue")
+    assert kueue.startswith("PROBLEM never admitted: resources not covered by ClusterQueue data-science: "
+                            "['nvidia.com/mig-1g.20gb']")
+    assert "nvidia.com/mig-1g.10gb, nvidia.com/mig-2g.20gb, nvidia.com/mig-3g.40gb" in kueue
+
+
+def test_a_claim_of_a_device_class_without_quota_is_never_admitted():
+    _, _, obj = example("Job/l4-eval")
+    job = copy.deepcopy(obj)
+    job["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "own-mig"
+    own = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "own-mig", "namespace": "ml-research"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "mig", "exactly": {"deviceClassName": "mig.nvidia.com"}}]}}},
+    }
+    findings = lines("fixture:single-pool-dra", "ml-research", own, job)
+    *_, kueue = said([f for f in findings if f.workload.endswith("Job/l4-eval")], "kueue")
+    # Kueue maps the MIG DeviceClass to a quota resource, and ml-research has no quota on it.
+    assert kueue == (
+        "PROBLEM never admitted: resources not covered by ClusterQueue ml-research: "
+        "['mig.nvidia.com.deviceclass.resource.k8s.io/devices']; fix: request what ml-research's flavors hand out "
+        "(gpu.nvidia.com.deviceclass.resource.k8s.io/devices, nvidia.com/gpu)"
+    )
+
+
+def test_an_nvidia_variable_is_refused_by_the_admission_guard():
+    findings = lines("dev", "ml-research", fine_tune(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]))
+    [policy] = said(findings, "policies")
+    assert policy.startswith("PROBLEM an admission guard refuses it: ")
+    assert "NVIDIA_" in policy
+    assert report(findings) == EXIT_FINDINGS
+
+
+def test_a_missing_queue_label_takes_the_default_queue_and_a_wrong_one_never_runs():
+    findings = lines("dev", "ml-research", fine_tune(labels={}))
+    assert said(findings, "kueue")[0] == (
+        "no kueue.x-k8s.io/queue-name label: Kueue gives it the namespace's LocalQueue `default` "
+        "(manageJobsWithoutQueueName and the default LocalQueue)"
+    )
+    assert said(findings, "kueue")[1].startswith("admitted on l40s-on-demand within ml-research's nominal quota")
+    [wrong] = said(lines("dev", "ml-research", fine_tune(labels={"kueue.x-k8s.io/queue-name": "research"})), "kueue")
+    assert wrong == (
+        "PROBLEM never admitted: LocalQueue research does not exist in ml-research, so its Workload waits for it "
+        "forever; set kueue.x-k8s.io/queue-name: default or drop the label"
+    )
+
+
+def test_a_privileged_container_is_refused_by_pod_security_restricted():
+    context = {"privileged": True, "allowPrivilegeEscalation": True, "capabilities": {"drop": ["ALL"]}}
+    findings = lines("dev", "ml-research", fine_tune(securityContext=context))
+    assert said(findings, "policies") == [
+        'PROBLEM Pod Security restricted refuses each of its pods: privileged (container "train" must not set '
+        'securityContext.privileged=true); allowPrivilegeEscalation != false (container "train" must set '
+        "securityContext.allowPrivilegeEscalation=false)"
+    ]
+
+
+def test_a_job_of_more_pods_than_the_resource_quota_allows_is_told_by_how_much():
+    """501 small pods fit Kueue's CPU quota (5 vCPUs) but not the namespace's 500 pods."""
+    job = fine_tune()
+    job["spec"]["parallelism"] = 501
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}
+    findings = lines("dev", "ml-research", job)
+    assert said(findings, "kueue")[0].startswith("admitted on cpu within ml-research's nominal quota: 501 pod(s)")
+    [quota] = said(findings, "quota")
+    # The LimitRange limits each container that sets none to 10Gi of ephemeral storage: 501 x 10Gi.
+    assert quota == (
+        "PROBLEM exceeds ResourceQuota tenant-quota: limits.ephemeral-storage 5010Gi > 1000Gi, pods 501 > 500; "
+        "with the LimitRange's defaults for containers that set none"
+    )
+    assert said(findings, "capacity") == ["main: the CPU pool (cpu flavor; families m7i, m6i, c7i, r7i)"]
+
+
+def test_a_deployments_replicas_are_admitted_one_by_one_but_all_count_against_the_quota():
+    _, _, obj = example("Job/fine-tune-small")
+    pod = copy.deepcopy(obj["spec"]["template"])
+    pod["spec"].pop("restartPolicy")
+    pod["metadata"] = {"labels": {"app": "web"}}
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "64Mi"}}
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ml-research"},
+        "spec": {"replicas": 600, "selector": {"matchLabels": {"app": "web"}}, "template": pod},
+    }
+    findings = lines("dev", "ml-research", deployment)
+    assert said(findings, "kueue")[1].startswith(
+        "admitted on cpu within ml-research's nominal quota: 1 pod(s) (each replica a Workload of its own)"
+    )
+    [quota] = said(findings, "quota")
+    assert quota.startswith(
+        "PROBLEM exceeds ResourceQuota tenant-quota: limits.ephemeral-storage 6000Gi > 1000Gi, pods 600 > 500"
+    )
+
+
+# --- the command line ----------------------------------------------------------------------------------
+
+
+def test_an_unknown_tenant_or_an_unreadable_file_exits_2(tmp_path, capsys):
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text("kind: Job\n")
+    assert check_manifest.main("dev", "nobody", [manifest]) == EXIT_USAGE
+    assert "has no tenant 'nobody'" in capsys.readouterr().err
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("kind: [Job\n")
+    assert check_manifest.main("dev", "ml-research", [broken]) == EXIT_USAGE
+    assert str(broken) in capsys.readouterr().err
+
+
+def test_the_report_counts_objects_and_problems(capsys):
+    findings = [Finding("a.yaml: Job/x", "schema", "valid"), Finding("a.yaml: Job/y", "kueue", "never", True)]
+    assert report(findings) == EXIT_FINDINGS
+    assert capsys.readouterr().out.splitlines()[-1] == "2 objects checked, 1 problems"

@@ -1,0 +1,89 @@
+"""Numbers the docs quote are the numbers the commands print.
+
+- README "Reviewing a change": how many resources `make diff` shows the README's `vision` tenant adding
+  to dev as shipped (tests/fixtures/shipped/dev.yaml).
+- README "Benchmark": the resources column of `make bench`, for prod as shipped: a fixed part and the
+  same count per tenant, so two small renders give every row.
+- README "Tenants and fair-share queues": what dev's CPU pool leaves for the `vision` entry.
+- Pulumi.dev.yaml's comment on its system nodes: the requests, what two large nodes allocate and what
+  the xlarge nodes cost more (the summary's "System nodes" and "Idle cost" sections print the same sums).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+
+from config.capacity import HOURS_PER_MONTH
+from config.idle_cost import idle_prices
+from config.system_capacity import INSTANCE_SHAPES
+from offline.bench import SIZES, synthetic_stack
+
+from .conftest import load, project_path, render
+from .test_doc_snippets import SNIPPETS, _render_urns, stack_document, with_snippet
+
+
+def readme() -> str:
+    return project_path("README.md").read_text()
+
+
+def test_the_readme_quotes_how_many_resources_the_vision_tenant_adds_to_dev():
+    [snippet] = [s for s in SNIPPETS if s.where.startswith("README.md") and s.kind == "tenants"]
+    before = _render_urns(json.dumps(stack_document("dev"), sort_keys=True))
+    after = _render_urns(json.dumps(with_snippet(snippet), sort_keys=True))
+    [quoted] = re.findall(r"Adding the README's `vision` tenant to dev\s+shows its (\d+) new resources", readme())
+    assert int(quoted) == after - before
+
+
+def bench_rows() -> dict[int, list[str]]:
+    section = readme()[readme().index("\n## Benchmark\n") :]
+    rows = re.findall(r"^\| ([\d,]+) \| ([\d,]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", section, re.MULTILINE)
+    return {int(row[0].replace(",", "")): list(row[1:]) for row in rows}
+
+
+def test_the_benchmark_table_has_a_row_per_size_whose_derived_columns_follow_from_the_measured_ones():
+    rows = bench_rows()
+    assert sorted(rows) == sorted(SIZES)
+    for resources, seconds, per_resource, floor, ratio in rows.values():
+        count = int(resources.replace(",", ""))
+        assert float(per_resource) == pytest.approx(float(seconds) * 1000 / count, abs=0.06)
+        assert float(ratio) == pytest.approx(float(per_resource) / float(floor), abs=0.06)
+
+
+def test_the_benchmark_tables_resource_counts_are_what_prod_as_shipped_renders():
+    prod = stack_document("prod")
+    one, two = (len(render(synthetic_stack(n, prod), "bench").resources) for n in (1, 2))
+    per_tenant = two - one
+    rows = bench_rows()
+    assert {n: int(row[0].replace(",", "")) for n, row in rows.items()} == {n: one + (n - 1) * per_tenant for n in rows}
+
+
+def test_the_readme_says_what_devs_cpu_pool_leaves_for_the_vision_entry():
+    config = load(stack_document("dev"))
+    cpu = sum(t.config.cpu for t in config.tenants)
+    memory = sum(t.config.memory_gib for t in config.tenants)
+    limits = (config.cpu_pool.cpu_limit, config.cpu_pool.memory_limit_gib)
+    quoted = (
+        f"its CPU pool's `cpuLimit: {limits[0]}` and `memoryLimitGiB: {limits[1]}` leave {limits[0] - cpu} vCPUs and "
+        f"{limits[1] - memory} GiB beside\ntheir {cpu} and {memory}"
+    )
+    assert quoted in readme()
+
+
+def test_devs_comment_on_its_system_nodes_quotes_their_sums_and_their_cost():
+    text = project_path("Pulumi.dev.yaml").read_text()
+    comment = " ".join(line.strip().lstrip("# ") for line in text.splitlines() if line.strip().startswith("#"))
+    config = load(yaml.safe_load(text)["config"])
+    requested = config.system_capacity.requested.cpu_m
+    nodes = config.cluster.system_nodes
+    xlarge = nodes.instance_types[0]
+    large = xlarge.replace(".xlarge", ".large")
+    allocate = nodes.min_size * INSTANCE_SHAPES[large].allocatable.cpu_m
+    prices = idle_prices(config.region)
+    more = nodes.desired_size * (prices.instance(xlarge) - prices.instance(large)) * HOURS_PER_MONTH  # type: ignore[operator]
+    assert f"request about {requested / 1000:.1f} vCPU" in comment
+    assert f"two large nodes allocate {allocate / 1000:g}" in comment
+    assert f"cost about ${round(more, -1):.0f} a month more" in comment

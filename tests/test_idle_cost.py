@@ -1,0 +1,75 @@
+"""The summary's idle cost: what a stack bills by the hour with no work running.
+
+multi-pool: three zones with a NAT gateway (and its Elastic IP) each, no interface endpoints, three
+m7i.xlarge system nodes of 100 GiB, two Prometheus replicas of 500 GiB, one KMS key.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total
+from config.system_capacity import INSTANCE_SHAPES
+from offline.summary import idle_inputs, render_summary
+
+from .conftest import fixture_document, load, render_fixture
+
+
+def test_multi_pool_idle_inputs_are_what_it_declares():
+    inputs = idle_inputs(render_fixture("multi-pool"), load(fixture_document("multi-pool")))
+    assert inputs == IdleInputs(
+        nat_gateways=3, public_ipv4=3, interface_endpoint_zones=0, system_nodes=3, system_node_type="m7i.xlarge",
+        system_disk_gib=100, prometheus_volume_gib=1000, kms_keys=1,
+    )
+
+
+def test_multi_pool_idle_cost_per_month_line_by_line():
+    summary = render_summary(render_fixture("multi-pool"), load(fixture_document("multi-pool")))
+    section = summary[summary.index("## Idle cost") : summary.index("## Schedulability")]
+    # 730 hours: 0.10 -> 73; 3 x 0.045 -> 98.55; 3 x 0.005 -> 10.95; 3 x 0.2016 -> 441.50;
+    # (3 x 100 + 1000) GiB x 0.08 -> 104; 1 key -> 1. Total 729.00.
+    for row in (
+        "| EKS control plane | 1 | $0.1/h | $73 |",
+        "| NAT gateways | 3 | $0.045/h | $99 |",
+        "| public IPv4 addresses | 3 | $0.005/h | $11 |",
+        "| interface endpoints (endpoint x zone) | 0 | $0.01/h | $0 |",
+        "| system nodes (m7i.xlarge) | 3 | $0.2016/h | $442 |",
+        "| gp3 volumes (GiB) | 1300 | $0.08/GiB-month | $104 |",
+        "| KMS keys | 1 | $1/month | $1 |",
+        "| **idle, per month** |  |  | **$729** |",
+    ):
+        assert row in section
+    assert "(at us-east-1 prices" not in section  # multi-pool is in us-east-1
+
+
+def test_a_stack_outside_the_priced_region_says_whose_prices_it_shows():
+    summary = render_summary(render_fixture("single-pool"), load(fixture_document("single-pool")))
+    assert "What the stack bills with no work running (at us-east-1 prices; us-west-2 may differ)" in summary
+
+
+@pytest.mark.parametrize(
+    "instance_type, usd",
+    # aws/karpenter-provider-aws zz_generated.pricing_aws.go, us-east-1
+    [("m7i.4xlarge", 0.8064), ("m6g.2xlarge", 0.308), ("c7i.xlarge", 0.1785), ("r7i.2xlarge", 0.5292),
+     ("m8i.xlarge", 0.21168), ("m7a.4xlarge", 0.92736), ("m6a.large", 0.0864), ("m5.2xlarge", 0.384)],
+)
+def test_system_node_prices_are_the_price_lists(instance_type, usd):
+    assert idle_prices("us-east-1").instance(instance_type) == pytest.approx(usd)
+
+
+def test_every_instance_type_the_system_nodes_may_use_has_a_price():
+    prices = idle_prices("eu-west-1")
+    assert [t for t in INSTANCE_SHAPES if prices.instance(t) is None] == []
+    assert prices.region == "us-east-1"
+
+
+def test_interface_endpoints_bill_per_zone_and_a_type_without_a_price_is_left_out_of_the_total():
+    inputs = IdleInputs(
+        nat_gateways=0, public_ipv4=0, interface_endpoint_zones=6, system_nodes=2, system_node_type="x9z.large",
+        system_disk_gib=0, prometheus_volume_gib=0, kms_keys=0,
+    )
+    lines = idle_lines(inputs, idle_prices("us-east-1"))
+    by_item = {line.item: line for line in lines}
+    assert by_item["interface endpoints (endpoint x zone)"].usd_per_month == pytest.approx(6 * 0.01 * 730)
+    assert by_item["system nodes (x9z.large)"].usd_per_month is None
+    assert idle_total(lines) == pytest.approx(73 + 43.8)
