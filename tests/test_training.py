@@ -365,4 +365,12 @@ def test_the_summary_lists_every_kind_kueue_queues_and_the_release_that_installs
     for framework, cells in rows.items():
         if cells[1] != "Kubernetes":
             assert cells == installed.get(framework, ["-", "not installed: Kueue waits for its CRD"]), framework
+    # The kinds Kubernetes serves itself, at the versions Kueue's integrations watch (k8s.io/api batch/v1,
+    # core/v1, apps/v1 in pkg/controller/jobs/{job,pod,deployment,statefulset}).
+    assert {framework: cells for framework, cells in rows.items() if cells[1] == "Kubernetes"} == {
+        "batch/job": ["batch/v1 Job", "Kubernetes"],
+        "pod": ["v1 Pod", "Kubernetes"],
+        "deployment": ["apps/v1 Deployment", "Kubernetes"],
+        "statefulset": ["apps/v1 StatefulSet", "Kubernetes"],
+    }
     assert rows["trainer.kubeflow.org/trainjob"][1] == rows["jobset.x-k8s.io/jobset"][1] == f"kubeflow-trainer {PIN.version}"
