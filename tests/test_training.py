@@ -303,7 +303,8 @@ def test_each_training_example_is_admitted_whole_within_its_tenants_nominal_quot
     assert admission == Admission(ADMITTED_ON[str(example)], borrowing=False)
 
 
-def seed_job() -> dict[str, Any]:
+def example_train_job() -> dict[str, Any]:
+    """The TrainJob among the documented training examples."""
     [job] = [e.manifest for e in EXAMPLES if e.manifest["kind"] == "TrainJob"]
     return job
 
@@ -316,19 +317,19 @@ def data_science_queue(document: dict[str, Any]) -> tuple[Tenancy, dict[str, Any
     return tenancy, cluster_queue(plan)
 
 
-def test_the_seed_job_shape_needs_eight_gpus_in_one_gang():
-    [pod_set] = pod_sets(seed_job(), data_science_queue(fixture_document("multi-pool"))[0])
+def test_the_example_train_job_needs_eight_gpus_in_one_gang():
+    [pod_set] = pod_sets(example_train_job(), data_science_queue(fixture_document("multi-pool"))[0])
     assert pod_set.count == 8 and pod_set.total()["nvidia.com/gpu"] == 8
 
 
-def test_the_seed_job_shape_is_admitted_for_a_tenant_with_eight_gpus_nominal():
+def test_the_example_train_job_is_admitted_for_a_tenant_with_eight_gpus_nominal():
     document = fixture_document("multi-pool")
     assert document["gpu-platform:tenants"][2]["gpu"]["a100-spot"] == {"nominal": 8}
     tenancy, queue = data_science_queue(document)
-    assert best_case_admission(pod_sets(seed_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
+    assert best_case_admission(pod_sets(example_train_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
 
 
-def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavor():
+def test_the_example_train_job_is_refused_for_a_tenant_with_four_gpus_on_each_flavor():
     document = fixture_document("multi-pool")
     tenants = document["gpu-platform:tenants"]
     tenants[2]["gpu"]["a100-spot"], tenants[2]["gpu"]["l40s-on-demand"] = {"nominal": 4}, {"nominal": 4}
@@ -336,7 +337,7 @@ def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavo
     tenants[0]["gpu"]["a100-spot"]["borrowingLimit"] = 4
     tenancy, queue = data_science_queue(document)
     with pytest.raises(Inadmissible, match="no flavor of ClusterQueue data-science holds PodSet node"):
-        best_case_admission(pod_sets(seed_job(), tenancy), queue)
+        best_case_admission(pod_sets(example_train_job(), tenancy), queue)
 
 
 # --- the summary -----------------------------------------------------------------------------------------
