@@ -55,12 +55,8 @@ RBAC_API_VERSION = "rbac.authorization.k8s.io/v1"
 TRAINER_GROUP = "trainer.kubeflow.org"
 JOBSET_GROUP = "jobset.x-k8s.io"
 
-# The Kueue frameworks (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/trainjob, jobset: `FrameworkName`)
-# of the kinds this release installs the CRDs of, with each kind's served version.
-QUEUED_KINDS = {
-    "trainer.kubeflow.org/trainjob": "trainer.kubeflow.org/v1alpha1 TrainJob",
-    "jobset.x-k8s.io/jobset": "jobset.x-k8s.io/v1alpha2 JobSet",
-}
+# The Kueue frameworks (models/kueue/integrations.py) of the kinds this release installs the CRDs of.
+QUEUED_FRAMEWORKS = ("trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset")
 
 # The runtime the platform provides, named as upstream's (files/runtimes/torch-distributed.yaml).
 TORCH_RUNTIME = "torch-distributed"

@@ -15,6 +15,7 @@ from models.nvidia.labels import mig_resource as mig_resource
 from .catalog import FAMILIES, INSTANCE_TYPES
 from .catalog_types import GpuModel, InstanceType
 from .errors import Problems, duplicates, item_labels, show
+from .keys import CONFIG_NAMESPACE
 from .labels import (
     CPU_POOL_NAME,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -360,7 +361,7 @@ def _check_sharing(pool: NodePoolConfig, gpu: GpuModel, key: str, mig_strategy: 
     if mig_strategy == "single" and len(sharing.mig_layout) > 1:
         problems.add(
             f"{key}.sharing.migLayout",
-            f"gpu-platform:gpu.migStrategy 'single' advertises MIG devices as nvidia.com/gpu, so every device of pool "
+            f"{CONFIG_NAMESPACE}:gpu.migStrategy 'single' advertises MIG devices as nvidia.com/gpu, so every device of pool "
             f"{pool.name} must be one profile; it has {', '.join(sharing.mig_layout)}: use one profile or migStrategy 'mixed'",
         )
     before = len(problems.lines)

@@ -25,10 +25,11 @@ from .advertised import dra_devices
 from .capacity import GpuPoolPlan
 from .errors import Problems, item_labels
 from .fair_share import TenantPlan
+from .keys import CONFIG_NAMESPACE
 from .labels import device_class_resource
 from .node_pools import ClaimTemplateConfig
 
-ROOT = "gpu-platform:gpu.dra.claimTemplates"
+ROOT = f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates"
 
 
 def claim_charge(template: ClaimTemplateConfig) -> dict[str, int]:

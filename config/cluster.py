@@ -10,6 +10,7 @@ from pydantic import AfterValidator, Field, field_validator
 
 from .base import ConfigModel
 from .errors import ConfigError, duplicates, show
+from .keys import CONFIG_NAMESPACE
 from .versions import KUBERNETES_VERSIONS, ami_release_problems
 
 # An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
@@ -17,7 +18,7 @@ _PRINCIPAL_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.
 _CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
 # Where the cluster section sits in `Pulumi.<stack>.yaml`, for errors raised after loading.
-CONFIG_ROOT = "gpu-platform:cluster"
+CONFIG_ROOT = f"{CONFIG_NAMESPACE}:cluster"
 # AWS allows 50 user tags per resource (Tagging AWS resources, "Tag naming limits and requirements").
 # A Karpenter GPU node carries the most of anything the stack creates: the stack's tags, three of the
 # platform's (`gpu-platform/cluster`, `managed-by`, the pool label), four Karpenter adds when it

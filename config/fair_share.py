@@ -16,6 +16,7 @@ from models.kueue.flavorassigner import fits_queue, queue_ceiling
 from .capacity import GpuPoolPlan, mig_resource
 from .cluster import principal_slug
 from .errors import Problems, item_labels, show
+from .keys import CONFIG_NAMESPACE
 from .labels import (
     CAPACITY_TYPE_LABEL,
     CPU_POOL_NAME,
@@ -211,9 +212,10 @@ class TenantPlan:
 def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problems: Problems) -> tuple[FlavorPlan, ...]:
     by_name = {pool.name: pool for pool in pools}
     for index, name in enumerate(queueing.flavor_per_capacity_type):
-        key = f"gpu-platform:queueing.flavorPerCapacityType[{index}]"
+        key = f"{CONFIG_NAMESPACE}:queueing.flavorPerCapacityType[{index}]"
         if name not in by_name:
-            problems.add(key, f"{show(name)} is not a pool in gpu-platform:nodePools; pools: {', '.join(by_name) or 'none'}")
+            declared = ", ".join(by_name) or "none"
+            problems.add(key, f"{show(name)} is not a pool in {CONFIG_NAMESPACE}:nodePools; pools: {declared}")
         elif len(by_name[name].config.capacity_types) < 2:
             problems.add(key, f"pool {name} runs only on {by_name[name].config.capacity_types[0]}; nothing to split")
     flavors = []
@@ -238,7 +240,7 @@ def _check_flavor_names(flavors: Sequence[FlavorPlan], problems: Problems) -> No
     """
     first: dict[str, FlavorPlan] = {}
     for flavor in flavors:
-        key = f"gpu-platform:nodePools[{flavor.pool.name}].name"
+        key = f"{CONFIG_NAMESPACE}:nodePools[{flavor.pool.name}].name"
         if flavor.name == CPU_FLAVOR:
             problems.add(
                 key,
@@ -264,7 +266,7 @@ def plan_tenants(
 ) -> tuple[TenantPlan, ...]:
     """Plan and check every tenant; `complete` False: some tenants were left out as invalid, so what the
     others could borrow from them is unknown and borrowing is not checked."""
-    root = "gpu-platform:tenants"
+    root = f"{CONFIG_NAMESPACE}:tenants"
     by_flavor = {flavor.name: flavor for flavor in flavors}
     _check_names(tenants, root, problems)
     _check_principals(tenants, cluster_admins, creator, root, problems)
@@ -276,13 +278,14 @@ def plan_tenants(
         if tenant.business_unit is not None and tenant.business_unit not in queueing.business_units:
             problems.add(
                 f"{key}.businessUnit",
-                f"{show(tenant.business_unit)} is not in gpu-platform:queueing.businessUnits "
+                f"{show(tenant.business_unit)} is not in {CONFIG_NAMESPACE}:queueing.businessUnits "
                 f"({', '.join(queueing.business_units) or 'none declared'})",
             )
         if tenant.priority not in queueing.priorities:
             problems.add(
                 f"{key}.priority",
-                f"{show(tenant.priority)} is not a tier of gpu-platform:queueing.priorities ({', '.join(queueing.priorities)})",
+                f"{show(tenant.priority)} is not a tier of {CONFIG_NAMESPACE}:queueing.priorities "
+                f"({', '.join(queueing.priorities)})",
             )
         quotas = []
         for flavor_name, quota in tenant.gpu.items():
@@ -290,7 +293,7 @@ def plan_tenants(
             if flavor is None:
                 problems.add(
                     f"{key}.gpu.{flavor_name}",
-                    f"no such flavor; flavors: {', '.join(by_flavor) or 'none (declare gpu-platform:nodePools)'}",
+                    f"no such flavor; flavors: {', '.join(by_flavor) or f'none (declare {CONFIG_NAMESPACE}:nodePools)'}",
                 )
                 continue
             quotas.append(TenantQuota(flavor, quota))
@@ -373,13 +376,13 @@ def _check_principals(
                 if arn == creator:
                     problems.add(
                         path,
-                        f"{show(arn)} created the cluster (gpu-platform:cluster.creator) and holds EKS's own "
+                        f"{show(arn)} created the cluster ({CONFIG_NAMESPACE}:cluster.creator) and holds EKS's own "
                         "cluster-admin entry; EKS allows it one access entry: remove it here",
                     )
                 elif arn in admins:
                     problems.add(
                         path,
-                        f"{show(arn)} is a cluster admin already (gpu-platform:cluster.admins); "
+                        f"{show(arn)} is a cluster admin already ({CONFIG_NAMESPACE}:cluster.admins); "
                         "EKS allows it one access entry: remove it here",
                     )
                 elif arn in principals[:position]:

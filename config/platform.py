@@ -23,6 +23,7 @@ from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
@@ -41,9 +42,6 @@ class NodePoolsConfig(RootModel[list[NodePoolConfig]]):
     """GPU pools: each one a Karpenter NodePool and EC2NodeClass."""
 
 
-# The namespace of the project's keys in a stack file (`gpu-platform:cluster`): Pulumi gives a
-# project's config the project's name (Pulumi.yaml `name`). Not a Kubernetes namespace.
-CONFIG_NAMESPACE = "gpu-platform"
 REGION_KEY = "aws:region"
 # Config namespaces a stack may hold besides the project's: the providers the program uses and
 # Pulumi's own. A key in any other namespace is a typo (`gpu-platfrom:tenants`) that would otherwise be
@@ -520,7 +518,7 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
             continue
         key = f"{CONFIG_NAMESPACE}:nodePools[{pool.name}].allocation"
         if not gpu.dra.enabled:
-            problems.add(key, f"'dra' on pool {pool.name} needs gpu-platform:gpu.dra.enabled: true")
+            problems.add(key, f"'dra' on pool {pool.name} needs {CONFIG_NAMESPACE}:gpu.dra.enabled: true")
         if pool.config.ami_family == "bottlerocket":
             problems.add(key, f"'dra' on pool {pool.name}: Bottlerocket runs its own device plugin; use amiFamily al2023")
         if pool.config.sharing.mode == "timeSlicing":
@@ -580,7 +578,7 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secr
             if serving.hf_token_secret is not None and not secrets.enabled:
                 problems.add(
                     f"{key}.hfTokenSecret",
-                    f"{show(serving.hf_token_secret)} needs gpu-platform:secrets.enabled: true, which reads it from "
+                    f"{show(serving.hf_token_secret)} needs {CONFIG_NAMESPACE}:secrets.enabled: true, which reads it from "
                     "AWS Secrets Manager",
                 )
 

@@ -24,6 +24,7 @@ from .advertised import NODES_RESOURCE, advertised, dra_devices, guaranteed_unit
 from .capacity import GpuPoolPlan
 from .errors import Problems
 from .fair_share import FlavorPlan, TenantPlan
+from .keys import CONFIG_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def check_schedulability(
         if promise.holds or key in reported or promise.promised_on_pool > declared:
             continue
         reported.add(key)
-        path = f"gpu-platform:nodePools[{promise.pool.name}].gpus"
+        path = f"{CONFIG_NAMESPACE}:nodePools[{promise.pool.name}].gpus"
         if not promise.advertised_by:
             problems.add(
                 path,

@@ -572,6 +572,12 @@ def _chart_rows(chart: str, version: str) -> _ChartRows:
     return _ChartRows(chart, f"{chart} {pinned}", rows[pinned], note)
 
 
+def _min_size_fix(plan: SystemCapacityPlan) -> str:
+    """The fix for system nodes too few to hold the system pods: the minSize that holds them, when one does."""
+    needed = plan.nodes_needed()
+    return f"raise minSize to {needed} or choose larger instanceTypes" if needed else "choose larger instanceTypes"
+
+
 def capacity_problems(plan: SystemCapacityPlan, root: str) -> list[tuple[str, str]]:
     """(key path, message) for each way the system pods do not fit; `root` is the systemNodes key path."""
     problems: list[tuple[str, str]] = []
@@ -586,22 +592,18 @@ def capacity_problems(plan: SystemCapacityPlan, root: str) -> list[tuple[str, st
         if need > have
     ]
     if short:
-        needed = plan.nodes_needed()
-        fix = f"raise minSize to {needed} or choose larger instanceTypes" if needed else "choose larger instanceTypes"
         problems.append((
             f"{root}.minSize",
             f"{plan.min_size} nodes of {types} allocate {allocatable.cpu_m}m CPU and {allocatable.memory_mib}Mi memory "
             f"({node.cpu_m}m and {node.memory_mib}Mi each on the smallest type); the system pods request "
-            f"{requested.cpu_m}m CPU and {requested.memory_mib}Mi memory: {' and '.join(short)}; {fix}",
+            f"{requested.cpu_m}m CPU and {requested.memory_mib}Mi memory: {' and '.join(short)}; {_min_size_fix(plan)}",
         ))
     if plan.pod_count > plan.node_max_pods * plan.min_size:
-        needed = plan.nodes_needed()
-        fix = f"raise minSize to {needed} or choose larger instanceTypes" if needed else "choose larger instanceTypes"
         problems.append((
             f"{root}.minSize",
             f"{plan.min_size} nodes of {types} take {plan.node_max_pods * plan.min_size} pods ({plan.node_max_pods} "
             f"each on the smallest type: ENIs x (IPv4 addresses per ENI - 1) + 2); the system pods number "
-            f"{plan.pod_count}: {fix}",
+            f"{plan.pod_count}: {_min_size_fix(plan)}",
         ))
     largest_cpu = max(plan.deployments, key=lambda pod: pod.requests.cpu_m)
     largest_memory = max(plan.deployments, key=lambda pod: pod.requests.memory_mib)

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from models.karpenter.liveness import LAUNCH_TIMEOUT_SECONDS, REGISTRATION_TIMEOUT_SECONDS
+
 from .autoscaling import SERVER_STARTUP_SECONDS
 
 # --- Kueue: admitted work that never starts --------------------------------------------------------
@@ -18,12 +20,11 @@ from .autoscaling import SERVER_STARTUP_SECONDS
 # waitForPodsReady: an admitted workload whose pods are not all ready by the timeout is evicted, its
 # quota released, and requeued after a backoff (kubernetes-sigs/kueue v0.19.2
 # apis/config/v1beta2/defaults.go turns it on with a 30-minute timeout). The timeout covers the
-# slowest normal start of the platform's model server: Karpenter gives a NodeClaim 5 minutes to launch
-# and 15 to register its node before replacing it (kubernetes-sigs/karpenter v1.14.1
-# pkg/controllers/nodeclaim/lifecycle/liveness.go, LaunchTimeout and registrationTimeout); the GPU
-# Operator readies the node and the server's image (vLLM's is ~10 GB) is pulled; then the server's
-# startup probe allows SERVER_STARTUP_SECONDS to load the model.
-NODE_LAUNCH_SECONDS = (5 + 15) * 60
+# slowest normal start of the platform's model server: Karpenter gives a NodeClaim LAUNCH_TIMEOUT_SECONDS
+# to launch and REGISTRATION_TIMEOUT_SECONDS to register its node before replacing it
+# (models/karpenter/liveness.py); the GPU Operator readies the node and the server's image (vLLM's is
+# ~10 GB) is pulled; then the server's startup probe allows SERVER_STARTUP_SECONDS to load the model.
+NODE_LAUNCH_SECONDS = LAUNCH_TIMEOUT_SECONDS + REGISTRATION_TIMEOUT_SECONDS
 NODE_SETUP_SECONDS = 10 * 60
 PODS_READY_TIMEOUT_SECONDS = NODE_LAUNCH_SECONDS + NODE_SETUP_SECONDS + SERVER_STARTUP_SECONDS
 

@@ -38,7 +38,8 @@ import yaml
 
 from config.versions import CHARTS, VLLM
 
-from .upstream import PROJECT_DIR, UPSTREAM_DIR, Source, chart_values
+from .project import PROJECT_DIR
+from .upstream import UPSTREAM_DIR, Source, chart_values
 
 METRICS_DIR = UPSTREAM_DIR / "metrics"
 INVENTORY_FILE = UPSTREAM_DIR / "metrics-inventory.json"

@@ -25,6 +25,7 @@ from config.labels import (
     SYSTEM_NODE_TAINT,
 )
 from config.schedulability import promises, unpromised
+from models.kueue.integrations import INTEGRATIONS
 from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
 
 from .deploy_path import render_deploy_path
@@ -458,12 +459,6 @@ def _autoscaling(config: PlatformConfig) -> str:
     ) + note
 
 
-# Kueue's built-in integrations (kubernetes-sigs/kueue v0.19.2 pkg/controller/jobs/{job,pod,deployment,
-# statefulset}: `FrameworkName`) and the kinds they queue.
-_BUILT_IN_FRAMEWORKS = {"batch/job": "batch/v1 Job", "pod": "v1 Pod", "deployment": "apps/v1 Deployment",
-                        "statefulset": "apps/v1 StatefulSet"}
-
-
 def _job_kinds(recording: Recording) -> str:
     """The kinds Kueue's rendered config queues, and which release installs each one's CRD."""
     releases = {r.inputs["name"]: r.inputs for r in recording.by_type("kubernetes:helm.sh/v3:Release")}
@@ -474,10 +469,12 @@ def _job_kinds(recording: Recording) -> str:
     trainer = releases.get(training.RELEASE_NAME)
     rows: list[list[Any]] = []
     for framework in config["integrations"]["frameworks"]:
-        if framework in _BUILT_IN_FRAMEWORKS:
-            rows.append([f"`{framework}`", _BUILT_IN_FRAMEWORKS[framework], "Kubernetes"])
-        elif trainer is not None and framework in training.QUEUED_KINDS:
-            rows.append([f"`{framework}`", training.QUEUED_KINDS[framework], f"{training.CHART_KEY} {trainer['version']}"])
+        integration = INTEGRATIONS.get(framework)
+        kind = f"{integration.api_version} {integration.kind}" if integration else "-"
+        if integration and integration.built_in:
+            rows.append([f"`{framework}`", kind, "Kubernetes"])
+        elif trainer is not None and framework in training.QUEUED_FRAMEWORKS:
+            rows.append([f"`{framework}`", kind, f"{training.CHART_KEY} {trainer['version']}"])
         else:
             rows.append([f"`{framework}`", "-", "not installed: Kueue waits for its CRD"])
     note = (

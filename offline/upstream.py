@@ -19,7 +19,8 @@ from typing import Any
 
 import yaml
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
+from .project import PROJECT_DIR
+
 UPSTREAM_DIR = PROJECT_DIR / "upstream"
 SOURCES_FILE = UPSTREAM_DIR / "SOURCES"
 

@@ -303,7 +303,8 @@ def test_each_training_example_is_admitted_whole_within_its_tenants_nominal_quot
     assert admission == Admission(ADMITTED_ON[str(example)], borrowing=False)
 
 
-def seed_job() -> dict[str, Any]:
+def example_train_job() -> dict[str, Any]:
+    """The TrainJob among the documented training examples."""
     [job] = [e.manifest for e in EXAMPLES if e.manifest["kind"] == "TrainJob"]
     return job
 
@@ -316,19 +317,19 @@ def data_science_queue(document: dict[str, Any]) -> tuple[Tenancy, dict[str, Any
     return tenancy, cluster_queue(plan)
 
 
-def test_the_seed_job_shape_needs_eight_gpus_in_one_gang():
-    [pod_set] = pod_sets(seed_job(), data_science_queue(fixture_document("multi-pool"))[0])
+def test_the_example_train_job_needs_eight_gpus_in_one_gang():
+    [pod_set] = pod_sets(example_train_job(), data_science_queue(fixture_document("multi-pool"))[0])
     assert pod_set.count == 8 and pod_set.total()["nvidia.com/gpu"] == 8
 
 
-def test_the_seed_job_shape_is_admitted_for_a_tenant_with_eight_gpus_nominal():
+def test_the_example_train_job_is_admitted_for_a_tenant_with_eight_gpus_nominal():
     document = fixture_document("multi-pool")
     assert document["gpu-platform:tenants"][2]["gpu"]["a100-spot"] == {"nominal": 8}
     tenancy, queue = data_science_queue(document)
-    assert best_case_admission(pod_sets(seed_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
+    assert best_case_admission(pod_sets(example_train_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
 
 
-def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavor():
+def test_the_example_train_job_is_refused_for_a_tenant_with_four_gpus_on_each_flavor():
     document = fixture_document("multi-pool")
     tenants = document["gpu-platform:tenants"]
     tenants[2]["gpu"]["a100-spot"], tenants[2]["gpu"]["l40s-on-demand"] = {"nominal": 4}, {"nominal": 4}
@@ -336,7 +337,7 @@ def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavo
     tenants[0]["gpu"]["a100-spot"]["borrowingLimit"] = 4
     tenancy, queue = data_science_queue(document)
     with pytest.raises(Inadmissible, match="no flavor of ClusterQueue data-science holds PodSet node"):
-        best_case_admission(pod_sets(seed_job(), tenancy), queue)
+        best_case_admission(pod_sets(example_train_job(), tenancy), queue)
 
 
 # --- the summary -----------------------------------------------------------------------------------------
@@ -365,4 +366,12 @@ def test_the_summary_lists_every_kind_kueue_queues_and_the_release_that_installs
     for framework, cells in rows.items():
         if cells[1] != "Kubernetes":
             assert cells == installed.get(framework, ["-", "not installed: Kueue waits for its CRD"]), framework
+    # The kinds Kubernetes serves itself, at the versions Kueue's integrations watch (k8s.io/api batch/v1,
+    # core/v1, apps/v1 in pkg/controller/jobs/{job,pod,deployment,statefulset}).
+    assert {framework: cells for framework, cells in rows.items() if cells[1] == "Kubernetes"} == {
+        "batch/job": ["batch/v1 Job", "Kubernetes"],
+        "pod": ["v1 Pod", "Kubernetes"],
+        "deployment": ["apps/v1 Deployment", "Kubernetes"],
+        "statefulset": ["apps/v1 StatefulSet", "Kubernetes"],
+    }
     assert rows["trainer.kubeflow.org/trainjob"][1] == rows["jobset.x-k8s.io/jobset"][1] == f"kubeflow-trainer {PIN.version}"
