@@ -29,6 +29,7 @@ from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 from models.kubernetes.resourcequota import quota_denials
 from models.kubernetes.user import User, service_account
+from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
 
 from .conftest import render_fixture
@@ -279,6 +280,41 @@ def _selects_namespace(selector: dict[str, Any], labels: dict[str, str]) -> bool
     )
 
 
+# What a tenant's model server can expose to pass for the platform's GPU series: another node's row-remap
+# failure (pages PagerDuty, the runbook drains the node) and a MIG instance's activity on a victim's GPU.
+FORGED = [
+    {"__name__": "DCGM_FI_DEV_ROW_REMAP_FAILURE", "hostname": "node-b", "gpu": "3", "job": "nvidia-dcgm-exporter"},
+    {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Hostname": "node-a", "gpu": "0", "GPU_I_PROFILE": "1g.10gb"},
+    {"__name__": "vllm:num_requests_waiting", "model_name": "m", "engine": "0", "hostname": "node-a", "namespace": "inference"},
+]
+
+
+def serving_scrape(objects: Objects) -> list[dict[str, str] | None]:
+    """FORGED as the tenant's serving PodMonitor stores them (None: dropped)."""
+    [monitor] = [o for o in objects if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] == TENANT]
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    target = {"job": f"{TENANT}/{monitor['metadata']['name']}", "namespace": TENANT, "pod": "server-0",
+              "instance": "10.30.64.10:8000", "container": "server", "endpoint": endpoint["port"]}
+    return [relabel(scraped(series, target), endpoint.get("metricRelabelings", ())) for series in FORGED]
+
+
+def platform_series_forged(objects: Objects) -> bool:
+    """Stopped when no DCGM-named series is stored and the kept serving series carries no label beyond its
+    own and the scrape's (its forged `hostname` and `namespace` gone)."""
+    dcgm_row, dcgm_mig, queue = serving_scrape(objects)
+    return dcgm_row is None and dcgm_mig is None and queue is not None and set(queue) == {
+        "__name__", "model_name", "engine", "job", "namespace", "pod", "instance", "container", "endpoint"
+    } and queue["namespace"] == TENANT
+
+
+def without_metric_relabelings(objects: Objects) -> Objects:
+    for o in objects:
+        if o["kind"] == "PodMonitor":
+            for endpoint in o["spec"]["podMetricsEndpoints"]:
+                endpoint.pop("metricRelabelings", None)
+    return objects
+
+
 def rbac_denies(verb: str, api_group: str, resource: str) -> Callable[[Objects], bool]:
     def attempt(objects: Objects) -> bool:
         return not rbac_allows(objects, ADMIN, verb, api_group, resource, TENANT)
@@ -425,6 +461,12 @@ class Attack:
 
 VAP = "ValidatingAdmissionPolicy"
 ATTACKS = [
+    Attack(
+        "tenant-server-writes-dcgm-series-for-another-tenants-node",
+        platform_series_forged,
+        "serving PodMonitor: metric-name and label allowlist (and every DCGM selector's job, tests/test_alerts.py)",
+        without_metric_relabelings,
+    ),
     Attack(
         "gpu-through-nvidia-visible-devices-in-the-image",
         nvidia_env_in_image,
@@ -678,6 +720,16 @@ def test_the_policies_bind_to_every_tenant_namespace_and_no_platform_one():
         labels = namespace["metadata"]["labels"]
         there = Request("CREATE", "", "services", namespace["metadata"]["name"], ADMIN, service, None, labels)
         assert not _admitted(objects, there)
+
+
+def test_a_tenants_scrape_is_bounded():
+    """A pod exposing more samples or labels than the scrape keeps fails its own scrape, not Prometheus."""
+    objects = rendered()
+    monitors = [o for o in objects if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] == TENANT]
+    assert [(m["spec"]["sampleLimit"], m["spec"]["labelLimit"]) for m in monitors] == [(200, 16)]
+    # The kept queue-depth series fits under the label limit with room for the scrape's labels.
+    [_, _, queue] = serving_scrape(objects)
+    assert queue is not None and len(queue) <= 16
 
 
 # --- the node side and the device plugin -------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from config.namespaces import MONITORING
@@ -52,6 +54,32 @@ DCGM_JOB = f'job="{EXPORTER_JOBS["dcgm-exporter"]}"'
 KUEUE_JOB = f'job="{EXPORTER_JOBS["kueue"]}"'
 KARPENTER_JOB = f'job="{EXPORTER_JOBS["karpenter"]}"'
 KEDA_JOB = f'job="{EXPORTER_JOBS["keda"]}"'
+
+# --- what the platform keeps from tenants' pods -----------------------------------------------------
+# A tenant (or a compromised model server) writes whatever its /metrics says. Prometheus attaches the
+# scrape's target labels first (no honorLabels: a clashing label the pod writes becomes `exported_<name>`),
+# then applies metricRelabelings, then counts sampleLimit and labelLimit on what is left
+# (prometheus/prometheus scrape/scrape.go `mutateSampleLabels`, `relabel.Process`, `sampleLimitErr`;
+# prometheus-operator v0.93.0 crd-podmonitors.yaml). So a scrape of tenant pods keeps the named metrics
+# only, with their own labels and the target's, and any other label (`hostname`, `gpu`, `UUID`,
+# `modelName`, `exported_job`, ...) is dropped before it can pose as a platform series.
+POD_MONITOR_TARGET_LABELS = ("job", "instance", "namespace", "pod", "container", "endpoint")
+# Samples one tenant pod may leave after relabeling (a scrape above it fails whole): the kept metrics
+# have one series per served model and engine.
+TENANT_SAMPLE_LIMIT = 200
+# Labels per sample after relabeling: the target's six, __name__ and the kept metrics' own.
+TENANT_LABEL_LIMIT = 16
+
+
+def tenant_metric_relabelings(kept: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """metricRelabelings keeping only the metrics of `kept` (name -> the labels it writes) and only those
+    labels and the target's: Prometheus anchors each regex at both ends."""
+    labels = sorted({"__name__", *POD_MONITOR_TARGET_LABELS, *(label for names in kept.values() for label in names)})
+    return [
+        {"action": "keep", "sourceLabels": ["__name__"], "regex": "|".join(re.escape(name) for name in sorted(kept))},
+        {"action": "labelkeep", "regex": "|".join(labels)},
+    ]
+
 
 # --- GPU series as the GPU Operator's dcgm-exporter writes them -----------------------------------
 # NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go (upstream/metrics/dcgm-exporter/):
