@@ -68,7 +68,11 @@ def _rendered() -> tuple[str, ...]:
     recording = render_fixture("multi-pool")
     manifests = [json.dumps(r.inputs) for r in kubernetes_objects(recording)]
     roles = [json.dumps({"kind": "aws:iam/role:Role", **r.inputs}) for r in recording.by_type("aws:iam/role:Role")]
-    return (*manifests, *roles)
+    queues = [
+        json.dumps({"kind": "aws:sqs/queuePolicy:QueuePolicy", **r.inputs})
+        for r in recording.by_type("aws:sqs/queuePolicy:QueuePolicy")
+    ]
+    return (*manifests, *roles, *queues)
 
 
 def rendered() -> Objects:
@@ -330,6 +334,27 @@ def assume_role(role: str, context: dict[str, str], service: str) -> Callable[[O
     return attempt
 
 
+def interruption_sent(context: dict[str, str], service: str) -> Callable[[Objects], bool]:
+    """A message in Karpenter's interruption queue drains a node: stopped when the queue's policy refuses it."""
+
+    def attempt(objects: Objects) -> bool:
+        [found] = [o for o in objects if o["kind"] == "aws:sqs/queuePolicy:QueuePolicy"]
+        return not trust_allows(json.loads(found["policy"]), service, context)
+
+    return attempt
+
+
+def without_queue_conditions(objects: Objects) -> Objects:
+    for o in objects:
+        if o["kind"] == "aws:sqs/queuePolicy:QueuePolicy":
+            document = json.loads(o["policy"])
+            for statement in document["Statement"]:
+                if statement["Effect"] == "Allow":
+                    statement.pop("Condition")
+            o["policy"] = json.dumps(document)
+    return objects
+
+
 def pod_identity_context(namespace: str, service_account: str, cluster: str = CLUSTER) -> dict[str, str]:
     return {
         "aws:SourceAccount": ACCOUNT,
@@ -532,6 +557,22 @@ ATTACKS = [
         without_trust_condition(f"{CLUSTER}-aws-ebs-csi-driver"),
     ),
     Attack(
+        "another-accounts-eventbridge-rule-drains-nodes-through-the-interruption-queue",
+        interruption_sent(
+            {"aws:SourceArn": f"arn:aws:events:us-east-1:444455556666:rule/{CLUSTER}-karpenter-spot-interruption",
+             "aws:SourceAccount": "444455556666"},
+            "events.amazonaws.com",
+        ),
+        "SQS queue policy: aws:SourceArn of the cluster's own rules",
+        without_queue_conditions,
+    ),
+    Attack(
+        "another-accounts-sqs-redrive-into-the-interruption-queue",
+        interruption_sent({"aws:SourceAccount": "444455556666"}, "sqs.amazonaws.com"),
+        "SQS queue policy: aws:SourceAccount",
+        without_queue_conditions,
+    ),
+    Attack(
         "another-accounts-flow-logs-assume-the-flow-logs-role",
         assume_role(
             f"{CLUSTER}-vpc-flow-logs",
@@ -720,6 +761,11 @@ def test_the_policies_bind_to_every_tenant_namespace_and_no_platform_one():
         labels = namespace["metadata"]["labels"]
         there = Request("CREATE", "", "services", namespace["metadata"]["name"], ADMIN, service, None, labels)
         assert not _admitted(objects, there)
+
+
+def test_the_clusters_own_event_rules_still_reach_the_interruption_queue():
+    source = f"arn:aws:events:us-east-1:{ACCOUNT}:rule/{CLUSTER}-karpenter-spot-interruption"
+    assert not interruption_sent({"aws:SourceArn": source, "aws:SourceAccount": ACCOUNT}, "events.amazonaws.com")(rendered())
 
 
 def test_a_tenants_scrape_is_bounded():
