@@ -230,6 +230,13 @@ def system_priority_pod(objects: Objects) -> bool:
     return bool(quota_denials(objects, pod(priorityClassName="system-node-critical"), TENANT))
 
 
+def image_registry_spelled_to_escape_the_signature_policy(image: str) -> Callable[[Objects], Sent]:
+    def sent(objects: Objects) -> Sent:
+        return Sent("create", "CREATE", "", "pods", pod(initContainers=[{"name": "fetch", "image": image}]))
+
+    return sent
+
+
 def service_external_ips(objects: Objects) -> Sent:
     service = {
         "apiVersion": "v1",
@@ -445,6 +452,16 @@ ADMISSION_ATTACKS = [
     AdmissionAttack("default-deny-deleted", default_deny_deleted, "tenant-network-policies-are-platform-owned"),
     AdmissionAttack("allow-all-network-policy-created", allow_all_created, "tenant-network-policies-are-platform-owned"),
     AdmissionAttack("service-external-ips-intercept-traffic", service_external_ips, "tenant-services-no-external-ips"),
+    AdmissionAttack(
+        "unsigned-image-behind-a-registry-port",
+        image_registry_spelled_to_escape_the_signature_policy("ghcr.io:443/acme-ai/trainer:1.0"),
+        "tenant-pods-canonical-image-registries",
+    ),
+    AdmissionAttack(
+        "unsigned-image-behind-an-upper-case-registry",
+        image_registry_spelled_to_escape_the_signature_policy("GHCR.IO/acme-ai/trainer:1.0"),
+        "tenant-pods-canonical-image-registries",
+    ),
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
 
@@ -724,6 +741,9 @@ def test_tenants_keep_the_owner_references_controllers_set_and_add_non_controlle
 
 def test_tenants_run_ordinary_pods_and_services():
     objects = rendered()
+    for image in ("busybox:1.36", "nvcr.io/nvidia/cuda:12.4.1", "acme-ai/tool@sha256:" + "a" * 64, "localhost/x:1",
+                  "public.ecr.aws/docker/library/python:3.12"):
+        assert _admitted(objects, request(objects, "CREATE", "", "pods", object=pod(containers=[{"name": "m", "image": image}])))
     ordinary = pod(containers=[{"name": "main", "image": "busybox:1.36", "env": [{"name": "CUDA_CACHE_PATH", "value": "/tmp"}]}])
     assert _admitted(objects, request(objects, "CREATE", "", "pods", object=ordinary))
     service = {
