@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from components.admission import KUEUE_SCHEDULING_GATE
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
 from config.labels import TENANT_LABEL
 from models.aws_iam import trust_allows
@@ -29,6 +28,7 @@ from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 from models.kubernetes.resourcequota import quota_denials
 from models.kubernetes.user import User, service_account
+from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
 

@@ -1,1 +1,1 @@
-"""What Kubernetes itself does: the API server, its admission plugins and its controllers."""
+"""Kubernetes itself: the API machinery's types and the built-in controllers' rules."""
