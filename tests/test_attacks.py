@@ -26,7 +26,7 @@ from models.aws_iam import trust_allows
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
-from models.kubernetes.resourcequota import quota_denials
+from models.kubernetes.resourcequota import exceeded, quota_denials
 from models.kubernetes.user import User, service_account
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from models.prometheus.scrape import relabel, scraped
@@ -245,6 +245,27 @@ def service_external_ips(objects: Objects) -> Sent:
         "spec": {"ports": [{"port": 443}], "externalIPs": ["10.0.32.10"]},
     }
     return Sent("create", "CREATE", "", "services", service)
+
+
+def volumes_fill_the_account(objects: Objects) -> bool:
+    """One claim of 6 TiB of EBS: a tenant without a storage quota spends the account's volume limits."""
+    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "6Ti"}}}}
+    return bool(exceeded(objects, TENANT, "", "persistentvolumeclaims", claim))
+
+
+def etcd_filled_with_config_maps(objects: Objects) -> bool:
+    """The 1001st ConfigMap of a namespace (each up to 1 MiB in etcd, which every tenant shares)."""
+    return bool(exceeded(objects, TENANT, "", "configmaps", {}, used={"configmaps": "1000"}))
+
+
+def without_hard(resource: str) -> Callable[[Objects], Objects]:
+    def remove(objects: Objects) -> Objects:
+        for o in objects:
+            if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == TENANT:
+                o["spec"]["hard"].pop(resource, None)
+        return objects
+
+    return remove
 
 
 def unbounded_scratch(objects: Objects) -> bool:
@@ -540,6 +561,18 @@ ATTACKS = [
         without("LimitRange", "container-defaults"),
     ),
     Attack(
+        "claims-of-unbounded-ebs-storage",
+        volumes_fill_the_account,
+        "quota: requests.storage (volumeStorageGiB)",
+        without_hard("requests.storage"),
+    ),
+    Attack(
+        "configmaps-fill-the-clusters-etcd",
+        etcd_filled_with_config_maps,
+        "quota: object counts (maxObjects)",
+        without_hard("configmaps"),
+    ),
+    Attack(
         "tenant-raises-its-own-quota",
         rbac_denies("update", "", "resourcequotas"),
         "RBAC: admin only reads quotas",
@@ -754,6 +787,10 @@ def test_tenants_run_ordinary_pods_and_services():
     }
     assert _admitted(objects, request(objects, "CREATE", "", "services", object=service))
     assert not quota_denials(objects, pod(), TENANT)
+    claim = {"spec": {"resources": {"requests": {"storage": "500Gi"}}}}
+    assert not exceeded(objects, TENANT, "", "persistentvolumeclaims", claim, used={"requests.storage": "4500Gi"})
+    assert exceeded(objects, TENANT, "", "persistentvolumeclaims", claim, used={"requests.storage": "4501Gi"})
+    assert not exceeded(objects, TENANT, "", "configmaps", {}, used={"configmaps": "999"})
 
 
 def test_every_cluster_admin_manages_tenant_network_policies_and_no_one_else():
