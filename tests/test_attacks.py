@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -857,3 +858,22 @@ def test_the_device_plugin_hands_out_gpus_through_cdi_never_the_variable():
     values = json.loads(release.inputs["values"]) if isinstance(release.inputs["values"], str) else release.inputs["values"]
     assert values.get("cdi", {}).get("enabled", True) is True
     assert all(e["name"] != "DEVICE_LIST_STRATEGY" for e in values.get("devicePlugin", {}).get("env", ()))
+
+
+# --- docs/security.md lists every row -----------------------------------------------------------------
+
+SECURITY_DOC = Path(__file__).resolve().parent.parent / "docs" / "security.md"
+
+
+def documented_rows() -> list[str]:
+    """The row names (globs) in the Test column of docs/security.md's attack table."""
+    rows = [line for line in SECURITY_DOC.read_text().splitlines() if line.startswith("| ") and line.count("|") == 6]
+    return [name for row in rows[2:] for name in re.findall(r"`([a-z0-9*-]+)`", row.split("|")[5])]
+
+
+def test_every_attack_row_is_in_the_security_table_and_every_table_row_is_an_attack():
+    names = [a.name for a in ATTACKS] + [a.name for a in ADMISSION_ATTACKS]
+    documented = documented_rows()
+    assert [n for n in names if not any(fnmatch.fnmatchcase(n, d) for d in documented)] == []
+    tests = {n.removeprefix("test_") for n in globals() if n.startswith("test_")}
+    assert [d for d in documented if not any(fnmatch.fnmatchcase(n, d) for n in names) and d not in tests] == []
