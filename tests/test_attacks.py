@@ -28,7 +28,7 @@ from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 from models.kubernetes.resourcequota import exceeded, quota_denials
-from models.kubernetes.user import User, service_account
+from models.kubernetes.user import SERVICE_ACCOUNT_USERNAME_PREFIX, User, service_account
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
@@ -125,9 +125,9 @@ class Sent:
 
 def granted_to(objects: Objects, user: User) -> Objects:
     """The tenant admin's `kubectl create rolebinding x --clusterrole=edit --serviceaccount=<ns>:<name>`."""
-    if not user.username.startswith("system:serviceaccount:"):
+    if not user.username.startswith(SERVICE_ACCOUNT_USERNAME_PREFIX):
         return objects
-    namespace, name = user.username.removeprefix("system:serviceaccount:").split(":")
+    namespace, name = user.username.removeprefix(SERVICE_ACCOUNT_USERNAME_PREFIX).split(":")
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
