@@ -24,6 +24,8 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
   this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
   envFrom of a ConfigMap with NVIDIA_* keys is left to the toolkit: admission of the pod cannot read it.
+- Image registries written in lower case and without a port: Kyverno's image policies match the
+  reference as written, so `GHCR.IO/acme-ai/x` or `ghcr.io:443/acme-ai/x` would escape `ghcr.io/acme-ai/*`.
 - No Service `externalIPs` (CVE-2020-8554: a Service claiming another's address intercepts its traffic).
 """
 
@@ -116,6 +118,13 @@ _NVIDIA_ENV_FROM = (
     f"c.envFrom.all(f, !has(f.prefix) || !(f.prefix.startsWith('{NVIDIA_ENV_PREFIX}') || "
     f"(size(f.prefix) > 0 && '{NVIDIA_ENV_PREFIX}'.startsWith(f.prefix))))"
 )
+# An image's first path component is its registry when it has a `.` or `:` or is `localhost` (the
+# distribution/reference grammar the container runtimes use). The ImageValidatingPolicy globs of
+# components/supply_chain.py (`matchImageReferences`) compare the reference as the pod spec writes it,
+# so a registry host in capitals or with its default port names the same registry and escapes the glob.
+_CANONICAL_REGISTRY = (
+    "!{i}.contains('/') || !{i}.split('/')[0].matches('[.:]|^localhost$') || !{i}.split('/')[0].matches('[:A-Z]')"
+)
 # admissionregistration/v1 MatchResources: a namespaceSelector never excludes a cluster-scoped request
 # (kubernetes v1.35.0 staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/namespace/
 # matcher.go `MatchNamespaceSelector`), so a policy whose rules reach cluster-scoped kinds skips them here.
@@ -178,6 +187,18 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                     "message": f"containers in tenant namespaces may not set {NVIDIA_ENV_PREFIX}* variables (env, or "
                     "an envFrom prefix): request GPUs as resources (nvidia.com/gpu) and the device plugin gives the "
                     "container exactly those",
+                }
+            ],
+        },
+        "tenant-pods-canonical-image-registries": {
+            "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
+            "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
+            "validations": [
+                {
+                    "expression": f"variables.containers.all(c, {_CANONICAL_REGISTRY.format(i='c.image')})",
+                    "message": "container images in tenant namespaces name their registry in lower case and without a "
+                    "port (ghcr.io/team/image, not GHCR.IO/team/image or ghcr.io:443/team/image): the supply-chain "
+                    "policies match image references as written",
                 }
             ],
         },

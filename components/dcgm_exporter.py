@@ -45,6 +45,7 @@ from config.versions import ChartPin
 
 from .lib.helm import helm_release
 from .lib.placement import gpu_toleration
+from .lib.prometheus import EXPORTER_JOBS
 from .lib.resources import Children
 
 CHART_KEY = "dcgm-exporter"
@@ -60,9 +61,8 @@ OPERATOR_EXPORTER_TAG = "4.6.0-4.8.3-distroless"
 # The counters the operator's exporter collects (assets/state-dcgm-exporter/0800_daemonset.yaml,
 # DCGM_EXPORTER_COLLECTORS), a file in the image: the alerts and dashboards are written against it.
 OPERATOR_COUNTERS = "/etc/dcgm-exporter/dcp-metrics-included.csv"
-# The operator's ServiceMonitor takes `job` from its Service's `app` label (assets/state-dcgm-exporter/
-# 0500_service_monitor.yaml jobLabel: app; 0400_service.yaml app: nvidia-dcgm-exporter).
-OPERATOR_JOB = "nvidia-dcgm-exporter"
+# The `job` of the operator's exporter's series (components/lib/prometheus.py), which this one writes too.
+OPERATOR_JOB = EXPORTER_JOBS["dcgm-exporter"]
 
 
 class DcgmExporter(pulumi.ComponentResource):

@@ -196,6 +196,9 @@ class TenantPlan:
             "requests.ephemeral-storage": f"{self.config.ephemeral_storage_quota_gib}Gi",
             "limits.ephemeral-storage": f"{self.config.ephemeral_storage_quota_gib}Gi",
             "persistentvolumeclaims": str(self.config.max_volume_claims),
+            "requests.storage": f"{self.config.volume_storage_gib}Gi",
+            # Object counts: etcd holds every object, and a namespace with no bound fills it for everyone.
+            **{kind: str(self.config.max_objects) for kind in COUNTED_OBJECTS},
             "services.loadbalancers": str(self.config.network.load_balancers),
             "services.nodeports": "0",
         }
@@ -207,6 +210,19 @@ class TenantPlan:
                 # Extended resources cannot be overcommitted: only the `requests.` form exists for them.
                 hard[f"requests.{resource}"] = str(admissible.get(resource, 0))
         return dict(sorted(hard.items()))
+
+
+# The kinds a tenant creates freely whose count its ResourceQuota bounds (Kubernetes
+# pkg/quota/v1/evaluator/core: the short names for core kinds, `count/<resource>.<group>` for the rest).
+# Jobs are not counted: Kueue queues them, and a sweep of thousands is ordinary.
+COUNTED_OBJECTS = (
+    "configmaps",
+    "secrets",
+    "services",
+    "count/deployments.apps",
+    "count/statefulsets.apps",
+    "count/cronjobs.batch",
+)
 
 
 def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problems: Problems) -> tuple[FlavorPlan, ...]:

@@ -81,8 +81,8 @@ TENANT_LABEL = "gpu-platform/tenant"
 POD_SECURITY_LABEL = "pod-security.kubernetes.io"
 
 # --- Kubernetes groups ----------------------------------------------------------------------------
-# EKS access entries put each tenant principal into `<prefix><tenant>:admins` or `...:viewers`; the
-# admission policies recognise a tenant's own request by this prefix.
+# EKS access entries put each tenant principal into `<prefix><tenant>:admins` or `...:viewers`, the
+# groups the tenant's RoleBindings name.
 TENANT_GROUP_PREFIX = "gpu-platform:"
 
 # --- Kueue ----------------------------------------------------------------------------------------

@@ -101,6 +101,22 @@ class TenantConfig(ConfigModel):
     memory_gib: int = Field(128, alias="memoryGiB", ge=0, le=1000000, description="Memory for work without GPUs, GiB, nominal.")
     max_pods: int = Field(500, ge=1, le=100000, description="ResourceQuota on pods in the namespace.")
     max_volume_claims: int = Field(50, ge=0, le=10000, description="ResourceQuota on PersistentVolumeClaims.")
+    volume_storage_gib: int = Field(
+        5000,
+        alias="volumeStorageGiB",
+        ge=0,
+        le=1000000,
+        description="ResourceQuota on the storage PersistentVolumeClaims request (EBS volumes the tenant's claims "
+        "create), GiB, over all claims of the namespace.",
+    )
+    max_objects: int = Field(
+        1000,
+        ge=1,
+        le=100000,
+        description="ResourceQuota on the count of each of ConfigMaps, Secrets, Services, Deployments, StatefulSets and "
+        "CronJobs in the namespace: what one tenant may store in the cluster's etcd. The platform's own objects "
+        "there (a Service per inference deployment, synced Secrets) count too.",
+    )
     ephemeral_storage_gib: int | None = Field(
         None,
         alias="ephemeralStorageGiB",

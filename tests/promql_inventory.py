@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import promql_parser as pp
 
+from components.lib.prometheus import EXPORTER_JOBS
 from offline.metrics_inventory import load_inventory
 
 # prometheus-operator v0.93.0 pkg/prometheus/promcfg.go: the target labels a ServiceMonitor's and a
@@ -64,26 +65,31 @@ class Inventory:
     """metric -> labels as Prometheus stores them; recording rules join as they are checked."""
 
     metrics: dict[str, set[str]] = field(default_factory=dict)
+    # metric -> the exporter that writes it (recording rules have none)
+    sources: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def load(cls, raw: Mapping[str, Mapping[str, Iterable[str]]] | None = None) -> Inventory:
         raw = load_inventory() if raw is None else raw
-        return cls({
-            name: scraped_labels(labels, SCRAPES[source])
-            for source, metrics in raw.items()
-            for name, labels in metrics.items()
-        })
+        scraped = {
+            name: scraped_labels(labels, SCRAPES[source]) for source, metrics in raw.items() for name, labels in metrics.items()
+        }
+        return cls(scraped, {name: source for source, metrics in raw.items() for name in metrics})
 
     def has_label(self, metric: str, label: str) -> bool:
         return has_label(self.metrics[metric], label)
 
     def series(self, metric: str, /, **labels: str) -> str:
-        """A promtool input series of `metric` with `labels`; every label must be one the metric has."""
+        """A promtool input series of `metric` with `labels`, and the `job` its exporter's scrape writes;
+        every label must be one the metric has."""
         if metric not in self.metrics:
             raise KeyError(f"{metric} is not in the metric inventory")
         unknown = sorted(label for label in labels if not self.has_label(metric, label))
         if unknown:
             raise KeyError(f"{metric} has no label {', '.join(unknown)} in the metric inventory")
+        job = EXPORTER_JOBS.get(self.sources.get(metric, ""))
+        if job is not None:
+            labels = {"job": job, **labels}  # what the scrape writes; a row may name another job
         return metric + "{" + ",".join(f'{key}="{value}"' for key, value in sorted(labels.items())) + "}"
 
 
@@ -135,6 +141,15 @@ class Checker:
             if have is not None and not has_label(have, label):
                 self._problem(f"{where} names label {label!r}, not among {sorted(have)}")
 
+    def _need_job(self, name: str, node: pp.VectorSelector) -> None:
+        """A platform exporter's series is read only with its exporter's `job`: a tenant's server may
+        expose a series of the same name, which only the scrape's `job` tells apart."""
+        job = EXPORTER_JOBS.get(self.inventory.sources.get(name, ""))
+        if job is None:
+            return
+        if not any(m.name == "job" and m.op == pp.MatchOp.Equal and m.value == job for m in node.matchers.matchers):
+            self._problem(f"selector of {name} does not select job=\"{job}\"")
+
     def _labels(self, node: object) -> set[str] | None:
         if isinstance(node, pp.VectorSelector):
             name = node.name or next((m.value for m in node.matchers.matchers if m.name == "__name__"), None)
@@ -142,6 +157,7 @@ class Checker:
                 self._problem(f"metric {name!r} is in neither the metric inventory nor a recording rule")
                 return set()
             have = self.inventory.metrics[name]
+            self._need_job(name, node)
             self._need([m.name for m in node.matchers.matchers if m.name != "__name__"], have, f"selector of {name}")
             return set(have)
         if isinstance(node, pp.MatrixSelector):

@@ -18,6 +18,7 @@ import jsonschema
 import pytest
 import yaml
 
+from components.autoscaling import gpu_utilization_query
 from components.monitoring import alerts
 from components.monitoring.alerts import (
     DEVICE_GPU_UTILISATION,
@@ -39,6 +40,7 @@ from .promql_inventory import Inventory
 IDLE_HOURS = 1
 CONFIG = MonitoringConfig.model_validate({"idleGpuHours": IDLE_HOURS})
 GROUPS = alerts.all_groups(CONFIG)
+INVENTORY = Inventory.load()
 ALERTS = alerts.alerts(CONFIG)
 # The monitoring.coreos.com CRDs the platform installs (the prometheus-operator-crds release).
 CRD_CHART = "prometheus-operator-crds"
@@ -353,3 +355,68 @@ def _no_unknown_fields(value: Any, schema: dict[str, Any], path: str) -> None:
     elif isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             _no_unknown_fields(item, schema["items"], f"{path}[{index}]")
+
+
+# --- forged series from a tenant's pod ---------------------------------------------------------------
+
+TENANT_SCRAPE_JOB = "data-science/inference-servers"  # the job a PodMonitor's scrape writes: <namespace>/<name>
+VICTIM_POD = "chat-7d9f8b6c5-x2z4q"
+
+
+def forged_metrics_test(rules: str, query: str) -> dict[str, Any]:
+    """A tenant's server in data-science exposes DCGM-named series for another tenant's node: a row-remap
+    failure on node-b's GPU 3, and a MIG instance's activity on node-a's GPU 0, where inference's `chat`
+    runs at 80%. Were they stored (the serving scrape keeps none of them), they carry the scrape's job."""
+    forged = f'job="{TENANT_SCRAPE_JOB}", namespace="data-science", pod="server-0"'
+    victim = INVENTORY.series(
+        "DCGM_FI_DEV_GPU_UTIL", hostname="node-a", gpu="0", UUID="GPU-a", namespace="inference", pod=VICTIM_POD
+    )
+    return {
+        "rule_files": [rules],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": victim, "values": "80x30"},
+                    {"series": f'DCGM_FI_DEV_ROW_REMAP_FAILURE{{{forged}, hostname="node-b", gpu="3"}}', "values": "1x30"},
+                    {
+                        "series": f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{forged}, hostname="node-a", gpu="0", '
+                        'GPU_I_PROFILE="1g.10gb"}',
+                        "values": "0x30",
+                    },
+                ],
+                "alert_rule_test": [{"eval_time": "20m", "alertname": "GPURowRemapFailure", "exp_alerts": []}],
+                "promql_expr_test": [{"expr": query, "eval_time": "20m", "exp_samples": [{"labels": "{}", "value": 80}]}],
+            }
+        ],
+    }
+
+
+_DCGM_JOB = re.compile(r'\{job="nvidia-dcgm-exporter"\}|job="nvidia-dcgm-exporter",\s*')
+
+
+def _forged_run(folder: Path, strip_job: bool) -> subprocess.CompletedProcess[str]:
+    rule_file = _without_annotations(alerts.rule_file(GROUPS, CONFIG.runbook_base_url))
+    query = gpu_utilization_query("inference", "chat")
+    if strip_job:  # the expressions as they would read with no job selectors
+        for group in rule_file["groups"]:
+            for rule in group["rules"]:
+                rule["expr"] = _DCGM_JOB.sub("", rule["expr"])
+        query = _DCGM_JOB.sub("", query)
+    (folder / "rules.yaml").write_text(yaml.safe_dump(rule_file, sort_keys=False))
+    test = folder / "forged.yaml"
+    test.write_text(yaml.safe_dump(forged_metrics_test("rules.yaml", query), sort_keys=False))
+    return run_promtool("test", "rules", str(test))
+
+
+def test_a_tenants_dcgm_named_series_fire_nothing_and_move_no_trigger(tmp_path: Path):
+    result = _forged_run(tmp_path, strip_job=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_without_the_job_selectors_the_forged_series_page_and_empty_the_trigger(tmp_path: Path):
+    output = _forged_run(tmp_path, strip_job=True)
+    text = output.stdout + output.stderr
+    assert output.returncode != 0
+    assert "alertname: GPURowRemapFailure" in text and "expr: " in text, text

@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,9 +27,10 @@ from models.aws_iam import trust_allows
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
-from models.kubernetes.resourcequota import quota_denials
-from models.kubernetes.user import User, service_account
+from models.kubernetes.resourcequota import exceeded, quota_denials
+from models.kubernetes.user import SERVICE_ACCOUNT_USERNAME_PREFIX, User, service_account
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
+from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
 
 from .conftest import render_fixture
@@ -67,7 +69,11 @@ def _rendered() -> tuple[str, ...]:
     recording = render_fixture("multi-pool")
     manifests = [json.dumps(r.inputs) for r in kubernetes_objects(recording)]
     roles = [json.dumps({"kind": "aws:iam/role:Role", **r.inputs}) for r in recording.by_type("aws:iam/role:Role")]
-    return (*manifests, *roles)
+    queues = [
+        json.dumps({"kind": "aws:sqs/queuePolicy:QueuePolicy", **r.inputs})
+        for r in recording.by_type("aws:sqs/queuePolicy:QueuePolicy")
+    ]
+    return (*manifests, *roles, *queues)
 
 
 def rendered() -> Objects:
@@ -119,9 +125,9 @@ class Sent:
 
 def granted_to(objects: Objects, user: User) -> Objects:
     """The tenant admin's `kubectl create rolebinding x --clusterrole=edit --serviceaccount=<ns>:<name>`."""
-    if not user.username.startswith("system:serviceaccount:"):
+    if not user.username.startswith(SERVICE_ACCOUNT_USERNAME_PREFIX):
         return objects
-    namespace, name = user.username.removeprefix("system:serviceaccount:").split(":")
+    namespace, name = user.username.removeprefix(SERVICE_ACCOUNT_USERNAME_PREFIX).split(":")
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
@@ -225,6 +231,13 @@ def system_priority_pod(objects: Objects) -> bool:
     return bool(quota_denials(objects, pod(priorityClassName="system-node-critical"), TENANT))
 
 
+def image_registry_spelled_to_escape_the_signature_policy(image: str) -> Callable[[Objects], Sent]:
+    def sent(objects: Objects) -> Sent:
+        return Sent("create", "CREATE", "", "pods", pod(initContainers=[{"name": "fetch", "image": image}]))
+
+    return sent
+
+
 def service_external_ips(objects: Objects) -> Sent:
     service = {
         "apiVersion": "v1",
@@ -233,6 +246,27 @@ def service_external_ips(objects: Objects) -> Sent:
         "spec": {"ports": [{"port": 443}], "externalIPs": ["10.0.32.10"]},
     }
     return Sent("create", "CREATE", "", "services", service)
+
+
+def volumes_fill_the_account(objects: Objects) -> bool:
+    """One claim of 6 TiB of EBS: a tenant without a storage quota spends the account's volume limits."""
+    claim = {"spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "6Ti"}}}}
+    return bool(exceeded(objects, TENANT, "", "persistentvolumeclaims", claim))
+
+
+def etcd_filled_with_config_maps(objects: Objects) -> bool:
+    """The 1001st ConfigMap of a namespace (each up to 1 MiB in etcd, which every tenant shares)."""
+    return bool(exceeded(objects, TENANT, "", "configmaps", {}, used={"configmaps": "1000"}))
+
+
+def without_hard(resource: str) -> Callable[[Objects], Objects]:
+    def remove(objects: Objects) -> Objects:
+        for o in objects:
+            if o["kind"] == "ResourceQuota" and o["metadata"]["namespace"] == TENANT:
+                o["spec"]["hard"].pop(resource, None)
+        return objects
+
+    return remove
 
 
 def unbounded_scratch(objects: Objects) -> bool:
@@ -279,6 +313,41 @@ def _selects_namespace(selector: dict[str, Any], labels: dict[str, str]) -> bool
     )
 
 
+# What a tenant's model server can expose to pass for the platform's GPU series: another node's row-remap
+# failure (pages PagerDuty, the runbook drains the node) and a MIG instance's activity on a victim's GPU.
+FORGED = [
+    {"__name__": "DCGM_FI_DEV_ROW_REMAP_FAILURE", "hostname": "node-b", "gpu": "3", "job": "nvidia-dcgm-exporter"},
+    {"__name__": "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Hostname": "node-a", "gpu": "0", "GPU_I_PROFILE": "1g.10gb"},
+    {"__name__": "vllm:num_requests_waiting", "model_name": "m", "engine": "0", "hostname": "node-a", "namespace": "inference"},
+]
+
+
+def serving_scrape(objects: Objects) -> list[dict[str, str] | None]:
+    """FORGED as the tenant's serving PodMonitor stores them (None: dropped)."""
+    [monitor] = [o for o in objects if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] == TENANT]
+    [endpoint] = monitor["spec"]["podMetricsEndpoints"]
+    target = {"job": f"{TENANT}/{monitor['metadata']['name']}", "namespace": TENANT, "pod": "server-0",
+              "instance": "10.30.64.10:8000", "container": "server", "endpoint": endpoint["port"]}
+    return [relabel(scraped(series, target), endpoint.get("metricRelabelings", ())) for series in FORGED]
+
+
+def platform_series_forged(objects: Objects) -> bool:
+    """Stopped when no DCGM-named series is stored and the kept serving series carries no label beyond its
+    own and the scrape's (its forged `hostname` and `namespace` gone)."""
+    dcgm_row, dcgm_mig, queue = serving_scrape(objects)
+    return dcgm_row is None and dcgm_mig is None and queue is not None and set(queue) == {
+        "__name__", "model_name", "engine", "job", "namespace", "pod", "instance", "container", "endpoint"
+    } and queue["namespace"] == TENANT
+
+
+def without_metric_relabelings(objects: Objects) -> Objects:
+    for o in objects:
+        if o["kind"] == "PodMonitor":
+            for endpoint in o["spec"]["podMetricsEndpoints"]:
+                endpoint.pop("metricRelabelings", None)
+    return objects
+
+
 def rbac_denies(verb: str, api_group: str, resource: str) -> Callable[[Objects], bool]:
     def attempt(objects: Objects) -> bool:
         return not rbac_allows(objects, ADMIN, verb, api_group, resource, TENANT)
@@ -292,6 +361,27 @@ def assume_role(role: str, context: dict[str, str], service: str) -> Callable[[O
         return not trust_allows(json.loads(found["assumeRolePolicy"]), service, context)
 
     return attempt
+
+
+def interruption_sent(context: dict[str, str], service: str) -> Callable[[Objects], bool]:
+    """A message in Karpenter's interruption queue drains a node: stopped when the queue's policy refuses it."""
+
+    def attempt(objects: Objects) -> bool:
+        [found] = [o for o in objects if o["kind"] == "aws:sqs/queuePolicy:QueuePolicy"]
+        return not trust_allows(json.loads(found["policy"]), service, context)
+
+    return attempt
+
+
+def without_queue_conditions(objects: Objects) -> Objects:
+    for o in objects:
+        if o["kind"] == "aws:sqs/queuePolicy:QueuePolicy":
+            document = json.loads(o["policy"])
+            for statement in document["Statement"]:
+                if statement["Effect"] == "Allow":
+                    statement.pop("Condition")
+            o["policy"] = json.dumps(document)
+    return objects
 
 
 def pod_identity_context(namespace: str, service_account: str, cluster: str = CLUSTER) -> dict[str, str]:
@@ -384,6 +474,16 @@ ADMISSION_ATTACKS = [
     AdmissionAttack("default-deny-deleted", default_deny_deleted, "tenant-network-policies-are-platform-owned"),
     AdmissionAttack("allow-all-network-policy-created", allow_all_created, "tenant-network-policies-are-platform-owned"),
     AdmissionAttack("service-external-ips-intercept-traffic", service_external_ips, "tenant-services-no-external-ips"),
+    AdmissionAttack(
+        "unsigned-image-behind-a-registry-port",
+        image_registry_spelled_to_escape_the_signature_policy("ghcr.io:443/acme-ai/trainer:1.0"),
+        "tenant-pods-canonical-image-registries",
+    ),
+    AdmissionAttack(
+        "unsigned-image-behind-an-upper-case-registry",
+        image_registry_spelled_to_escape_the_signature_policy("GHCR.IO/acme-ai/trainer:1.0"),
+        "tenant-pods-canonical-image-registries",
+    ),
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
 
@@ -426,6 +526,12 @@ class Attack:
 VAP = "ValidatingAdmissionPolicy"
 ATTACKS = [
     Attack(
+        "tenant-server-writes-dcgm-series-for-another-tenants-node",
+        platform_series_forged,
+        "serving PodMonitor: metric-name and label allowlist (and every DCGM selector's job, tests/test_alerts.py)",
+        without_metric_relabelings,
+    ),
+    Attack(
         "gpu-through-nvidia-visible-devices-in-the-image",
         nvidia_env_in_image,
         "node: container toolkit ignores the variable from unprivileged containers",
@@ -454,6 +560,18 @@ ATTACKS = [
         unbounded_scratch,
         "LimitRange: container-defaults",
         without("LimitRange", "container-defaults"),
+    ),
+    Attack(
+        "claims-of-unbounded-ebs-storage",
+        volumes_fill_the_account,
+        "quota: requests.storage (volumeStorageGiB)",
+        without_hard("requests.storage"),
+    ),
+    Attack(
+        "configmaps-fill-the-clusters-etcd",
+        etcd_filled_with_config_maps,
+        "quota: object counts (maxObjects)",
+        without_hard("configmaps"),
     ),
     Attack(
         "tenant-raises-its-own-quota",
@@ -488,6 +606,22 @@ ATTACKS = [
         ),
         "IAM trust: cluster tag",
         without_trust_condition(f"{CLUSTER}-aws-ebs-csi-driver"),
+    ),
+    Attack(
+        "another-accounts-eventbridge-rule-drains-nodes-through-the-interruption-queue",
+        interruption_sent(
+            {"aws:SourceArn": f"arn:aws:events:us-east-1:444455556666:rule/{CLUSTER}-karpenter-spot-interruption",
+             "aws:SourceAccount": "444455556666"},
+            "events.amazonaws.com",
+        ),
+        "SQS queue policy: aws:SourceArn of the cluster's own rules",
+        without_queue_conditions,
+    ),
+    Attack(
+        "another-accounts-sqs-redrive-into-the-interruption-queue",
+        interruption_sent({"aws:SourceAccount": "444455556666"}, "sqs.amazonaws.com"),
+        "SQS queue policy: aws:SourceAccount",
+        without_queue_conditions,
     ),
     Attack(
         "another-accounts-flow-logs-assume-the-flow-logs-role",
@@ -641,6 +775,9 @@ def test_tenants_keep_the_owner_references_controllers_set_and_add_non_controlle
 
 def test_tenants_run_ordinary_pods_and_services():
     objects = rendered()
+    for image in ("busybox:1.36", "nvcr.io/nvidia/cuda:12.4.1", "acme-ai/tool@sha256:" + "a" * 64, "localhost/x:1",
+                  "public.ecr.aws/docker/library/python:3.12"):
+        assert _admitted(objects, request(objects, "CREATE", "", "pods", object=pod(containers=[{"name": "m", "image": image}])))
     ordinary = pod(containers=[{"name": "main", "image": "busybox:1.36", "env": [{"name": "CUDA_CACHE_PATH", "value": "/tmp"}]}])
     assert _admitted(objects, request(objects, "CREATE", "", "pods", object=ordinary))
     service = {
@@ -651,6 +788,10 @@ def test_tenants_run_ordinary_pods_and_services():
     }
     assert _admitted(objects, request(objects, "CREATE", "", "services", object=service))
     assert not quota_denials(objects, pod(), TENANT)
+    claim = {"spec": {"resources": {"requests": {"storage": "500Gi"}}}}
+    assert not exceeded(objects, TENANT, "", "persistentvolumeclaims", claim, used={"requests.storage": "4500Gi"})
+    assert exceeded(objects, TENANT, "", "persistentvolumeclaims", claim, used={"requests.storage": "4501Gi"})
+    assert not exceeded(objects, TENANT, "", "configmaps", {}, used={"configmaps": "999"})
 
 
 def test_every_cluster_admin_manages_tenant_network_policies_and_no_one_else():
@@ -680,6 +821,21 @@ def test_the_policies_bind_to_every_tenant_namespace_and_no_platform_one():
         assert not _admitted(objects, there)
 
 
+def test_the_clusters_own_event_rules_still_reach_the_interruption_queue():
+    source = f"arn:aws:events:us-east-1:{ACCOUNT}:rule/{CLUSTER}-karpenter-spot-interruption"
+    assert not interruption_sent({"aws:SourceArn": source, "aws:SourceAccount": ACCOUNT}, "events.amazonaws.com")(rendered())
+
+
+def test_a_tenants_scrape_is_bounded():
+    """A pod exposing more samples or labels than the scrape keeps fails its own scrape, not Prometheus."""
+    objects = rendered()
+    monitors = [o for o in objects if o["kind"] == "PodMonitor" and o["metadata"]["namespace"] == TENANT]
+    assert [(m["spec"]["sampleLimit"], m["spec"]["labelLimit"]) for m in monitors] == [(200, 16)]
+    # The kept queue-depth series fits under the label limit with room for the scrape's labels.
+    [_, _, queue] = serving_scrape(objects)
+    assert queue is not None and len(queue) <= 16
+
+
 # --- the node side and the device plugin -------------------------------------------------------------
 
 
@@ -702,3 +858,22 @@ def test_the_device_plugin_hands_out_gpus_through_cdi_never_the_variable():
     values = json.loads(release.inputs["values"]) if isinstance(release.inputs["values"], str) else release.inputs["values"]
     assert values.get("cdi", {}).get("enabled", True) is True
     assert all(e["name"] != "DEVICE_LIST_STRATEGY" for e in values.get("devicePlugin", {}).get("env", ()))
+
+
+# --- docs/security.md lists every row -----------------------------------------------------------------
+
+SECURITY_DOC = Path(__file__).resolve().parent.parent / "docs" / "security.md"
+
+
+def documented_rows() -> list[str]:
+    """The row names (globs) in the Test column of docs/security.md's attack table."""
+    rows = [line for line in SECURITY_DOC.read_text().splitlines() if line.startswith("| ") and line.count("|") == 6]
+    return [name for row in rows[2:] for name in re.findall(r"`([a-z0-9*-]+)`", row.split("|")[5])]
+
+
+def test_every_attack_row_is_in_the_security_table_and_every_table_row_is_an_attack():
+    names = [a.name for a in ATTACKS] + [a.name for a in ADMISSION_ATTACKS]
+    documented = documented_rows()
+    assert [n for n in names if not any(fnmatch.fnmatchcase(n, d) for d in documented)] == []
+    tests = {n.removeprefix("test_") for n in globals() if n.startswith("test_")}
+    assert [d for d in documented if not any(fnmatch.fnmatchcase(n, d) for n in names) and d not in tests] == []

@@ -218,8 +218,9 @@ def test_query_selects_only_its_deployments_pods_in_its_namespace(metric):
     plan, deployment = _deployment(config, "inference", "chat")
     query = next(q for q in autoscaling.queries(plan, deployment).values() if metric in q)
     matchers = _matchers(query, metric)
+    scrape = {"job": "nvidia-dcgm-exporter"} if metric.startswith("DCGM") else {}  # the exporter's series only
     for pod in ["chat-5c7d9f8b4d-x7k2p", *_pod_names("chat", 200, seed=1)]:
-        assert _selects(matchers, {"namespace": "inference", "pod": pod}), pod
+        assert _selects(matchers, {**scrape, "namespace": "inference", "pod": pod}), pod
     others = [
         *_pod_names("chat-v2", 200, seed=2),  # a deployment whose name extends ours
         *_pod_names("chat-b", 200, seed=3),
@@ -231,8 +232,8 @@ def test_query_selects_only_its_deployments_pods_in_its_namespace(metric):
         "chat-5c7d9f8b4d",
     ]
     for pod in others:
-        assert not _selects(matchers, {"namespace": "inference", "pod": pod}), pod
-    assert not _selects(matchers, {"namespace": "data-science", "pod": "chat-5c7d9f8b4d-x7k2p"})
+        assert not _selects(matchers, {**scrape, "namespace": "inference", "pod": pod}), pod
+    assert not _selects(matchers, {**scrape, "namespace": "data-science", "pod": "chat-5c7d9f8b4d-x7k2p"})
 
 
 def _all_queries() -> list[str]:
@@ -282,10 +283,10 @@ evaluation_interval: 1m
 tests:
   - interval: 1m
     input_series:
-      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="inference", pod="chat-5c7d9f8b4d-x7k2p", gpu="0"}}', values: '90x5'}}
-      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="inference", pod="chat-5c7d9f8b4d-b2k4n", gpu="1"}}', values: '70x5'}}
-      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="inference", pod="chat-v2-6d8f9b7c5d-q2w4z", gpu="2"}}', values: '0x5'}}
-      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{namespace="other", pod="chat-5c7d9f8b4d-x7k2p", gpu="0"}}', values: '0x5'}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{{dcgm}, namespace="inference", pod="chat-5c7d9f8b4d-x7k2p", gpu="0"}}', values: '90x5'}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{{dcgm}, namespace="inference", pod="chat-5c7d9f8b4d-b2k4n", gpu="1"}}', values: '70x5'}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{{dcgm}, namespace="inference", pod="chat-v2-6d8f9b7c5d-q2w4z", gpu="2"}}', values: 0x5}}
+      - {{series: 'DCGM_FI_DEV_GPU_UTIL{{{dcgm}, namespace="other", pod="chat-5c7d9f8b4d-x7k2p", gpu="0"}}', values: '0x5'}}
       - {{series: 'vllm:num_requests_waiting{{namespace="inference", pod="chat-5c7d9f8b4d-x7k2p"}}', values: '6x5'}}
       - {{series: 'vllm:num_requests_waiting{{namespace="inference", pod="chat-5c7d9f8b4d-b2k4n"}}', values: '4x5'}}
       - {{series: 'vllm:num_requests_waiting{{namespace="inference", pod="chat-v2-6d8f9b7c5d-q2w4z"}}', values: '100x5'}}
@@ -309,6 +310,7 @@ def test_queries_compute_the_deployments_own_load_in_prometheus(tmp_path):
     path = tmp_path / "queries.test.yaml"
     path.write_text(
         PROMTOOL_TEST.format(
+            dcgm='job="nvidia-dcgm-exporter"',  # the GPU Operator's exporter writes these series
             gpu=autoscaling.gpu_utilization_query("inference", "chat"),
             queue=autoscaling.queue_depth_query("inference", "chat"),
             # A deployment with no GPU series stays empty: KEDA reads 0 and counts an empty response.

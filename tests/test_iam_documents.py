@@ -289,18 +289,28 @@ def test_flow_logs_may_write_only_to_their_own_log_group():
 
 
 def test_the_interruption_queue_takes_eventbridge_and_sqs_messages_over_tls_only():
-    # Upstream's KarpenterInterruptionQueuePolicy, plus the policy language's Version and the Deny's
-    # Principal "*" that SQS requires of a statement.
+    # Upstream's KarpenterInterruptionQueuePolicy, plus the policy language's Version, the Deny's
+    # Principal "*" that SQS requires of a statement, and a source condition on each service principal.
     [policy] = declared("aws:sqs/queuePolicy:QueuePolicy")
     assert json.loads(policy.inputs["policy"]) == {
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
+                "Sid": "ClusterEventRules",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": QUEUE_ARN,
+                "Condition": {"ArnLike": {"aws:SourceArn": f"arn:aws:events:{REGION}:{ACCOUNT}:rule/{CLUSTER}-karpenter-*"}},
+            },
+            {
+                "Sid": "SqsInThisAccount",
+                "Effect": "Allow",
+                "Principal": {"Service": "sqs.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": QUEUE_ARN,
+                "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
             },
             {
                 "Sid": "DenyHTTP",

@@ -119,7 +119,8 @@ def test_a_dcgm_label_renamed_upstream_fails_the_rules_and_dashboards():
     assert any("'hostname'" in problem for problem in problems)
     # An alert annotation reading the old name fails too.
     checker = Checker(_renamed_label("hostname", "Hostname"))
-    checker.check("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP) > 85", ["GPU hot on {{ $labels.hostname }}"])
+    hot = 'max by (Hostname) (DCGM_FI_DEV_GPU_TEMP{job="nvidia-dcgm-exporter"}) > 85'
+    checker.check(hot, ["GPU hot on {{ $labels.hostname }}"])
     assert checker.problems and "template" in checker.problems[0]
 
 
@@ -138,6 +139,40 @@ def test_promtool_fixtures_refuse_a_label_the_exporter_does_not_write():
         Inventory.load().series("DCGM_FI_DEV_GPU_TEMP", Hostname="gpu-node-1", gpu="0")
     with pytest.raises(KeyError, match="not in the metric inventory"):
         _renamed_label("hostname", "Hostname").series("DCGM_FI_DEV_GPU_UTILIZATION", gpu="0")
+
+
+DCGM = "nvidia-dcgm-exporter"
+JOB_SELECTORS = [
+    # (expression, the selector that lacks its exporter's job, that job)
+    ("DCGM_FI_DEV_GPU_TEMP > 85", "DCGM_FI_DEV_GPU_TEMP", DCGM),
+    (
+        f'DCGM_FI_DEV_GPU_UTIL{{job="{DCGM}"}} unless on (hostname, gpu) DCGM_FI_PROF_GR_ENGINE_ACTIVE{{GPU_I_PROFILE!=""}}',
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        DCGM,
+    ),
+    (f'DCGM_FI_DEV_XID_ERRORS{{job=~"{DCGM}|.*"}} > 0', "DCGM_FI_DEV_XID_ERRORS", DCGM),
+    ('kueue_pending_workloads{job="karpenter"} > 0', "kueue_pending_workloads", "kueue-controller-manager-metrics-service"),
+    (
+        'karpenter_nodepools_usage and on (nodepool) karpenter_nodepools_limit{job="karpenter"}',
+        "karpenter_nodepools_usage",
+        "karpenter",
+    ),
+    ("rate(keda_scaler_detail_errors_total[5m])", "keda_scaler_detail_errors_total", "keda-operator"),
+]
+
+
+@pytest.mark.parametrize("expr, lacking, job", JOB_SELECTORS)
+def test_a_platform_exporters_series_read_without_its_job_is_a_problem(expr, lacking, job):
+    checker = Checker(Inventory.load())
+    checker.check(expr)
+    lacks = [p for p in checker.problems if "does not select job" in p]
+    assert lacks == [f'{expr}: selector of {lacking} does not select job="{job}"']
+
+
+def test_series_of_the_tenants_servers_and_kube_state_metrics_need_no_job():
+    checker = Checker(Inventory.load())
+    checker.check('sum by (namespace) (vllm:num_requests_waiting) + on (namespace) sum by (namespace) (kube_pod_info)')
+    assert checker.problems == []
 
 
 def test_labels_a_scrape_renames_arrive_as_exported():

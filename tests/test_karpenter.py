@@ -284,9 +284,14 @@ def test_interruption_queue_accepts_eventbridge_and_denies_non_tls_access():
     declared = karpenter().named("aws:sqs/queuePolicy:QueuePolicy", f"{COMPONENT}-interruption-policy")
     policy = json.loads(declared.inputs["policy"])
     assert policy == interruption_queue_policy(QUEUE_ARN)
-    allow, deny = policy["Statement"]
-    assert allow["Principal"] == {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]}
-    assert (allow["Effect"], allow["Action"], allow["Resource"]) == ("Allow", "sqs:SendMessage", QUEUE_ARN)
+    events, sqs_itself, deny = policy["Statement"]
+    assert events["Principal"] == {"Service": "events.amazonaws.com"}
+    rules = f"arn:aws:events:{REGION}:{ACCOUNT_ID}:rule/{CLUSTER}-karpenter-*"
+    assert events["Condition"] == {"ArnLike": {"aws:SourceArn": rules}}
+    assert sqs_itself["Principal"] == {"Service": "sqs.amazonaws.com"}
+    assert sqs_itself["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT_ID}}
+    for allow in (events, sqs_itself):
+        assert (allow["Effect"], allow["Action"], allow["Resource"]) == ("Allow", "sqs:SendMessage", QUEUE_ARN)
     assert (deny["Effect"], deny["Principal"], deny["Action"], deny["Resource"]) == ("Deny", "*", "sqs:*", QUEUE_ARN)
     assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
     assert declared.inputs["queueUrl"] == f"https://sqs.{REGION}.amazonaws.com/{ACCOUNT_ID}/{CLUSTER}"

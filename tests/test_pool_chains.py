@@ -32,6 +32,7 @@ import pytest
 import yaml
 
 from components import autoscaling
+from components.lib.prometheus import DCGM_JOB
 from components.monitoring.alerts import NAMESPACE_GPU_UTILISATION
 from config.catalog import INSTANCE_TYPES
 from config.labels import CAPACITY_TYPE_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
@@ -414,7 +415,8 @@ PROMTOOL_CASE = """
 def series_of(case: Case) -> list[str]:
     """The pod's GPU series as the exporter writes them, and what kube-state-metrics says the pod holds."""
     pod = f'namespace="{case.tenant}", pod="{case.pod_name}"'
-    device = f'hostname="ip-10-20-1-7.ec2.internal", gpu="0", UUID="{UUID}"'
+    # The scrape writes the operator's exporter job on every exporter's series (standalone ones relabel to it).
+    device = f'{DCGM_JOB}, hostname="ip-10-20-1-7.ec2.internal", gpu="0", UUID="{UUID}"'
     if case.mig_profile is not None:
         found = [f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{pod}, {device}, GPU_I_ID=\"1\", GPU_I_PROFILE=\"{case.mig_profile}\"}}"]
     else:

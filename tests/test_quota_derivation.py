@@ -161,9 +161,17 @@ def test_a_pool_without_a_price_has_no_cost():
 
 # --- tenants: the ResourceQuota is what Kueue can admit, in full --------------------------------
 
-# Every fixture tenant keeps the defaults: 500 pods, 50 claims, 1000 GiB of node-local storage.
+# Every fixture tenant keeps the defaults: 500 pods, 50 claims, 1000 GiB of node-local storage, 5000 GiB
+# of volumes, 1000 of each counted kind.
 BASE = {
     "persistentvolumeclaims": "50",
+    "requests.storage": "5000Gi",
+    "configmaps": "1000",
+    "secrets": "1000",
+    "services": "1000",
+    "count/deployments.apps": "1000",
+    "count/statefulsets.apps": "1000",
+    "count/cronjobs.batch": "1000",
     "pods": "500",
     "services.nodeports": "0",
     "requests.ephemeral-storage": "1000Gi",
@@ -225,12 +233,16 @@ def test_each_tenants_resource_quota_is_exactly_what_kueue_can_admit(fixture, na
 def test_a_tenant_may_change_its_pod_claim_storage_and_load_balancer_limits():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0].update(
-        maxPods=40, maxVolumeClaims=3, ephemeralStorageGiB=200, network={"loadBalancers": 5}
+        maxPods=40, maxVolumeClaims=3, ephemeralStorageGiB=200, volumeStorageGiB=300, maxObjects=60, network={"loadBalancers": 5}
     )
     hard = next(t for t in load(document).tenants if t.name == "ml-research").resource_quota
     assert (hard["pods"], hard["persistentvolumeclaims"], hard["services.loadbalancers"]) == ("40", "3", "5")
     assert (hard["requests.ephemeral-storage"], hard["limits.ephemeral-storage"]) == ("200Gi", "200Gi")
     assert hard["services.nodeports"] == "0"
+    assert hard["requests.storage"] == "300Gi"
+    counted = ("configmaps", "secrets", "services", "count/deployments.apps", "count/statefulsets.apps", "count/cronjobs.batch")
+    assert {kind: hard[kind] for kind in counted} == dict.fromkeys(counted, "60")
+    assert "count/jobs.batch" not in hard
 
 
 def test_covered_resources_list_cpu_memory_then_every_gpu_resource_sorted():

@@ -44,7 +44,14 @@ from config.versions import ChartPin
 from ..lib.helm import helm_release
 from ..lib.namespaces import controller_namespace
 from ..lib.placement import on_system_nodes
-from ..lib.prometheus import PROMETHEUS_RELEASE, PROMETHEUS_URL, gpu_busy_percent
+from ..lib.prometheus import (
+    PROMETHEUS_RELEASE,
+    PROMETHEUS_URL,
+    TENANT_LABEL_LIMIT,
+    TENANT_SAMPLE_LIMIT,
+    gpu_busy_percent,
+    tenant_metric_relabelings,
+)
 from ..lib.resources import Children, declare
 from .vllm import deployment_labels, server_manifests
 
@@ -58,6 +65,9 @@ API_VERSION = "keda.sh/v1alpha1"
 # and vLLM's queue of requests waiting for a batch slot (upstream/metrics/vllm/loggers.py,
 # labels model_name and engine; the scrape adds namespace and pod).
 QUEUE_DEPTH_METRIC = "vllm:num_requests_waiting"
+# The serving metrics the platform reads from tenants' pods, with the labels each writes: all that the
+# serving PodMonitor keeps.
+SERVING_METRICS_KEPT: dict[str, tuple[str, ...]] = {QUEUE_DEPTH_METRIC: ("engine", "model_name")}
 # The PodMonitor each tenant namespace with inference deployments gets: it scrapes every pod following
 # the serving convention (config/labels.py), the platform's vLLM servers and the tenant's own.
 SERVING_POD_MONITOR = "inference-servers"
@@ -297,7 +307,8 @@ def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
     SERVING_METRICS_LABEL: "true" and naming the metrics port SERVING_METRICS_PORT; the platform's own
     servers carry the same label. One monitor
     per namespace scrapes each pod once, so the queue-depth sum counts every replica once. The
-    tenant's NetworkPolicy admits scrapes from the monitoring namespace.
+    tenant's NetworkPolicy admits scrapes from the monitoring namespace. What a pod exposes is the
+    tenant's, so the scrape keeps SERVING_METRICS_KEPT only, with bounded samples and labels.
     """
     return {
         "apiVersion": "monitoring.coreos.com/v1",
@@ -309,7 +320,16 @@ def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
         },
         "spec": {
             "selector": {"matchLabels": {SERVING_METRICS_LABEL: "true"}},
-            "podMetricsEndpoints": [{"port": SERVING_METRICS_PORT, "path": SERVING_METRICS_PATH, "interval": "15s"}],
+            "podMetricsEndpoints": [
+                {
+                    "port": SERVING_METRICS_PORT,
+                    "path": SERVING_METRICS_PATH,
+                    "interval": "15s",
+                    "metricRelabelings": tenant_metric_relabelings(SERVING_METRICS_KEPT),
+                }
+            ],
+            "sampleLimit": TENANT_SAMPLE_LIMIT,
+            "labelLimit": TENANT_LABEL_LIMIT,
         },
     }
 

@@ -53,6 +53,26 @@ CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is no
 # Deployment it also skips the wait on delete (metadata/overrides.go allowsSkipAwaitWithDelete): the
 # NodePools it depends on are deleted after it and drain whatever is still terminating.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# checkov checks the model server fails on purpose, with the reason, as the `checkov.io/skip<n>:
+# <check>=<reason>` annotations checkov reads from the object it scans: the acceptance stays with this
+# Deployment instead of covering every resource of the render (.checkov.yaml).
+CHECKOV_ACCEPTED = {
+    # CPU limits only throttle (CFS quota), and a throttled tokenizer starves its GPU; the namespace's
+    # ResourceQuota bounds CPU requests instead.
+    "CKV_K8S_11": "no CPU limit: CFS throttling starves the GPU; the quota bounds CPU requests",
+    # vLLM and torch write compile and kernel caches under /tmp and the home directory at start-up.
+    "CKV_K8S_22": "vLLM and torch write caches under /tmp and HOME at start-up",
+    # The UID is the tenant's config (serving.runAsUser, default 1000, the image's user); Pod Security
+    # keeps it non-root.
+    "CKV_K8S_40": "UID from serving.runAsUser (the image's own user); Pod Security keeps it non-root",
+}
+# Only with a model-hub token: huggingface_hub reads HF_TOKEN (a file, HF_TOKEN_PATH, would retire it).
+CHECKOV_ACCEPTED_WITH_TOKEN = {"CKV_K8S_35": "huggingface_hub reads the model-hub token from HF_TOKEN"}
+
+
+def checkov_skips(with_token: bool) -> dict[str, str]:
+    accepted = {**CHECKOV_ACCEPTED, **(CHECKOV_ACCEPTED_WITH_TOKEN if with_token else {})}
+    return {f"checkov.io/skip{n}": f"{check}={reason}" for n, (check, reason) in enumerate(accepted.items(), start=1)}
 
 
 def server_manifests(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, dict[str, Any]]:
@@ -117,7 +137,7 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
             "namespace": tenant.namespace,
             # Kueue's deployment integration admits the pods against the tenant's quota.
             "labels": {**labels, **queued},
-            "annotations": dict(SKIP_AWAIT),
+            "annotations": {**SKIP_AWAIT, **checkov_skips(serving.hf_token_secret is not None)},
         },
         "spec": {
             "selector": {"matchLabels": labels},

@@ -217,7 +217,7 @@ class Karpenter(pulumi.ComponentResource):
         for event in INTERRUPTION_EVENTS:
             rule = cloudwatch.EventRule(
                 f"{name}-{event.name}",
-                name=f"{cluster_name}-karpenter-{event.name}",
+                name=f"{event_rule_prefix(cluster_name)}{event.name}",
                 description=f"Karpenter interruption handling: {event.description}",
                 event_pattern=policies.to_json(event_pattern(event)),
                 tags=tags,
@@ -344,17 +344,45 @@ def _policy_json(documents: pulumi.Output[dict[str, dict[str, Any]]], policy_nam
     return documents.apply(lambda docs: policies.to_json(docs[policy_name]))
 
 
+def event_rule_prefix(cluster_name: str) -> str:
+    """What the names of the cluster's interruption EventBridge rules start with."""
+    return f"{cluster_name}-karpenter-"
+
+
 def interruption_queue_policy(queue_arn: str) -> dict[str, Any]:
-    """EventBridge (and SQS itself) may send to the queue; nobody may use it without TLS."""
+    """The cluster's own EventBridge rules (and SQS itself, for this account) may send to the queue; nobody
+    may use it without TLS.
+
+    A message in the queue makes Karpenter cordon and drain a node, so each service principal carries the
+    source condition it sends: EventBridge names the rule delivering the event in `aws:SourceArn` (Amazon
+    EventBridge User Guide, "Amazon SQS permissions"), a service acting for a resource its account in
+    `aws:SourceAccount` (IAM User Guide, "AWS global condition context keys"). The queue is named after
+    the cluster (the rules' prefix), in the rules' account and region.
+    """
+    _, partition, _, region, account, cluster_name = queue_arn.split(":")
     return {
         "Version": policies.POLICY_VERSION,
         "Id": "EC2InterruptionPolicy",
         "Statement": [
             {
+                "Sid": "ClusterEventRules",
                 "Effect": "Allow",
-                "Principal": {"Service": ["events.amazonaws.com", "sqs.amazonaws.com"]},
+                "Principal": {"Service": "events.amazonaws.com"},
                 "Action": "sqs:SendMessage",
                 "Resource": queue_arn,
+                "Condition": {
+                    "ArnLike": {
+                        "aws:SourceArn": f"arn:{partition}:events:{region}:{account}:rule/{event_rule_prefix(cluster_name)}*"
+                    }
+                },
+            },
+            {
+                "Sid": "SqsInThisAccount",
+                "Effect": "Allow",
+                "Principal": {"Service": "sqs.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+                "Condition": {"StringEquals": {"aws:SourceAccount": account}},
             },
             {
                 "Sid": "DenyHTTP",

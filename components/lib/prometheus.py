@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from config.namespaces import MONITORING
@@ -29,6 +31,56 @@ CHART_SCRAPE_VALUES: dict[str, dict[str, Any]] = {
     "kueue": {"enablePrometheus": True},
 }
 
+# --- which exporter wrote a series ------------------------------------------------------------------
+# A series' `job` is set by the scrape: prometheus-operator v0.93.0 pkg/prometheus/promcfg.go writes the
+# value of the Service's label the ServiceMonitor names in `jobLabel`, or else the Service's name (these
+# exporters write no `job` of their own, and the tenants' serving scrape overwrites theirs). A tenant's
+# server can name a series like a platform one, so every expression reading the
+# platform's exporters selects the exporter's job, on each side of every join.
+EXPORTER_JOBS: dict[str, str] = {
+    # NVIDIA/gpu-operator v26.7.0 assets/state-dcgm-exporter 0500_service_monitor.yaml jobLabel: app,
+    # 0400_service.yaml app: nvidia-dcgm-exporter; the standalone exporter relabels to the same job.
+    "dcgm-exporter": "nvidia-dcgm-exporter",
+    # kubernetes-sigs/kueue v0.19.2 charts/kueue/templates/prometheus/monitor.yaml: no jobLabel; the
+    # Service is `<fullname>-controller-manager-metrics-service`, fullname the release name `kueue`.
+    "kueue": "kueue-controller-manager-metrics-service",
+    # aws/karpenter-provider-aws v1.14.1 charts/karpenter/templates/service.yaml: Service `karpenter`.
+    "karpenter": "karpenter",
+    # kedacore/charts v2.20.2 keda/templates/manager/servicemonitor.yaml: jobLabel "" (values.yaml), the
+    # operator's Service `operator.name` (keda-operator).
+    "keda": "keda-operator",
+}
+DCGM_JOB = f'job="{EXPORTER_JOBS["dcgm-exporter"]}"'
+KUEUE_JOB = f'job="{EXPORTER_JOBS["kueue"]}"'
+KARPENTER_JOB = f'job="{EXPORTER_JOBS["karpenter"]}"'
+KEDA_JOB = f'job="{EXPORTER_JOBS["keda"]}"'
+
+# --- what the platform keeps from tenants' pods -----------------------------------------------------
+# A tenant (or a compromised model server) writes whatever its /metrics says. Prometheus attaches the
+# scrape's target labels first (no honorLabels: a clashing label the pod writes becomes `exported_<name>`),
+# then applies metricRelabelings, then counts sampleLimit and labelLimit on what is left
+# (prometheus/prometheus scrape/scrape.go `mutateSampleLabels`, `relabel.Process`, `sampleLimitErr`;
+# prometheus-operator v0.93.0 crd-podmonitors.yaml). So a scrape of tenant pods keeps the named metrics
+# only, with their own labels and the target's, and any other label (`hostname`, `gpu`, `UUID`,
+# `modelName`, `exported_job`, ...) is dropped before it can pose as a platform series.
+POD_MONITOR_TARGET_LABELS = ("job", "instance", "namespace", "pod", "container", "endpoint")
+# Samples one tenant pod may leave after relabeling (a scrape above it fails whole): the kept metrics
+# have one series per served model and engine.
+TENANT_SAMPLE_LIMIT = 200
+# Labels per sample after relabeling: the target's six, __name__ and the kept metrics' own.
+TENANT_LABEL_LIMIT = 16
+
+
+def tenant_metric_relabelings(kept: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """metricRelabelings keeping only the metrics of `kept` (name -> the labels it writes) and only those
+    labels and the target's: Prometheus anchors each regex at both ends."""
+    labels = sorted({"__name__", *POD_MONITOR_TARGET_LABELS, *(label for names in kept.values() for label in names)})
+    return [
+        {"action": "keep", "sourceLabels": ["__name__"], "regex": "|".join(re.escape(name) for name in sorted(kept))},
+        {"action": "labelkeep", "regex": "|".join(labels)},
+    ]
+
+
 # --- GPU series as the GPU Operator's dcgm-exporter writes them -----------------------------------
 # NVIDIA/dcgm-exporter internal/pkg/rendermetrics/render_metrics.go (upstream/metrics/dcgm-exporter/):
 # every GPU series names its node in `hostname` (renamed from `Hostname` by NVIDIA/dcgm-exporter#655),
@@ -50,10 +102,10 @@ def gpu_busy_percent(selector: str = "") -> str:
     DCGM_FI_PROF_GR_ENGINE_ACTIVE (a 0-1 ratio, in the exporter's default counters) instead, and leaves
     out whatever utilisation the parent reports. `selector` narrows both (e.g. a namespace and pods).
     """
-    inner = f"{selector}, " if selector else ""
-    whole = f"DCGM_FI_DEV_GPU_UTIL{{{selector}}}" if selector else "DCGM_FI_DEV_GPU_UTIL"
-    mig = f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{inner}{_MIG_INSTANCE}}}"
+    narrowed = f"{DCGM_JOB}, {selector}" if selector else DCGM_JOB
+    whole = f"DCGM_FI_DEV_GPU_UTIL{{{narrowed}}}"
+    mig = f"DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{narrowed}, {_MIG_INSTANCE}}}"
     return (
-        f"({whole} unless on ({DCGM_NODE}, gpu) DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{_MIG_INSTANCE}}}) "
+        f"({whole} unless on ({DCGM_NODE}, gpu) DCGM_FI_PROF_GR_ENGINE_ACTIVE{{{DCGM_JOB}, {_MIG_INSTANCE}}}) "
         f"or 100 * {mig}"
     )

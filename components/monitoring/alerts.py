@@ -34,7 +34,16 @@ from typing import Any
 from config.labels import GPU_RESOURCE
 from config.monitoring import MonitoringConfig
 
-from ..lib.prometheus import DCGM_DEVICE, DCGM_NODE, KSM_GPU_RESOURCES, gpu_busy_percent
+from ..lib.prometheus import (
+    DCGM_DEVICE,
+    DCGM_JOB,
+    DCGM_NODE,
+    KARPENTER_JOB,
+    KEDA_JOB,
+    KSM_GPU_RESOURCES,
+    KUEUE_JOB,
+    gpu_busy_percent,
+)
 
 # --- recording rules other code reads ---------------------------------------------------------
 # Dashboards query these names; renaming one breaks them.
@@ -62,7 +71,7 @@ _RUNNING = 'kube_pod_status_phase{phase="Running"} == 1'
 # resource: kube-state-metrics names it by its ResourceClaims instead (kube_pod_resourceclaim_info, 2.20.0).
 _BUSY_OF_WORKLOADS = f"({gpu_busy_percent()}) and on (namespace, pod) ({_GPU_REQUESTS} > 0 or kube_pod_resourceclaim_info)"
 # Kueue's leader (or its only, standalone manager); followers export the same gauges.
-KUEUE_LEADER = 'replica_role=~"leader|standalone"'
+KUEUE_LEADER = f'{KUEUE_JOB}, replica_role=~"leader|standalone"'
 # The NodePool limits that bound GPU pools (config/advertised.py): NVIDIA resources, or nodes for DRA pools.
 POOL_GPU_LIMITS = 'resource_type=~"nvidia.com/.+|nodes"'
 # Kueue names resources as Kubernetes does: whole GPUs and the mixed strategy's MIG profiles.
@@ -191,8 +200,9 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "GPUMemoryPressure",
-                f"max by ({_DEVICE}) (DCGM_FI_DEV_FB_USED) / (max by ({_DEVICE}) (DCGM_FI_DEV_FB_USED) "
-                f"+ max by ({_DEVICE}) (DCGM_FI_DEV_FB_FREE)) > {MEMORY_PRESSURE_RATIO}",
+                f"max by ({_DEVICE}) (DCGM_FI_DEV_FB_USED{{{DCGM_JOB}}}) "
+                f"/ (max by ({_DEVICE}) (DCGM_FI_DEV_FB_USED{{{DCGM_JOB}}}) "
+                f"+ max by ({_DEVICE}) (DCGM_FI_DEV_FB_FREE{{{DCGM_JOB}}})) > {MEMORY_PRESSURE_RATIO}",
                 "warning",
                 f"GPU memory above {MEMORY_PRESSURE_RATIO:.0%} on {node} GPU {{{{ $labels.gpu }}}}",
                 f"Framebuffer use is {{{{ $value | humanizePercentage }}}} on GPU {{{{ $labels.gpu }}}} "
@@ -203,7 +213,8 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "GPUXidError",
-                f"max by ({_GPU}) (DCGM_FI_DEV_XID_ERRORS > 0 and changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0)",
+                f"max by ({_GPU}) (DCGM_FI_DEV_XID_ERRORS{{{DCGM_JOB}}} > 0 "
+                f"and changes(DCGM_FI_DEV_XID_ERRORS{{{DCGM_JOB}}}[{XID_WINDOW}]) > 0)",
                 "warning",
                 f"XID {{{{ $value }}}} on {node} GPU {{{{ $labels.gpu }}}}",
                 f"The NVIDIA driver reported XID {{{{ $value }}}} on GPU {{{{ $labels.gpu }}}} of {node} in the last "
@@ -213,7 +224,7 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "GPUTemperatureHigh",
-                f"max by ({_GPU}) (DCGM_FI_DEV_GPU_TEMP) > 85",
+                f"max by ({_GPU}) (DCGM_FI_DEV_GPU_TEMP{{{DCGM_JOB}}}) > 85",
                 "warning",
                 f"GPU at {{{{ $value }}}}°C on {node}",
                 f"GPU {{{{ $labels.gpu }}}} of {node} has been above 85°C for 10 minutes; it throttles "
@@ -224,7 +235,7 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "GPURowRemapFailure",
-                f"max by ({_GPU}) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
+                f"max by ({_GPU}) (DCGM_FI_DEV_ROW_REMAP_FAILURE{{{DCGM_JOB}}}) > 0",
                 "critical",
                 f"GPU memory row remapping failed on {node}",
                 f"GPU {{{{ $labels.gpu }}}} ({{{{ $labels.UUID }}}}) of {node} could not remap a failing memory "
@@ -234,7 +245,7 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "GPUUncorrectableMemoryErrors",
-                f"max by ({_GPU}) (increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS[1h])) > 0",
+                f"max by ({_GPU}) (increase(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{DCGM_JOB}}}[1h])) > 0",
                 "warning",
                 f"Uncorrectable GPU memory errors on {node}",
                 f"GPU {{{{ $labels.gpu }}}} of {node} remapped rows after uncorrectable (double-bit) ECC "
@@ -262,9 +273,10 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
                 "NodePoolAtGPULimit",
                 # A GPU pool's limit is in the units Karpenter counts for its sharing mode (config/advertised.py):
                 # nvidia.com/gpu, a nvidia.com/mig-<profile> each, or nodes for DRA; any one reached stops the pool.
-                f"max by (nodepool) (max by (nodepool, resource_type) (karpenter_nodepools_usage{{{POOL_GPU_LIMITS}}}) "
+                f"max by (nodepool) (max by (nodepool, resource_type) "
+                f"(karpenter_nodepools_usage{{{KARPENTER_JOB}, {POOL_GPU_LIMITS}}}) "
                 f">= on (nodepool, resource_type) max by (nodepool, resource_type) "
-                f"(karpenter_nodepools_limit{{{POOL_GPU_LIMITS}}}))",
+                f"(karpenter_nodepools_limit{{{KARPENTER_JOB}, {POOL_GPU_LIMITS}}}))",
                 "warning",
                 "NodePool {{ $labels.nodepool }} is at its GPU limit",
                 "Karpenter has provisioned every GPU NodePool {{ $labels.nodepool }} may have; pending GPU pods "
@@ -306,7 +318,8 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
         (
             AlertRule(
                 "KedaScalerErrors",
-                "sum by (exported_namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m])) > 0",
+                "sum by (exported_namespace, scaledObject, scaler) "
+                f"(rate(keda_scaler_detail_errors_total{{{KEDA_JOB}}}[5m])) > 0",
                 "warning",
                 "KEDA scaler {{ $labels.scaler }} of {{ $labels.exported_namespace }}/{{ $labels.scaledObject }} is failing",
                 "KEDA cannot read the trigger of {{ $labels.exported_namespace }}/{{ $labels.scaledObject }} (Prometheus "
@@ -319,7 +332,7 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             AlertRule(
                 "KedaTriggerWithoutData",
                 "sum by (exported_namespace, scaledResource, triggerName) "
-                "(increase(keda_scaler_empty_upstream_responses_total[10m])) > 0",
+                f"(increase(keda_scaler_empty_upstream_responses_total{{{KEDA_JOB}}}[10m])) > 0",
                 "warning",
                 "Trigger {{ $labels.triggerName }} of {{ $labels.exported_namespace }}/{{ $labels.scaledResource }} "
                 "reads no data",

@@ -17,7 +17,7 @@ from typing import Any
 
 from config.labels import GPU_MODEL_LABEL, POOL_LABEL
 
-from ..lib.prometheus import DCGM_NODE
+from ..lib.prometheus import DCGM_JOB, DCGM_NODE, KEDA_JOB
 from .alerts import COST_ESTIMATE, DEVICE_GPU_UTILISATION, KUEUE_LEADER, NAMESPACE_GPU_REQUESTS, NAMESPACE_GPU_UTILISATION
 
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
@@ -35,8 +35,8 @@ MODEL = _prom_label(GPU_MODEL_LABEL)
 _NODE_LABELS = f'label_replace(kube_node_labels, "{DCGM_NODE}", "$1", "node", "(.*)")'
 _NODE = f"{{{{{DCGM_NODE}}}}}"
 # Per GPU, whatever the number of pods sharing it (the exporter writes a copy per pod on time-sliced GPUs).
-_GPU_POWER = f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_POWER_USAGE)"
-_GPU_TEMP = f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_GPU_TEMP)"
+_GPU_POWER = f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_POWER_USAGE{{{DCGM_JOB}}})"
+_GPU_TEMP = f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_GPU_TEMP{{{DCGM_JOB}}})"
 _DEVICE = f"{DCGM_NODE}, gpu, GPU_I_ID"
 
 
@@ -73,7 +73,7 @@ def dashboards() -> tuple[Dashboard, ...]:
 
 def gpu_fleet() -> Dashboard:
     """Per node, pool and model; MIG instances count as devices, busy by their graphics-engine activity."""
-    memory = f"max by ({_DEVICE}) (DCGM_FI_DEV_FB_%s)"
+    memory = f"max by ({_DEVICE}) (DCGM_FI_DEV_FB_%s{{{DCGM_JOB}}})"
     return Dashboard(
         "gpu-fleet",
         "GPU fleet",
@@ -112,7 +112,7 @@ def gpu_fleet() -> Dashboard:
             ),
             Panel(
                 "Last XID per GPU (non-zero)",
-                ((f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0", f"{_NODE} GPU {{{{gpu}}}}"),),
+                ((f"max by ({DCGM_NODE}, gpu) (DCGM_FI_DEV_XID_ERRORS{{{DCGM_JOB}}}) > 0", f"{_NODE} GPU {{{{gpu}}}}"),),
                 "short",
                 "table",
             ),
@@ -229,7 +229,7 @@ def autoscaling() -> Dashboard:
                 "Trigger values",
                 (
                     (
-                        "sum by (exported_namespace, scaledObject, metric) (keda_scaler_metrics_value)",
+                        f"sum by (exported_namespace, scaledObject, metric) (keda_scaler_metrics_value{{{KEDA_JOB}}})",
                         "{{exported_namespace}}/{{scaledObject}} {{metric}}",
                     ),
                 ),
@@ -247,7 +247,8 @@ def autoscaling() -> Dashboard:
                 "Scaler errors",
                 (
                     (
-                        "sum by (exported_namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m]))",
+                        "sum by (exported_namespace, scaledObject, scaler) "
+                        f"(rate(keda_scaler_detail_errors_total{{{KEDA_JOB}}}[5m]))",
                         "{{exported_namespace}}/{{scaledObject}} {{scaler}}",
                     ),
                 ),

@@ -1,0 +1,1 @@
+"""What Prometheus does with what it scrapes."""
