@@ -16,6 +16,14 @@ Operator's device plugin and validator off) and the GPU taint. Its GPU metrics c
 DCGM exporter with DRA attribution (components/dcgm_exporter.py). It costs its nodes around the clock:
 the summary shows the standing cost.
 
+Each group follows the cluster's minor with the pinned AMI release of the AL2023 NVIDIA AMI type, and is
+replaced create-first under a name prefix (components/lib/node_groups.py). A replacement (another
+instance type list, or capacity type) stands the new group up at full size before the old one goes, so
+for that time the pool needs twice its nodes in GPU capacity and in the account's EC2 vCPU quota; the
+provider waits for the new group to be ACTIVE (terraform-provider-aws internal/service/eks/node_group.go,
+waitNodegroupCreated), so one that cannot get its instances fails the `up` with the old one serving. A
+change of `gpus` or of labels updates the group in place.
+
 When a Karpenter release provisions for DRA claims (the provider's NVIDIA DRA support, behind its own
 feature gate, is not in v1.14.1), a DRA pool can become a NodePool again: pin that release, turn its gate
 on and `ignoreDRARequests` off in components/karpenter (the chart's `{{- with }}` drops a false value, so
@@ -41,6 +49,7 @@ from config.labels import GPU_TAINT
 from .lib import iam as policies
 from .lib.gpu_nodes import toolkit_user_data
 from .lib.iam import NODE_ROLE_POLICIES
+from .lib.node_groups import METADATA_OPTIONS, lifecycle_args
 from .lib.resources import Children
 
 # The EKS-optimized AL2023 NVIDIA AMI (driver and toolkit); Bottlerocket DRA pools are refused in config,
@@ -62,6 +71,7 @@ class DraNodeGroups(pulumi.ComponentResource):
         pools: Sequence[GpuPoolPlan],
         *,
         cluster_name: str,
+        kubernetes_version: str,
         partition: str,
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
@@ -71,6 +81,7 @@ class DraNodeGroups(pulumi.ComponentResource):
         """
         :param pools: `PlatformConfig.gpu_pools`; one node group for each DRA pool (`GpuPoolPlan.is_dra`).
         :param cluster_name: the EKS cluster's name; names the role and the node groups.
+        :param kubernetes_version: `ClusterConfig.kubernetes_version`: each group follows the control plane's minor.
         :param partition: `aws`, `aws-cn`, ... (`aws.get_partition().partition`), for the managed policies' ARNs.
         :param subnet_ids: `Network.private_subnet_ids`, where the nodes run.
         :param tags: tags on every AWS resource.
@@ -98,33 +109,35 @@ class DraNodeGroups(pulumi.ComponentResource):
         for pool in dra_pools:
             template = ec2.LaunchTemplate(
                 f"{name}-{pool.name}",
-                name=f"{cluster_name}-{pool.name}",
+                # `-dra-`: a pool named `system` must not take the system nodes' template name.
+                name=f"{cluster_name}-dra-{pool.name}",
                 update_default_version=True,
                 **launch_template_args(pool, tags, cluster_name),
                 opts=pulumi.ResourceOptions(parent=self),
             )
             self.node_groups[pool.name] = aws_eks.NodeGroup(
                 f"{name}-{pool.name}",
+                **lifecycle_args(
+                    cluster_name=cluster_name,
+                    group=pool.name,
+                    kubernetes_version=kubernetes_version,
+                    ami_type=AMI_TYPE,
+                    template=template,
+                ),
                 node_role_arn=role.arn,
                 subnet_ids=list(subnet_ids),
-                launch_template=aws_eks.NodeGroupLaunchTemplateArgs(
-                    id=template.id, version=template.latest_version.apply(str)
-                ),
-                **node_group_args(pool, cluster_name, tags),
+                **node_group_args(pool, tags),
                 # The role's policies must be attached before nodes boot, or they never join.
                 opts=Children(self, depends_on=depends_on).opts(*attachments),
             )
         self.register_outputs({"nodeGroups": {pool: group.node_group_name for pool, group in self.node_groups.items()}})
 
 
-def node_group_args(pool: GpuPoolPlan, cluster_name: str, tags: Mapping[str, str]) -> dict[str, Any]:
+def node_group_args(pool: GpuPoolPlan, tags: Mapping[str, str]) -> dict[str, Any]:
     """The node group's own inputs: fixed size, the pool's types, capacity type, labels and GPU taint."""
     size = pool.node_group_size
     [capacity_type] = pool.config.capacity_types  # one, checked in config/capacity.py
     return {
-        "cluster_name": cluster_name,
-        "node_group_name": f"{cluster_name}-{pool.name}",
-        "ami_type": AMI_TYPE,
         "capacity_type": CAPACITY_TYPES[capacity_type],
         "instance_types": [t.name for t in pool.instance_types],
         "scaling_config": aws_eks.NodeGroupScalingConfigArgs(min_size=size, desired_size=size, max_size=size),
@@ -150,12 +163,7 @@ def launch_template_args(pool: GpuPoolPlan, tags: Mapping[str, str], cluster_nam
     volume = pool.config.root_volume
     name_tags = {**tags, "Name": f"{cluster_name}-{pool.name}"}
     return {
-        "metadata_options": {
-            "http_endpoint": "enabled",
-            "http_tokens": "required",
-            "http_put_response_hop_limit": 1,
-            "instance_metadata_tags": "disabled",
-        },
+        "metadata_options": dict(METADATA_OPTIONS),
         "block_device_mappings": [
             {
                 "device_name": "/dev/xvda",

@@ -143,6 +143,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 f"{name}-dra-nodes",
                 config.gpu_pools,
                 cluster_name=name,
+                kubernetes_version=config.cluster.kubernetes_version,
                 partition=account.partition,
                 subnet_ids=self.network.private_subnet_ids,
                 tags=config.tags,

@@ -1,15 +1,7 @@
 """The managed system node group: on-demand nodes reserved for the platform's own controllers.
 
-Version: the group carries the cluster's Kubernetes minor (`version`) and the AMI pinned for it
-(`releaseVersion`, `config.versions.SYSTEM_NODE_RELEASE_VERSIONS`). pulumi-aws 7.51.1 eks.NodeGroup
-detects drift on `version` "only if a configuration value is provided": unset, a minor bump leaves
-the nodes on the old minor and EKS refuses the next bump until they match. With both set, a bump
-moves the group in place (EKS rolls its nodes, `updateConfig.maxUnavailable` at a time).
-
-Replacement: the AMI type, the instance types and the capacity type cannot change in place, and
-Pulumi creates the replacement before deleting the old group. The group's name is therefore a
-prefix (`nodeGroupNamePrefix`) the provider completes with a unique suffix, so both can exist for
-the time the pods move.
+It follows the cluster's Kubernetes minor with a pinned AMI release, and is replaced create-first under
+a name prefix, as every managed node group does (components/lib/node_groups.py).
 """
 
 from __future__ import annotations
@@ -23,21 +15,14 @@ from pulumi_aws import eks as aws_eks
 
 from config.cluster import SystemNodesConfig
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
-from config.versions import system_node_release_version
 
 from .lib import iam as policies
 from .lib.iam import NODE_ROLE_POLICIES
+from .lib.node_groups import METADATA_OPTIONS, lifecycle_args
 from .lib.resources import Children
 
-# EKS takes node group names of up to 63 characters, and the provider appends a 26-character unique
-# suffix to a prefix (terraform-provider-aws internal/service/eks/node_group.go validates
-# `node_group_name_prefix` to 63 - id.UniqueIDSuffixLength): 37 characters, a 32-character cluster
-# name and `-sys-`.
-NODE_GROUP_NAME_PREFIX_MAX = 63 - 26
-
-
-def node_group_name_prefix(cluster_name: str) -> str:
-    return f"{cluster_name}-sys-"
+# The group names itself `<cluster>-sys-<suffix>`.
+NODE_GROUP = "sys"
 
 
 class SystemNodeGroup(pulumi.ComponentResource):
@@ -93,14 +78,16 @@ class SystemNodeGroup(pulumi.ComponentResource):
 
         self.node_group = aws_eks.NodeGroup(
             f"{name}-nodes",
-            cluster_name=cluster_name,
-            node_group_name_prefix=node_group_name_prefix(cluster_name),
-            version=kubernetes_version,
-            release_version=system_node_release_version(kubernetes_version, config.ami_type),
+            **lifecycle_args(
+                cluster_name=cluster_name,
+                group=NODE_GROUP,
+                kubernetes_version=kubernetes_version,
+                ami_type=config.ami_type,
+                template=template,
+            ),
             node_role_arn=role.arn,
             subnet_ids=list(subnet_ids),
             capacity_type="ON_DEMAND",
-            ami_type=config.ami_type,
             instance_types=list(config.instance_types),
             scaling_config=aws_eks.NodeGroupScalingConfigArgs(
                 min_size=config.min_size, desired_size=config.desired_size, max_size=config.max_size
@@ -108,7 +95,6 @@ class SystemNodeGroup(pulumi.ComponentResource):
             update_config=aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             labels=dict(SYSTEM_NODE_LABELS),
             taints=[aws_eks.NodeGroupTaintArgs(**SYSTEM_NODE_TAINT)],
-            launch_template=aws_eks.NodeGroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
             tags=dict(tags),
             # The role's policies must be attached before nodes boot, or they never join; `depends_on`
             # brings what a node needs from the cluster (its networking add-ons).
@@ -121,19 +107,10 @@ class SystemNodeGroup(pulumi.ComponentResource):
 
 
 def launch_template_args(config: SystemNodesConfig, tags: Mapping[str, str], cluster_name: str) -> dict[str, Any]:
-    """Launch template inputs: IMDSv2 only, hop limit 1, an encrypted gp3 volume, tagged instances.
-
-    Hop limit 1 keeps pods (one network hop further) away from the node's instance credentials;
-    controllers get their own AWS identity through Pod Identity instead.
-    """
+    """Launch template inputs: IMDSv2 only with hop limit 1, an encrypted gp3 volume, tagged instances."""
     name_tags = {**tags, "Name": f"{cluster_name}-system"}
     return {
-        "metadata_options": {
-            "http_endpoint": "enabled",
-            "http_tokens": "required",
-            "http_put_response_hop_limit": 1,
-            "instance_metadata_tags": "disabled",
-        },
+        "metadata_options": dict(METADATA_OPTIONS),
         "block_device_mappings": [
             {
                 "device_name": data_volume_device(config.ami_type),

@@ -277,7 +277,7 @@ def _check_dra_node_group(pool: NodePoolConfig, key: str, problems: Problems) ->
         problems.add(
             f"{key}.amiVersion",
             f"{show(pool.ami_version)} on DRA pool {pool.name}: its managed node group runs the EKS AL2023 NVIDIA AMI "
-            "release current when it is created; remove amiVersion",
+            "of the release pinned per Kubernetes minor (config/versions.py NODE_GROUP_RELEASE_VERSIONS); remove amiVersion",
         )
     if pool.sharing.mode == "mig":
         problems.add(

@@ -82,17 +82,28 @@ AMI_RELEASE_MINORS: dict[tuple[str, str], tuple[str, ...]] = {
     ("bottlerocket", "v1.57.0"): ("1.29", "1.30", "1.31", "1.32", "1.33", "1.34", "1.35"),
 }
 
-# The system node group's AMI, pinned per Kubernetes minor as EKS names it (`releaseVersion`,
-# `<kubernetes patch>-<release date>`): awslabs/amazon-eks-ami CHANGELOG.md, release v20260714 (the
-# newest entry stored, commit 81fec2e8), "Release version" column of each Kubernetes section. EKS
-# managed node groups take the same value for every AL2023 AMI type of the release. Without a pin
-# the provider sees no drift on the AMI ("only if a configuration value is provided", pulumi-aws
-# 7.51.1 eks.NodeGroup `version`/`releaseVersion`) and the nodes keep their first AMI for good.
-SYSTEM_NODE_RELEASE_VERSIONS: dict[str, str] = {
+# The managed node groups' AMI (the system nodes, DRA pools), pinned per Kubernetes minor as EKS
+# names it (`releaseVersion`, `<kubernetes patch>-<release date>`): awslabs/amazon-eks-ami
+# CHANGELOG.md, release v20260714 (the newest entry stored, commit 81fec2e8), "Release version"
+# column of each Kubernetes section. That column spans every AMI of the minor (`rowspan="5"`): the
+# standard and NVIDIA AMIs of one release share one release version (1.35: 1.35.6-20260714 for both
+# amazon-eks-node-al2023-x86_64-standard-1.35-v20260714 and amazon-eks-node-al2023-x86_64-nvidia-1.35-
+# v20260714), so one pin serves every AMI type of NODE_GROUP_RELEASE_AMI_TYPES. Without a pin the
+# provider sees no drift on the AMI ("only if a configuration value is provided", pulumi-aws 7.51.1
+# eks.NodeGroup `version`/`releaseVersion`) and the nodes keep their first AMI for good.
+NODE_GROUP_RELEASE_VERSIONS: dict[str, str] = {
     "1.33": "1.33.13-20260714",
     "1.34": "1.34.9-20260714",
     "1.35": "1.35.6-20260714",
 }
+# The AMI types the release's tables name for each minor (the same CHANGELOG entry, "AMI Details").
+NODE_GROUP_RELEASE_AMI_TYPES = (
+    "AL2023_x86_64_STANDARD",
+    "AL2023_x86_64_NVIDIA",
+    "AL2023_x86_64_NEURON",
+    "AL2023_ARM_64_STANDARD",
+    "AL2023_ARM_64_NVIDIA",
+)
 
 
 def ami_family_of_node_group(ami_type: str) -> str:
@@ -100,8 +111,8 @@ def ami_family_of_node_group(ami_type: str) -> str:
     return ami_type.split("_", 1)[0].lower()
 
 
-def system_node_release_version(kubernetes_version: str, ami_type: str) -> str | None:
-    """The pinned `releaseVersion` of the system node group, or None where no pin exists.
+def node_group_release_version(kubernetes_version: str, ami_type: str) -> str | None:
+    """The pinned `releaseVersion` of a managed node group of `ami_type`, or None where no pin exists.
 
     Bottlerocket node groups name their release `<bottlerocket version>-<commit>`, which no stored
     upstream source gives for v1.57.0; such a group follows `version` alone, EKS then choosing the
@@ -109,7 +120,9 @@ def system_node_release_version(kubernetes_version: str, ami_type: str) -> str |
     """
     if ami_family_of_node_group(ami_type) != "al2023":
         return None
-    return SYSTEM_NODE_RELEASE_VERSIONS[kubernetes_version]
+    if ami_type not in NODE_GROUP_RELEASE_AMI_TYPES:
+        raise ValueError(f"amazon-eks-ami v20260714 publishes no {ami_type} AMI; it has {NODE_GROUP_RELEASE_AMI_TYPES}")
+    return NODE_GROUP_RELEASE_VERSIONS[kubernetes_version]
 
 
 def ami_release_problems(kubernetes_version: str) -> list[str]:
@@ -121,9 +134,9 @@ def ami_release_problems(kubernetes_version: str) -> list[str]:
         for family, release in AMI_RELEASES.items()
         if kubernetes_version not in AMI_RELEASE_MINORS[(family, release)]
     ]
-    if kubernetes_version not in SYSTEM_NODE_RELEASE_VERSIONS:
+    if kubernetes_version not in NODE_GROUP_RELEASE_VERSIONS:
         problems.append(
-            f"config/versions.py SYSTEM_NODE_RELEASE_VERSIONS has no system node AMI for Kubernetes {kubernetes_version}"
+            f"config/versions.py NODE_GROUP_RELEASE_VERSIONS has no managed node group AMI for Kubernetes {kubernetes_version}"
         )
     return problems
 

@@ -44,3 +44,25 @@ def test_the_readme_gives_the_prod_destroy_sequence_in_order():
     assert start >= 0
     following = [readme.find(step, start) for step in ("pulumi up", "pulumi destroy")]
     assert 0 < following[0] < following[1], "README: protect off, then `pulumi up`, then `pulumi destroy`"
+
+
+def test_node_groups_go_before_the_cluster_and_add_nothing_to_the_destroy_steps_or_the_account():
+    """EKS refuses DeleteCluster while a node group remains, so each (the DRA pools' too) depends on the cluster.
+
+    None is protected or retained: the summary's steps stay `pulumi destroy` and nothing of theirs is kept;
+    their role and launch templates are named after the cluster, so a second stack's never clash.
+    """
+    recording = render_fixture("single-pool-dra")
+    [cluster] = recording.by_type("eks:index:Cluster")
+    groups = recording.by_type("aws:eks/nodeGroup:NodeGroup")
+    assert sorted(group.name for group in groups) == ["gpu-dev-dra-nodes-gpu-l4-dra", "gpu-dev-system-nodes"]
+    for group in groups:
+        assert cluster.urn in group.dependencies, group.name
+        assert not group.protect and not group.retain_on_delete
+    section = destroy_section("single-pool-dra")
+    assert re.findall(r"^\d\. (.*)$", section, flags=re.M) == ["`pulumi destroy`"]
+    assert section.count("`aws:") == 1 and "`gpu-dev-karpenter-spot`" in section
+    dra_named = [
+        r.inputs["name"] for r in recording.resources if r.name.startswith("gpu-dev-dra-nodes") and "name" in r.inputs
+    ]
+    assert sorted(dra_named) == ["gpu-dev-dra-gpu-l4-dra", "gpu-dev-dra-node"]

@@ -36,7 +36,10 @@ def dra_pool(**changes):
 def test_the_dra_pool_is_a_node_group_of_its_gpus_and_no_nodepool():
     recording = render_fixture("single-pool-dra")
     group = recording.named(NODE_GROUP, "gpu-dev-dra-nodes-gpu-l4-dra").inputs
-    assert group["nodeGroupName"] == "gpu-dev-gpu-l4-dra"
+    # Replaced create-first under a prefix; on the cluster's minor and the AMI release pinned for it
+    # (amazon-eks-ami v20260714: Kubernetes 1.35's NVIDIA AMI is release 1.35.6-20260714).
+    assert group["nodeGroupNamePrefix"] == "gpu-dev-gpu-l4-dra-"
+    assert (group["version"], group["releaseVersion"]) == ("1.35", "1.35.6-20260714")
     assert group["amiType"] == "AL2023_x86_64_NVIDIA"
     assert group["capacityType"] == "ON_DEMAND"
     assert group["instanceTypes"] == ["g6.xlarge", "g6.2xlarge"]
@@ -82,7 +85,8 @@ def test_its_nodes_are_hardened_as_karpenters_are():
         (
             {"amiVersion": "v20260903"},
             "gpu-platform:nodePools[gpu-l4-dra].amiVersion: 'v20260903' on DRA pool gpu-l4-dra: its managed node group "
-            "runs the EKS AL2023 NVIDIA AMI release current when it is created; remove amiVersion",
+            "runs the EKS AL2023 NVIDIA AMI of the release pinned per Kubernetes minor (config/versions.py "
+            "NODE_GROUP_RELEASE_VERSIONS); remove amiVersion",
         ),
         (
             {"instanceTypes": ["p5.48xlarge"], "gpus": 8, "sharing": {"mode": "mig", "migLayout": {"1g.10gb": 7}}},

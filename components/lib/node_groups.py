@@ -1,0 +1,76 @@
+"""What every EKS managed node group of the platform shares: how it follows the cluster and how it is replaced.
+
+Version: a group carries the cluster's Kubernetes minor (`version`) and the AMI release pinned for
+that minor (`releaseVersion`, `config.versions.NODE_GROUP_RELEASE_VERSIONS`). pulumi-aws 7.51.1
+eks.NodeGroup detects drift on `version` "only if a configuration value is provided": unset, a minor
+bump leaves the nodes on the old minor and EKS refuses the next bump ("Nodegroups ... must be updated
+to match cluster version"). With both set, a bump moves the group in place.
+
+In place: `version`, `releaseVersion` and the launch template's `version` go to EKS in one
+UpdateNodegroupVersion call; scaling, labels, taints and `updateConfig` in UpdateNodegroupConfig
+(terraform-provider-aws internal/service/eks/node_group.go, resourceNodeGroupUpdate). EKS rolls the
+nodes `updateConfig.maxUnavailable` at a time. Each group's launch template is created with
+`update_default_version` and the group names the template's latest version, so a change to the
+template is a new template version and an in-place update of the group, never a replacement.
+
+Replacement: the AMI type, the instance types (a list: their order too), the capacity type, the
+subnets, the node role and the launch template's id are ForceNew in the same schema, and Pulumi
+creates the replacement before deleting the old group. A group's name is therefore a prefix
+(`nodeGroupNamePrefix`) the provider completes with a unique suffix, so both can exist while the
+pods move.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pulumi_aws import ec2
+from pulumi_aws import eks as aws_eks
+
+from config.versions import node_group_release_version
+
+# EKS takes node group names of up to 63 characters, and the provider appends a 26-character unique
+# suffix to a prefix (terraform-provider-aws internal/service/eks/node_group.go validates
+# `node_group_name_prefix` to 63 - id.UniqueIDSuffixLength): 37 characters.
+NODE_GROUP_NAME_PREFIX_MAX = 63 - 26
+
+# IMDSv2 only, hop limit 1: pods (one network hop further) cannot reach the node's instance
+# credentials; controllers get their own AWS identity through Pod Identity instead.
+METADATA_OPTIONS = {
+    "http_endpoint": "enabled",
+    "http_tokens": "required",
+    "http_put_response_hop_limit": 1,
+    "instance_metadata_tags": "disabled",
+}
+
+
+def node_group_name_prefix(cluster_name: str, group: str) -> str:
+    """`<cluster>-<group>-`, cut to NODE_GROUP_NAME_PREFIX_MAX characters.
+
+    A 32-character cluster name and `sys` fit whole; a long pool name is cut, which keeps names unique
+    (the provider's suffix does that) and still says which cluster the group belongs to.
+    """
+    return f"{cluster_name}-{group}"[: NODE_GROUP_NAME_PREFIX_MAX - 1] + "-"
+
+
+def lifecycle_args(
+    *, cluster_name: str, group: str, kubernetes_version: str, ami_type: str, template: ec2.LaunchTemplate
+) -> dict[str, Any]:
+    """The node group inputs that decide how it follows the cluster and how it is replaced.
+
+    :param group: names the group after the cluster (`sys`, a DRA pool's name).
+    :param kubernetes_version: `ClusterConfig.kubernetes_version`: the group follows the control plane's minor.
+    :param ami_type: the EKS AMI type; its release is pinned per minor (None for Bottlerocket, see
+        `config.versions.node_group_release_version`).
+    :param template: the group's launch template, created with `update_default_version=True`.
+    """
+    return {
+        "cluster_name": cluster_name,
+        "node_group_name_prefix": node_group_name_prefix(cluster_name, group),
+        "version": kubernetes_version,
+        "release_version": node_group_release_version(kubernetes_version, ami_type),
+        "ami_type": ami_type,
+        "launch_template": aws_eks.NodeGroupLaunchTemplateArgs(
+            id=template.id, version=template.latest_version.apply(str)
+        ),
+    }
