@@ -1,0 +1,1 @@
+"""Kubernetes itself: the API machinery's types and the built-in controllers' rules."""
