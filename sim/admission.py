@@ -17,7 +17,20 @@ from typing import Any
 
 from components.queueing import cluster_queue, cohorts
 from config import PlatformConfig
-from models.kueue import ADMITTED, NO_CANDIDATES, NO_FIT_STATUS, Assignment, Entry, PendingQueue, PodSet, Snapshot, Workload, apply, heads, schedule
+from models.kueue import (
+    ADMITTED,
+    NO_CANDIDATES,
+    NO_FIT_STATUS,
+    Assignment,
+    Entry,
+    PendingQueue,
+    PodSet,
+    Snapshot,
+    Workload,
+    apply,
+    heads,
+    schedule,
+)
 
 from .queueing import Admission, Decisions, QueuedWorkload
 

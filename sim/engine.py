@@ -17,6 +17,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from components.queueing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from config import PlatformConfig
 from config.fair_share import FlavorPlan, TenantPlan
 from models.karpenter import disruption
@@ -31,6 +32,7 @@ from models.karpenter.provisioning import (
     order_by_weight,
     pack,
 )
+from models.kueue import requeue_wait_seconds
 
 from .clock import Clock
 from .events import Record
@@ -38,10 +40,6 @@ from .queueing import Kueue, QueuedWorkload
 from .state import Group, Node, Pod, Pool
 from .workload import Workload, seconds
 
-# Kueue's waitForPodsReady as the platform configures it (components/queueing.py; a test keeps these equal).
-PODS_READY_TIMEOUT_SECONDS = 2700
-REQUEUE_BACKOFF_BASE_SECONDS = 60
-REQUEUE_BACKOFF_MAX_SECONDS = 3600
 # Karpenter's provisioner batches pending pods for 1 s of quiet (BATCH_IDLE_DURATION, at most 10 s).
 PROVISIONING_BATCH_SECONDS = 1.0
 # How long a consolidation blocked by a budget waits before trying again (Karpenter re-evaluates every 10 s;
@@ -137,9 +135,9 @@ class Simulation:
         group.admitted_at = None
         self.kueue.evict(group.key)
         self.request_cycle()
-        backoff = min(REQUEUE_BACKOFF_BASE_SECONDS * 2 ** (group.evictions - 1), REQUEUE_BACKOFF_MAX_SECONDS)
-        # Kueue adds up to 10 % jitter (pkg/workload/requeue: wait.Jitter with factor 0.1... seeded here).
-        backoff *= 1 + 0.1 * self.rng.random()
+        backoff = requeue_wait_seconds(
+            group.evictions, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS, jitter=self.rng.random()
+        )
         self.clock.call(backoff, self._requeue, group, group.generation)
 
     def _requeue(self, group: Group, generation: int) -> None:

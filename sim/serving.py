@@ -11,8 +11,8 @@ larger recommendation and applies the platform's `behavior`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from components.autoscaling import HPA_BEHAVIOR
 from config.autoscaling import InferenceDeploymentConfig
 from config.fair_share import TenantPlan
 from models import keda
@@ -22,23 +22,8 @@ from .engine import Simulation
 from .state import Group
 from .workload import InferenceLoad, RateCurve, seconds
 
-# The platform's KEDA settings (components/autoscaling: POLLING_INTERVAL_SECONDS, HPA_BEHAVIOR; a test
-# keeps these equal). The HPA syncs every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period).
+# The HPA syncs every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period default).
 HPA_SYNC_SECONDS = 15
-HPA_BEHAVIOR: dict[str, Any] = {
-    "scaleUp": {
-        "stabilizationWindowSeconds": 0,
-        "selectPolicy": "Max",
-        "policies": [
-            {"type": "Percent", "value": 100, "periodSeconds": 15},
-            {"type": "Pods", "value": 4, "periodSeconds": 15},
-        ],
-    },
-    "scaleDown": {
-        "stabilizationWindowSeconds": 300,
-        "policies": [{"type": "Percent", "value": 25, "periodSeconds": 60}],
-    },
-}
 
 
 def rate_at(curve: RateCurve, wall_weekday: int, minute_of_day: int, offset: float) -> float:
