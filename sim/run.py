@@ -78,7 +78,7 @@ def check(config: PlatformConfig, workload: Workload, source: str) -> None:
                 f"{source}: {where}.flavors: {', '.join(chosen)} hand out different units (whole GPUs, time slices, "
                 "MIG layouts); a pod requests one kind, so list flavors of one kind"
             )
-        if not chosen:
+        if not chosen and all(name in tenants for name in tenant_names):
             problems.append(f"{source}: {where}.flavors: no flavor of the tenants matches")
 
     units = {flavor.name: flavor.resources_per_unit for flavor in config.flavors}
