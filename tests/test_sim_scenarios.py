@@ -210,3 +210,19 @@ def test_the_same_seed_gives_the_same_report_and_another_seed_another():
     other = render_report(run(dev(), workload(jobs=jobs), seed=2), "dev", "w")
     assert first == again
     assert first != other
+
+
+def test_a_gang_starts_only_when_its_last_pod_is_ready():
+    # A 2-slice job holds half of a 4-slice g6e.xlarge; a gang of two 2-slice pods arrives at 1h: its first
+    # pod fits beside the job at once, the second waits for a new node (batch + launch). On-demand, where
+    # ml-research's 12 slices of quota admit both.
+    gang = {
+        "name": "gang", "tenant": "ml-research", "flavors": ["l40s-on-demand"], "gpusPerPod": 2, "pods": 2,
+        "arrivals": {"at": ["1h"]}, "duration": {"fixed": "3h"},
+    }
+    first = one_job("0s", "3h", flavor="l40s-on-demand")
+    result = run(dev(), workload(duration="2h", jobs=[first, gang]))  # both still running at the end
+    started = {group.stream: group.started_at for group in result.sim.groups.values()}
+    assert started["one"] == pytest.approx(BATCH + LAUNCH)
+    assert started["gang"] == pytest.approx(3600 + BATCH + LAUNCH)
+    assert result.sim.pools["gpu-l40s"].launched == 2
