@@ -2,11 +2,10 @@
 
 Each deployment's traffic is a fluid queue: Ready replicas serve `requestsPerSecondPerReplica` each;
 what they cannot serve waits (vLLM's `num_requests_waiting`); with none Ready, requests are refused.
-Every HPA sync the HPA reads, through
-KEDA's metrics server (which queries Prometheus at that moment), the GPU-utilisation trigger (target
-type Value: the deployment's average busy %, 0 with no Ready replica as `ignoreNullValues` makes an
-empty result) and the queue-depth trigger (AverageValue: waiting requests over replicas), takes the
-larger recommendation and applies the platform's `behavior`.
+Every HPA sync the HPA reads, through KEDA's metrics server (which queries Prometheus at that moment),
+the GPU-utilisation trigger (target type Value: the deployment's average busy %, 0 with no Ready
+replica as `ignoreNullValues` makes an empty result) and the queue-depth trigger (AverageValue:
+waiting requests over replicas), takes the larger recommendation and applies the platform's `behavior`.
 """
 
 from __future__ import annotations
