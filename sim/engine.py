@@ -209,6 +209,7 @@ class Simulation:
 
     def _bind(self, pod: Pod, node: Node) -> None:
         pod.node = node
+        pod.node_id = node.id
         pod.bound_at = self.now
         node.pods.append(pod)
         if pod in node.nominated:
