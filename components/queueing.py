@@ -28,6 +28,8 @@ import yaml
 
 from config import namespaces
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
+from config.kueue_objects import API_VERSION, cluster_queue, cohorts
+from config.kueue_objects import manifest as kueue_manifest
 from config.labels import (
     APP_NAME_LABEL,
     DRA_DEVICE_CLASSES,
@@ -38,15 +40,13 @@ from config.system_capacity import KUEUE
 from config.tenants import QueueingConfig
 from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from config.versions import ChartPin
-from models.kubernetes.quantity import gibibytes, plain_decimal
 
 from .lib.helm import helm_release
-from .lib.namespaces import controller_namespace, every_tenant_namespace, namespace_selector
+from .lib.namespaces import controller_namespace, every_tenant_namespace
 from .lib.placement import gpu_toleration, on_system_nodes
 from .lib.prometheus import CHART_SCRAPE_VALUES
 from .lib.resources import Children, declare
 
-API_VERSION = "kueue.x-k8s.io/v1beta2"
 CHART_KEY = "kueue"
 NAMESPACE = namespaces.KUEUE
 RELEASE_NAME = "kueue"
@@ -319,7 +319,7 @@ def duration(seconds: int) -> str:
 
 def resource_flavor(flavor: FlavorPlan) -> dict[str, Any]:
     """A GPU flavor: its pool's nodes (and capacity type, when split); admitted pods tolerate the GPU taint."""
-    return _manifest(
+    return kueue_manifest(
         "ResourceFlavor",
         flavor.name,
         {"nodeLabels": dict(flavor.node_labels), "tolerations": [gpu_toleration()]},
@@ -328,41 +328,11 @@ def resource_flavor(flavor: FlavorPlan) -> dict[str, Any]:
 
 def cpu_resource_flavor() -> dict[str, Any]:
     """The CPU pool's nodes; no GPU toleration, so nothing admitted here can land on a GPU node."""
-    return _manifest("ResourceFlavor", CPU_FLAVOR, {"nodeLabels": cpu_flavor_labels()})
-
-
-def cohorts(queueing: QueueingConfig) -> list[dict[str, Any]]:
-    """The root Cohort, then one per business unit nested under it (`spec.parentName`)."""
-    root = _manifest("Cohort", queueing.cohort, {})
-    return [root, *(_manifest("Cohort", unit, {"parentName": queueing.cohort}) for unit in queueing.business_units)]
-
-
-def cluster_queue(tenant: TenantPlan) -> dict[str, Any]:
-    """The tenant's ClusterQueue: one resource group over every resource its pods can request.
-
-    Flavors are tried in order: `cpu` first with no GPUs, so CPU-only pods get the CPU pool (a GPU
-    flavor would put them on GPU nodes); then the tenant's GPU flavors in the order its config lists
-    them. One group means a GPU pod's cpu and memory come from the same flavor as its GPUs.
-    """
-    covered = tenant.covered_resources
-    cpu_quota = {"cpu": (tenant.config.cpu, 0, None), "memory": (tenant.config.memory_gib, 0, None)}
-    flavors = [_flavor_quotas(CPU_FLAVOR, covered, cpu_quota)]
-    flavors += [_flavor_quotas(quota.flavor.name, covered, quota.resources()) for quota in tenant.quotas]
-    spec = {
-        "cohortName": tenant.cohort,
-        "namespaceSelector": namespace_selector(tenant.namespace),
-        "resourceGroups": [{"coveredResources": list(covered), "flavors": flavors}],
-        # Reclaim: a tenant gets its nominal quota back from borrowers whatever their priority.
-        # Within its own queue, higher tiers preempt lower ones. borrowWithinCohort stays Never:
-        # with fair sharing on, Kueue ignores it and preempts borrowers by share instead.
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-        "fairSharing": {"weight": plain_decimal(tenant.config.fair_share_weight)},
-    }
-    return _manifest("ClusterQueue", tenant.name, spec)
+    return kueue_manifest("ResourceFlavor", CPU_FLAVOR, {"nodeLabels": cpu_flavor_labels()})
 
 
 def local_queue(tenant: TenantPlan) -> dict[str, Any]:
-    return _manifest("LocalQueue", LOCAL_QUEUE, {"clusterQueue": tenant.name}, namespace=tenant.namespace)
+    return kueue_manifest("LocalQueue", LOCAL_QUEUE, {"clusterQueue": tenant.name}, namespace=tenant.namespace)
 
 
 def workload_priority_classes(queueing: QueueingConfig) -> list[dict[str, Any]]:
@@ -396,32 +366,3 @@ def queueing_objects(
         objects[f"cq-{tenant.name}"] = cluster_queue(tenant)
         objects[f"lq-{tenant.name}"] = local_queue(tenant)
     return objects
-
-
-def _flavor_quotas(
-    flavor: str, covered: Sequence[str], quotas: Mapping[str, tuple[int, int, int | None]]
-) -> dict[str, Any]:
-    """Every covered resource, in coveredResources' order (the webhook checks names by position), 0 where none.
-
-    borrowingLimit is always written: Kueue reads a missing one as unlimited, which would admit more
-    than the namespace's ResourceQuota (derived from nominal + borrowing) lets pods use.
-    lendingLimit only where the tenant set one: missing means it lends all its idle nominal.
-    """
-    resources = []
-    for resource in covered:
-        nominal, borrowing, lending = quotas.get(resource, (0, 0, None))
-        entry = {"name": resource, "nominalQuota": _amount(resource, nominal), "borrowingLimit": _amount(resource, borrowing)}
-        if lending is not None:
-            entry["lendingLimit"] = _amount(resource, lending)
-        resources.append(entry)
-    return {"name": flavor, "resources": resources}
-
-
-def _amount(resource: str, value: int) -> str:
-    """cpu in cores, memory in GiB, devices in units, as Quantity strings."""
-    return gibibytes(value) if resource == "memory" else plain_decimal(value)
-
-
-def _manifest(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
-    metadata = {"name": name} if namespace is None else {"name": name, "namespace": namespace}
-    return {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}

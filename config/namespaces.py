@@ -7,7 +7,9 @@ platform creates can never also be a tenant's.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+from .labels import NAMESPACE_NAME_LABEL
 
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
 
@@ -64,3 +66,9 @@ KUBERNETES_NAMESPACES = frozenset({"default", KUBE_SYSTEM, "kube-public", "kube-
 ADD_ON_NAMESPACES = frozenset({"karpenter", "cert-manager", "ingress-nginx", "amazon-cloudwatch"})
 
 RESERVED_NAMESPACES = KUBERNETES_NAMESPACES | CONTROLLER_NAMESPACES.keys() | ADD_ON_NAMESPACES
+
+
+def namespace_selector(name: str) -> dict[str, Any]:
+    """A label selector of the one namespace `name`, by the name label the API server sets on every
+    namespace (kubernetes.io/metadata.name, immutable, so no one who can label a namespace can match it)."""
+    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.labels import NAMESPACE_NAME_LABEL, POD_SECURITY_LABEL, TENANT_LABEL
-from config.namespaces import CONTROLLER_NAMESPACES
+from config.labels import POD_SECURITY_LABEL, TENANT_LABEL
+from config.namespaces import CONTROLLER_NAMESPACES, namespace_selector
 
 
 def controller_namespace(name: str) -> dict[str, Any]:
@@ -25,12 +25,6 @@ def every_tenant_namespace() -> dict[str, Any]:
     admission policies' bindings.
     """
     return {"matchExpressions": [{"key": TENANT_LABEL, "operator": "Exists"}]}
-
-
-def namespace_selector(name: str) -> dict[str, Any]:
-    """A label selector of the one namespace `name`, by the name label the API server sets on every
-    namespace (kubernetes.io/metadata.name, immutable, so no one who can label a namespace can match it)."""
-    return {"matchLabels": {NAMESPACE_NAME_LABEL: name}}
 
 
 def namespace_peer(name: str) -> dict[str, Any]:

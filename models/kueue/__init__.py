@@ -39,8 +39,9 @@ and with requeuingStrategy.timestamp Eviction give it the eviction time as `time
 
 The model is plain dataclasses and integers; a cycle copies nothing and undoes what it simulates.
 Not modelled: topology-aware scheduling, partial admission (PodSet minCount), admission checks,
-MultiKueue, elastic workload slices, admission fair sharing (LocalQueue usage), node selectors and
-affinities against flavors' node labels, and the flavor search resuming where the last cycle stopped.
+MultiKueue, elastic workload slices, admission fair sharing (LocalQueue usage), matching node selectors
+and affinities against flavors' node labels (the caller passes the matching flavors as
+`Workload.allowed_flavors`), and the flavor search resuming where the last cycle stopped.
 """
 
 from __future__ import annotations

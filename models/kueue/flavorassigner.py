@@ -218,6 +218,9 @@ def _find_flavor(
     best_mode = _WORST
     reasons: list[str] = []
     for flavor in group.flavors:
+        if workload.allowed_flavors is not None and flavor not in workload.allowed_flavors:
+            reasons.append(f"flavor {flavor} doesn't match node affinity")
+            continue
         tolerations = (*pod_set.tolerations, *snapshot.flavor_tolerations.get(flavor, ()))
         taint = _untolerated(snapshot.flavor_taints.get(flavor, ()), tolerations)
         if taint is not None:

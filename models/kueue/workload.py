@@ -60,6 +60,9 @@ class Workload:
     flavors: tuple[Mapping[str, str], ...] = ()  # per PodSet, resource -> flavor, while admitted
     reserved_at: float = 0.0
     evicted: bool = False
+    # Flavors whose nodeLabels the pods' node selector matches, as the caller worked out (flavorassigner.go
+    # checkFlavorForPodSets: "flavor X doesn't match node affinity"); None: every flavor of the queue.
+    allowed_flavors: frozenset[str] | None = None
     namespace_labels: Mapping[str, str] | None = None  # None: the ClusterQueue's namespaceSelector is not checked
 
     def total_requests(self) -> list[dict[str, int]]:
