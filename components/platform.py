@@ -16,6 +16,7 @@ from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
+from .headroom import Headroom
 from .karpenter import Karpenter
 from .lib.kubeconfig import KubeconfigCredentials
 from .monitoring import Monitoring
@@ -249,6 +250,19 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+        # Placeholder pods holding each pool's warm headroom, after the NodePools that launch their nodes.
+        self.headroom = (
+            Headroom(
+                f"{name}-headroom",
+                config.gpu_pools,
+                provider=self.cluster.provider,
+                depends_on=[self.node_pools],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if any(pool.headroom_pods for pool in config.gpu_pools)
+            else None
+        )
+
         # Kyverno before the platform's model servers, so their first pods are verified too; nothing of the
         # platform's own waits for it (its webhooks never see a platform namespace).
         verification = config.supply_chain.image_verification
@@ -318,6 +332,8 @@ class GpuPlatform(pulumi.ComponentResource):
             platform_namespaces[namespaces.KYVERNO] = [self.supply_chain.release]
         if self.secrets is not None:
             platform_namespaces[namespaces.EXTERNAL_SECRETS] = [self.secrets.release]
+        if self.headroom is not None:
+            platform_namespaces[namespaces.HEADROOM] = [self.headroom]
         self.platform_network = PlatformNetwork(
             f"{name}-platform-network",
             platform_namespaces,

@@ -99,7 +99,8 @@ def overlay_capacity(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str
 def limit_units(pool: GpuPoolPlan) -> dict[str, int]:
     """The NodePool's GPU limits, in the units Karpenter counts for this pool (see the module's table)."""
     config = pool.config
-    gpus = config.gpus
+    # The declared GPUs plus the warm headroom: placeholders must fit under the limit beside full quotas.
+    gpus = pool.nodepool_gpus
     if config.allocation == "dra":
         return {NODES_RESOURCE: gpus // max(t.gpus for t in pool.instance_types)}
     return device_plugin_resources(pool, gpus)

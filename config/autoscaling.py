@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from models.keda import cron
+
 from .base import ConfigModel
 
 WorkloadClass = Literal["realtime", "batch", "interactive"]
@@ -130,6 +132,45 @@ SERVER_PROBE_PERIOD_SECONDS = 10
 SERVER_STARTUP_SECONDS = SERVER_STARTUP_PROBE_FAILURES * SERVER_PROBE_PERIOD_SECONDS
 
 
+class WorkingHoursConfig(ConfigModel):
+    """When a deployment keeps more replicas warm: KEDA's cron trigger (models/keda/cron.py).
+
+    Between `start` and `end` the deployment keeps at least `replicas`; outside, its `minReplicas`. Its
+    other triggers still add replicas above either floor.
+    """
+
+    start: str = Field(description="Cron schedule (5 fields, in `timezone`) that opens the window, e.g. `0 8 * * mon-fri`.")
+    end: str = Field(description="Cron schedule that closes it, e.g. `0 20 * * mon-fri`.")
+    timezone: str = Field(description="IANA time zone both schedules are read in, e.g. `Europe/Berlin`.")
+    replicas: int = Field(
+        ge=1, le=1000, description="Fewest replicas inside the window (KEDA's `desiredReplicas`); above minReplicas."
+    )
+
+    @field_validator("start", "end")
+    @classmethod
+    def _schedule(cls, schedule: str) -> str:
+        try:
+            cron.parse(schedule)
+        except cron.CronError as error:
+            raise ValueError(f"is not a schedule KEDA's cron scaler accepts: {error}") from None
+        return schedule
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, timezone: str) -> str:
+        try:
+            cron.check_timezone(timezone)
+        except cron.CronError as error:
+            raise ValueError(str(error).replace(f"{timezone!r} ", "", 1)) from None
+        return timezone
+
+    @model_validator(mode="after")
+    def _start_differs_from_end(self) -> WorkingHoursConfig:
+        if self.start == self.end:
+            raise ValueError("start and end are the same schedule; KEDA refuses a window that opens when it closes")
+        return self
+
+
 class InferenceDeploymentConfig(ConfigModel):
     """An inference Deployment in the tenant's namespace that KEDA scales."""
 
@@ -155,6 +196,11 @@ class InferenceDeploymentConfig(ConfigModel):
         None, ge=1, le=10000, description="Requests waiting per replica (vllm:num_requests_waiting) that adds a replica."
     )
     serving: ServingConfig | None = Field(None, description="Declare the model server too; otherwise the tenant deploys it.")
+    working_hours: WorkingHoursConfig | None = Field(
+        None,
+        description="Keep `replicas` warm during working hours only; outside, the minimum drops to minReplicas and "
+        "consolidation gives the nodes back.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -167,4 +213,10 @@ class InferenceDeploymentConfig(ConfigModel):
     def _min_below_max(self) -> InferenceDeploymentConfig:
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"minReplicas {self.min_replicas} exceeds maxReplicas {self.max_replicas}")
+        hours = self.working_hours
+        if hours is not None and not self.min_replicas < hours.replicas <= self.max_replicas:
+            raise ValueError(
+                f"workingHours.replicas {hours.replicas} must be above minReplicas {self.min_replicas} (the off-hours "
+                f"floor) and at most maxReplicas {self.max_replicas}"
+            )
         return self

@@ -50,6 +50,45 @@ class GpuPoolPlan:
         return self.config.gpus
 
     @property
+    def headroom_gpus(self) -> int:
+        """Physical GPUs kept warm for surges (`warmStart.headroom.gpus`), on top of the declared ones."""
+        return self.config.warm_start.headroom.gpus
+
+    @property
+    def nodepool_gpus(self) -> int:
+        """The physical GPUs the NodePool limit allows: the declared capacity, which quotas share, plus the headroom."""
+        return self.gpu_limit + self.headroom_gpus
+
+    @property
+    def headroom_capacity_type(self) -> str:
+        """Where the placeholders run: the configured type, else on-demand when the pool has it, else its first type."""
+        chosen = self.config.warm_start.headroom.capacity_type
+        if chosen is not None:
+            return chosen
+        return "on-demand" if "on-demand" in self.config.capacity_types else self.config.capacity_types[0]
+
+    @property
+    def headroom_pods(self) -> int:
+        """Placeholder pods holding the headroom."""
+        headroom = self.config.warm_start.headroom
+        return headroom.gpus // headroom.gpus_per_pod
+
+    @property
+    def headroom_pod_requests(self) -> dict[str, int]:
+        """What one placeholder pod requests, in the units the pool's nodes advertise: slices on a time-sliced pool."""
+        gpus = self.config.warm_start.headroom.gpus_per_pod
+        replicas = self.config.sharing.replicas if self.config.sharing.mode == "timeSlicing" else None
+        return {GPU_RESOURCE: gpus * (replicas or 1)}
+
+    @property
+    def headroom_hourly_cost(self) -> float | None:
+        """On-demand USD/hour the idle headroom costs at the pool's cheapest price per GPU; None without a price."""
+        prices = [t.on_demand_usd_per_hour / t.gpus for t in self.instance_types if t.on_demand_usd_per_hour is not None]
+        if not prices:
+            return None
+        return round(min(prices) * self.headroom_gpus, 2)
+
+    @property
     def ami_release(self) -> str:
         """The AMI release the pool's node class pins: its own, else the versions table's."""
         return self.config.ami_version or AMI_RELEASES[self.config.ami_family]

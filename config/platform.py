@@ -22,6 +22,7 @@ from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .headroom import check_warm_start
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
@@ -190,6 +191,7 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     if isinstance(pools, NodePoolsConfig) and isinstance(gpu, GpuConfig):
         protected = cluster.protect if isinstance(cluster, ClusterConfig) else True
         gpu_pools = plan_gpu_pools(pools.root, f"{NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
+        check_warm_start(gpu_pools, f"{NAMESPACE}:nodePools", problems)
     # Quotas are checked against pools only when every pool is sound: a broken pool would otherwise
     # show up again as tenants' "no such flavor" or as capacity it never declared.
     pools_ok = isinstance(pools, NodePoolsConfig) and len(problems.lines) == problems_before_pools

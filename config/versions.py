@@ -134,6 +134,11 @@ CHARTS: dict[str, ChartPin] = {
 }
 
 
+# The image of the headroom's placeholder pods (components/headroom.py): the pause container kubeadm pins
+# for the cluster's newest Kubernetes (kubernetes/kubernetes v1.35, cmd/kubeadm/app/constants/constants.go
+# PauseVersion). It sleeps until SIGTERM and runs as UID 65535 (build/pause/Dockerfile).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1"
+
 # The vLLM release whose metrics the queue-depth trigger and the dashboards read (vllm/v1/metrics/loggers.py,
 # vendored in upstream/metrics/vllm/). A stack's `serving.image` picks the image it runs; one of another
 # release may name its metrics differently.
