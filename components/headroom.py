@@ -14,7 +14,9 @@ The model (config/headroom.py, models/kubernetes/preemption.py):
   waits pending until Karpenter's new node is up: the headroom refills.
 - Outside every tenant's quota and Kueue: the namespace carries no tenant label, so no ResourceQuota
   applies and Kueue's pod integrations never touch its pods (`managedJobsNamespaceSelector` selects
-  tenant namespaces only, components/queueing.py manager_config), and the pods carry no queue label.
+  tenant namespaces only, components/queueing.py manager_config; kueue v0.19.2 pkg/controller/jobs/pod/
+  pod_webhook.go Default returns before anything else for a namespace outside it), and the pods carry no
+  queue label.
 - `terminationGracePeriodSeconds: 0`: the preemptor waits for its victims to terminate, and a pause
   container has nothing to flush.
 """
@@ -65,7 +67,7 @@ class Headroom(pulumi.ComponentResource):
         namespace = declare(f"{name}-namespace", objects[0], children.opts())
         priority = declare(f"{name}-priority-class", objects[1], children.opts())
         for manifest in objects[2:]:
-            declare(f"{name}-{manifest['metadata']['name']}", manifest, children.opts(namespace, priority))
+            declare(f"{name}-{manifest['metadata']['labels'][POOL_LABEL]}", manifest, children.opts(namespace, priority))
         self.register_outputs({"namespace": NAMESPACE})
 
 

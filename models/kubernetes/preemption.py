@@ -60,7 +60,8 @@ def victims_on_node(preemptor: Pod, node: Node) -> list[Pod] | None:
     if not fits(preemptor, node.allocatable, kept):
         return None
     victims = []
-    # Reprieve the most important first (upstream sorts by priority, highest first).
+    # Reprieve the most important first (pkg/scheduler/util MoreImportantPod: higher priority, then the
+    # earlier start): `node.pods` are in start order, and the sort is stable.
     for pod in sorted(lower, key=lambda p: -p.priority):
         if fits(preemptor, node.allocatable, [*kept, pod]):
             kept.append(pod)
