@@ -11,7 +11,9 @@ from components.lib.namespaces import every_tenant_namespace
 from components.node_pools import gpu_node_pool
 from config import ConfigError
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL, QUEUE_NAME_LABEL
+from config.versions import CHARTS
 from models.kubernetes.preemption import NEVER, Node, Pod, preempt, victims_on_node
+from offline.validate import CustomResourceDefinitions, object_findings
 
 from .conftest import fixture_document, load, render_fixture
 from .recorded import kubernetes_objects
@@ -222,3 +224,34 @@ def test_each_warm_start_mistake_is_one_line(pool, warm_start, line):
     with pytest.raises(ConfigError) as caught:
         load(doc)
     assert [p for p in caught.value.problems if ".warmStart" in p] == [line]
+
+
+# --- images on the node: the Bottlerocket data volume from a snapshot ------------------------------------
+
+
+def test_the_data_volume_is_restored_from_the_image_snapshot_and_passes_the_node_class_crd():
+    pin = CHARTS["karpenter-crd"]
+    crds = CustomResourceDefinitions.installed_by([{"chart": pin.chart, "version": pin.version}])
+    node_class = one("EC2NodeClass", "gpu-l40s")
+    result = object_findings(node_class, crds, "1.35")
+    assert (result.findings, result.not_evaluated) == ([], [])
+    # Bottlerocket's data volume is /dev/xvdb (karpenter-provider-aws v1.14.1 amifamily/bottlerocket.go
+    # EphemeralBlockDevice); the OS volume stays the AMI's.
+    by_device = {m["deviceName"]: m["ebs"] for m in node_class["spec"]["blockDeviceMappings"]}
+    assert by_device["/dev/xvdb"]["snapshotID"] == "snap-0fedcba9876543210"
+    assert "snapshotID" not in by_device["/dev/xvda"]
+    assert "volumeInitializationRate" not in by_device["/dev/xvdb"]
+    # RAID0 would bind containerd's directory onto the instance store and hide the restored images.
+    assert "instanceStorePolicy" not in node_class["spec"]
+    assert "snapshotID" not in str(one("EC2NodeClass", "gpu-a100")["spec"]["blockDeviceMappings"])
+
+
+def test_the_node_class_crd_refuses_an_initialization_rate_without_a_snapshot():
+    # What warmStart's own check mirrors (CEL: "snapshotID must be set when volumeInitializationRate is set").
+    pin = CHARTS["karpenter-crd"]
+    crds = CustomResourceDefinitions.installed_by([{"chart": pin.chart, "version": pin.version}])
+    node_class = copy.deepcopy(one("EC2NodeClass", "gpu-l40s"))
+    data = node_class["spec"]["blockDeviceMappings"][1]["ebs"]
+    del data["snapshotID"]
+    data["volumeInitializationRate"] = 300
+    assert object_findings(node_class, crds, "1.35").findings != []

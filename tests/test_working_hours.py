@@ -164,3 +164,9 @@ def test_each_schedule_mistake_is_one_line(change, line):
     with pytest.raises(ConfigError) as caught:
         load(doc)
     assert caught.value.problems == [line]
+
+
+def test_a_step_from_a_single_value_runs_to_the_fields_maximum():
+    # robfig getRange: `a/n` is `a-max/n`, so `5/20` in minutes is 5, 25 and 45.
+    assert cron.parse("5/20 8 * * *").minutes == frozenset({5, 25, 45})
+    assert cron.parse("0 20-23/2 * * *").hours == frozenset({20, 22})
