@@ -152,6 +152,7 @@ def test_time_sliced_headroom_is_counted_in_slices():
     doc[P][0]["warmStart"] = {"headroom": {"gpus": 2}}
     [pool] = load(doc).gpu_pools
     slices = pool.config.sharing.replicas
+    assert slices is not None
     assert gpu_node_pool(pool)["spec"]["limits"] == {GPU: str((pool.config.gpus + 2) * slices)}
     deployment = placeholders(pool)
     assert deployment["spec"]["replicas"] == 2

@@ -160,3 +160,18 @@ def hpa_floor(
 ) -> int:
     """The fewest replicas the HPA keeps with the cron trigger beside others: the max of proposals, at least min."""
     return max(metric_value(start, end, timezone, desired_replicas, now), min_replicas)
+
+
+def hours_inside(start: Schedule, end: Schedule, timezone: str, begin: datetime, until: datetime) -> float:
+    """Hours of [begin, until) (timezone-aware) the window is open: it opens at a start firing, closes at an end one."""
+    zone = ZoneInfo(timezone)
+    local = begin.astimezone(zone).replace(tzinfo=None)
+    stop = until.astimezone(zone).replace(tzinfo=None)
+    inside = in_window(start, end, timezone, begin)
+    total = timedelta()
+    while local < stop:
+        change = min((end if inside else start).next_after(local), stop)
+        if inside:
+            total += change - local
+        local, inside = change, not inside if change < stop else inside
+    return total.total_seconds() / 3600
