@@ -58,8 +58,9 @@ class Headroom(pulumi.ComponentResource):
         """
         :param pools: `PlatformConfig.gpu_pools`: a placeholder Deployment for each with headroom.
         :param provider: the cluster's Kubernetes provider.
-        :param depends_on: the NodePools (placeholders are pending until Karpenter can launch their nodes,
-            and `pulumi destroy` removes them before the pools drain).
+        :param depends_on: the NodePools and the GPU Operator's release (placeholders are pending until
+            Karpenter launches their nodes and the device plugin advertises GPUs; `pulumi destroy` removes
+            them before the pools drain).
         """
         super().__init__("gpu-platform:headroom:Headroom", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -111,7 +112,14 @@ def placeholders(pool: GpuPoolPlan) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {**labels, POOL_LABEL: pool.name}},
+        "metadata": {
+            "name": name,
+            "namespace": NAMESPACE,
+            "labels": {**labels, POOL_LABEL: pool.name},
+            # Applied without waiting to become Available (pulumi-kubernetes v4.32.0 provider/pkg/await/
+            # deployment.go waits 10 minutes): the placeholders wait for nodes Karpenter launches for them.
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        },
         "spec": {
             "replicas": pool.headroom_pods,
             "selector": {"matchLabels": labels},

@@ -11,7 +11,8 @@ from config.versions import AMI_RELEASES
 from . import autoscaling, dcgm_exporter, efa, monitoring, opencost, queueing, secrets, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
-from .autoscaling import Autoscaling
+from .autoscaling import Autoscaling, model_access
+from .autoscaling.model_access import ModelAccess
 from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
 from .efa import EfaDevicePlugin
@@ -256,7 +257,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 f"{name}-headroom",
                 config.gpu_pools,
                 provider=self.cluster.provider,
-                depends_on=[self.node_pools],
+                depends_on=[self.node_pools, self.gpu_operator.release],
                 opts=pulumi.ResourceOptions(parent=self),
             )
             if any(pool.headroom_pods for pool in config.gpu_pools)
@@ -297,9 +298,29 @@ class GpuPlatform(pulumi.ComponentResource):
             if config.secrets.enabled
             else None
         )
+        # Read-only roles for tenants whose servers stream weights from the model store.
+        model_store = config.autoscaling.model_store
+        self.model_access = (
+            ModelAccess(
+                f"{name}-model-access",
+                config.tenants,
+                model_store,
+                cluster_name=name,
+                account_id=account_id,
+                partition=partition,
+                provider=self.cluster.provider,
+                namespaces=self.tenants.namespaces,
+                tags=tags,
+                depends_on=[self.cluster.eks],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if model_store is not None and model_access.readers(config.tenants)
+            else None
+        )
         tenant_workloads_ready = [
             *(self.supply_chain.policies.values() if self.supply_chain else ()),
             *(self.secrets.external_secrets.values() if self.secrets else ()),
+            *(self.model_access.ready if self.model_access else ()),
         ]
 
         self.autoscaling = Autoscaling(

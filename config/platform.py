@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, RootModel, ValidationError
 
-from .autoscaling import AutoscalingConfig
+from .autoscaling import HUB, AutoscalingConfig, check_model_sources
 from .capacity import GpuPoolPlan, plan_gpu_pools
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
@@ -228,6 +228,9 @@ def load_platform_config(raw: Mapping[str, Any]) -> PlatformConfig:
     supply_chain, secrets = sections.get("supplyChain"), sections.get("secrets")
     if isinstance(tenants, TenantsConfig) and isinstance(supply_chain, SupplyChainConfig) and isinstance(secrets, SecretsConfig):
         _check_serving(tenants, supply_chain, secrets, problems)
+    autoscaling_section = sections.get("autoscaling")
+    if isinstance(tenants, TenantsConfig) and isinstance(autoscaling_section, AutoscalingConfig):
+        check_model_sources(tenants.root, autoscaling_section, f"{NAMESPACE}:tenants", problems)
     if isinstance(tenants, TenantsConfig) and isinstance(secrets, SecretsConfig) and isinstance(cluster, ClusterConfig):
         _check_secrets_roles(tenants, secrets, cluster, problems)
     problems.raise_if_any()
@@ -435,7 +438,7 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secr
                     f"{show(serving.image)} has no @sha256: digest and supplyChain.requireDigests is true: "
                     f"pin it as '{serving.image}@sha256:<digest>' (`crane digest {serving.image}` prints it)",
                 )
-            if supply_chain.require_model_revisions and serving.revision is None:
+            if supply_chain.require_model_revisions and serving.revision is None and serving.model_source == HUB:
                 problems.add(
                     f"{key}.revision",
                     f"not set and supplyChain.requireModelRevisions is true: name the commit of {serving.model} "

@@ -407,14 +407,14 @@ def _warm_start(config: PlatformConfig) -> str:
             cost_text,
             f"`{warm.image_snapshot}`" if warm.image_snapshot else "-",
         ])
-        node, image, model = time_to_gpu.steps(pool, s3_weights=False)
+        node, image, model = time_to_gpu.steps(pool, s3_weights=True)
         cold = node.cold + image.cold + model.cold
         warm_total = node.warm + image.warm + model.warm
         steps_rows.append([
             f"`{pool.name}`",
             f"{node.cold:.0f} s / {node.warm:.0f} s",
             f"{image.cold:.0f} s / {image.warm:.0f} s ({image.how})",
-            f"{model.cold:.0f} s ({model.how})",
+            f"{model.cold:.0f} s / {model.warm:.0f} s ({model.how})",
             f"{cold / 60:.1f} min",
             f"{warm_total / 60:.1f} min",
         ])
@@ -427,11 +427,14 @@ def _warm_start(config: PlatformConfig) -> str:
         "launches its replacement. The NodePool limit is the pool's GPUs plus the headroom; quotas share the "
         "GPUs only. Standing cost: the headroom at the pool's cheapest on-demand price per GPU.\n\n"
     )
-    text += table(["pool", "node (cold / warm)", "image (cold / warm)", "model", "cold total", "warm total"], steps_rows)
+    text += table(
+        ["pool", "node (cold / warm)", "image (cold / warm)", "model (Hub / S3)", "cold total", "warm total"], steps_rows
+    )
     text += (
-        f"\nA surge replica's path to Ready, per step (config/time_to_gpu.py; docs/time-to-gpu.md): warm is with "
-        f"the pool's headroom and image snapshot. Model: the reference {time_to_gpu.MODEL.value:g} GiB model from "
-        "the Hugging Face Hub, plus the engine start.\n"
+        f"\nA surge replica's path to Ready, per step (config/time_to_gpu.py; docs/time-to-gpu.md). Cold: a new node, "
+        f"the image pulled, the reference {time_to_gpu.MODEL.value:g} GiB model from the Hugging Face Hub. Warm: the "
+        "pool's headroom and image snapshot as configured, and the weights streamed from the model store "
+        "(`modelSource: s3://...`). Each model time includes the engine start.\n"
     )
     floors = [(t, d) for t in config.tenants for d in t.config.inference if d.working_hours is not None]
     if floors:

@@ -348,7 +348,7 @@ def deployment_manifests(
     tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig
 ) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: every object one inference deployment adds, in apply order."""
-    servers = server_manifests(tenant, deployment) if deployment.serving is not None else {}
+    servers = server_manifests(tenant, deployment, autoscaling.model_store) if deployment.serving is not None else {}
     return {**servers, "scaler": scaled_object(tenant, deployment, autoscaling)}
 
 

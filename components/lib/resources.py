@@ -38,6 +38,7 @@ _TYPED: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("v1", "Secret"): k8s.core.v1.Secret,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "Service"): k8s.core.v1.Service,
     ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota,
     ("v1", "LimitRange"): k8s.core.v1.LimitRange,
