@@ -35,7 +35,7 @@ def placeholder_pod(name: str) -> Pod:
     """A placeholder as the scheduler sees it: priority and policy from the rendered PriorityClass."""
     template = one("Deployment", "gpu-a100-headroom")["spec"]["template"]["spec"]
     priority_class = one("PriorityClass", template["priorityClassName"])
-    requests = {key: int(value) for key, value in template["containers"][0]["resources"]["requests"].items()}
+    requests = {GPU: int(template["containers"][0]["resources"]["requests"][GPU])}
     return Pod(name, priority_class["value"], requests, priority_class["preemptionPolicy"])
 
 
@@ -108,7 +108,8 @@ def test_placeholders_hold_the_headroom_on_the_pools_nodes_in_its_units():
     template = deployment["spec"]["template"]["spec"]
     assert deployment["metadata"]["namespace"] == "gpu-headroom"
     assert deployment["spec"]["replicas"] == 3  # 6 GPUs, 2 per pod
-    assert template["containers"][0]["resources"] == {"requests": {GPU: "2"}, "limits": {GPU: "2"}}
+    resources = template["containers"][0]["resources"]
+    assert (resources["requests"][GPU], resources["limits"][GPU]) == ("2", "2")
     assert template["nodeSelector"] == {POOL_LABEL: "gpu-a100", CAPACITY_TYPE_LABEL: "spot"}
     taints = one("NodePool", "gpu-a100")["spec"]["template"]["spec"]["taints"]
     assert taints == [GPU_TAINT]
@@ -156,7 +157,7 @@ def test_time_sliced_headroom_is_counted_in_slices():
     assert gpu_node_pool(pool)["spec"]["limits"] == {GPU: str((pool.config.gpus + 2) * slices)}
     deployment = placeholders(pool)
     assert deployment["spec"]["replicas"] == 2
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"] == {GPU: str(slices)}
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][GPU] == str(slices)
 
 
 # --- config mistakes ------------------------------------------------------------------------------------
