@@ -79,8 +79,9 @@ ENGINE_START = Figure(
     "assumption",
 )
 
-# Each instance type's network bandwidth, Gbit/s (the AWS instance type pages, 'Network bandwidth';
-# an 'up to' figure is a burst, so the baseline would be lower: assumption for small sizes).
+# Each instance type's network bandwidth, Gbit/s, as the AWS accelerated-computing instance type pages
+# list it ('Network bandwidth'; an 'up to' figure is a burst, the baseline is lower). Not vendored: check
+# with `aws ec2 describe-instance-types --query 'InstanceTypes[].NetworkInfo.NetworkPerformance'`.
 NETWORK_GBPS: dict[str, float] = {
     "g5.xlarge": 10, "g5.2xlarge": 10, "g5.4xlarge": 25, "g5.8xlarge": 25, "g5.12xlarge": 40, "g5.16xlarge": 25,
     "g5.24xlarge": 50, "g5.48xlarge": 100,
