@@ -13,6 +13,9 @@
 #                             succeeds only when nothing changed (make reports any other exit as its own
 #                             error 2; `python -m offline diff` exits 1 changed, 2 a render failed)
 #   make bench                render time against tenant count, next to the SDK floor
+#   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static]
+#                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.md and plots
+#   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -22,7 +25,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check conformance lint mutate vendor docs schema diff bench clean
+.PHONY: render test check conformance lint mutate vendor docs schema diff bench simulate bench-sim clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -78,6 +81,17 @@ vendor: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(PY) -m offline.bench
 
+WORKLOAD ?= workloads/design-surge.yaml
+BASELINE ?=
+SEED ?= 0
+# A workload through the stack's derived config (sim/): report.md and PNG plots; BASELINE=static adds the side by side.
+simulate: $(VENV)/.installed
+	$(PY) -m offline simulate --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(if $(BASELINE),--baseline $(BASELINE))
+
+# The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
+bench-sim: $(VENV)/.installed
+	$(PY) -m sim.bench
+
 # Regenerate the config reference in README.md from the models' descriptions.
 docs: $(VENV)/.installed
 	$(PY) -m config.reference --write README.md
@@ -85,6 +99,7 @@ docs: $(VENV)/.installed
 # The JSON Schema editors check stack files with; each Pulumi.<stack>.yaml names it in its first line.
 schema: $(VENV)/.installed
 	$(PY) -m config.schema --write schema/pulumi-stack.schema.json
+	$(PY) -m sim.schema --write schema/workload.schema.json
 
 BASE ?= HEAD
 # Markdown review of a change: resources added, removed and changed by URN, and the summary tables that changed.

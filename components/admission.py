@@ -34,13 +34,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from config.labels import TENANT_GROUP_PREFIX
+from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 
 from .lib.namespaces import every_tenant_namespace
 from .lib.resources import Children, declare
 
 API_VERSION = "admissionregistration.k8s.io/v1"
-# Kueue's scheduling gate (kueue v0.19.2 pkg/controller/jobs/pod/constants: SchedulingGateName).
-KUEUE_SCHEDULING_GATE = "kueue.x-k8s.io/admission"
 # The environment variable prefix the NVIDIA container toolkit reads (NVIDIA_VISIBLE_DEVICES,
 # NVIDIA_MIG_CONFIG_DEVICES, NVIDIA_IMEX_CHANNELS, ...).
 NVIDIA_ENV_PREFIX = "NVIDIA_"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
 from typing import Any
 
 import pulumi
@@ -40,6 +39,7 @@ from config.labels import (
 from config.system_capacity import KUEUE
 from config.tenants import QueueingConfig
 from config.versions import ChartPin
+from models.kubernetes.quantity import gibibytes, plain_decimal
 
 from .lib.helm import helm_release
 from .lib.namespaces import controller_namespace, every_tenant_namespace
@@ -378,7 +378,7 @@ def cluster_queue(tenant: TenantPlan) -> dict[str, Any]:
         # Within its own queue, higher tiers preempt lower ones. borrowWithinCohort stays Never:
         # with fair sharing on, Kueue ignores it and preempts borrowers by share instead.
         "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-        "fairSharing": {"weight": quantity(tenant.config.fair_share_weight)},
+        "fairSharing": {"weight": plain_decimal(tenant.config.fair_share_weight)},
     }
     return _manifest("ClusterQueue", tenant.name, spec)
 
@@ -416,11 +416,6 @@ def queueing_manifests(
     ]
 
 
-def quantity(value: float) -> str:
-    """A resource.Quantity string without exponent or trailing zeros: 2.0 -> "2", 0.5 -> "0.5"."""
-    return format(Decimal(repr(value)).normalize(), "f")
-
-
 def _flavor_quotas(
     flavor: str, covered: Sequence[str], quotas: Mapping[str, tuple[int, int, int | None]]
 ) -> dict[str, Any]:
@@ -442,7 +437,7 @@ def _flavor_quotas(
 
 def _amount(resource: str, value: int) -> str:
     """cpu in cores, memory in GiB, devices in units, as Quantity strings."""
-    return f"{value}Gi" if resource == "memory" else str(value)
+    return gibibytes(value) if resource == "memory" else plain_decimal(value)
 
 
 def _manifest(kind: str, name: str, spec: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ import pulumi_kubernetes as k8s
 from config import namespaces
 from config.system_capacity import TRAINER
 from config.versions import ChartPin
+from models.kubeflow_trainer import ANCESTOR_STEP_LABEL, TRAINER_ANCESTOR, TRAINER_CONTAINER
 
 from .lib.helm import helm_release
 from .lib.namespaces import controller_namespace
@@ -67,8 +68,6 @@ TORCH_RUNTIME = "torch-distributed"
 # runtime webhook requires that name in the replicated job labelled as the trainer ancestor
 # (pkg/webhooks/trainingruntime_webhook.go, validateReplicatedJobs), and its plugins address it by it.
 TORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
-# The label the trainer uses to find the replicated job that runs the training (upstream's runtime sets it).
-ANCESTOR_STEP_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 # A non-root user for the runtime's pods: tenant namespaces enforce Pod Security `restricted`, which
 # refuses a pod that may run as root, and the PyTorch image's default user is root.
 RUNTIME_USER = 1000
@@ -165,7 +164,7 @@ def torch_runtime() -> dict[str, Any]:
         },
         "containers": [
             {
-                "name": "node",
+                "name": TRAINER_CONTAINER,
                 "image": TORCH_IMAGE,
                 "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             }
@@ -173,7 +172,7 @@ def torch_runtime() -> dict[str, Any]:
     }
     node = {
         "name": "node",
-        "template": {"metadata": {"labels": {ANCESTOR_STEP_LABEL: "trainer"}}, "spec": {"template": {"spec": pod}}},
+        "template": {"metadata": {"labels": {ANCESTOR_STEP_LABEL: TRAINER_ANCESTOR}}, "spec": {"template": {"spec": pod}}},
     }
     return {
         "apiVersion": API_VERSION,

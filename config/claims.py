@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from models.kueue.flavorassigner import fits_queue
+
 from .advertised import dra_devices
 from .capacity import GpuPoolPlan
 from .errors import Problems, item_labels
@@ -39,7 +41,7 @@ def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
     return [
         quota.flavor.name
         for quota in tenant.quotas
-        if all(amount <= sum(quota.resources().get(resource, (0, 0, None))[:2]) for resource, amount in charge.items())
+        if all(fits_queue(amount, *quota.resources().get(resource, (0, 0, None))[:2]) for resource, amount in charge.items())
     ]
 
 

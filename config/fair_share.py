@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from models.kueue.cohort import lendable
+from models.kueue.flavorassigner import fits_queue, queue_ceiling
+
 from .capacity import GpuPoolPlan, mig_resource
 from .cluster import principal_slug
 from .errors import Problems, item_labels, show
@@ -176,7 +179,7 @@ class TenantPlan:
         totals = {"cpu": self.config.cpu, "memory": self.config.memory_gib}
         for quota in self.quotas:
             for resource, (nominal, borrowing, _) in quota.resources().items():
-                totals[resource] = totals.get(resource, 0) + nominal + borrowing
+                totals[resource] = totals.get(resource, 0) + (queue_ceiling(nominal, borrowing) or 0)
         return totals
 
     @property
@@ -456,8 +459,8 @@ def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems)
                 )
                 continue
             most = deployment.max_replicas * deployment.gpus_per_replica
-            admissible = quota.quota.nominal + quota.quota.borrowing_limit
-            if most > admissible:
+            if not fits_queue(most, quota.quota.nominal, quota.quota.borrowing_limit):
+                admissible = queue_ceiling(quota.quota.nominal, quota.quota.borrowing_limit) or 0
                 problems.add(
                     f"{key}.maxReplicas",
                     f"{deployment.max_replicas} replicas x {deployment.gpus_per_replica} {quota.flavor.unit} = "
@@ -474,7 +477,7 @@ def _gpus(count: float) -> str:
 
 
 def _lendable(quota: FlavorQuota) -> int:
-    return quota.nominal if quota.lending_limit is None else quota.lending_limit
+    return lendable(quota.nominal, quota.lending_limit)
 
 
 def cpu_flavor_labels() -> dict[str, str]:

@@ -7,6 +7,8 @@ module sets under one spelling and another selects under a second matches nothin
 
 from __future__ import annotations
 
+from models.kueue.constants import DEFAULT_LOCAL_QUEUE
+
 # --- node labels the platform sets on its nodes ---------------------------------------------------
 # Every Karpenter node carries its pool's name; Kueue's ResourceFlavors select a pool's nodes by it,
 # and EC2NodeClasses tag their instances with the same key.
@@ -94,14 +96,13 @@ POD_SECURITY_LABEL = "pod-security.kubernetes.io"
 TENANT_GROUP_PREFIX = "gpu-platform:"
 
 # --- Kueue ----------------------------------------------------------------------------------------
-# The label a workload names its LocalQueue with (pkg/controller/constants.QueueLabel).
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+# Kueue's own names (its queue label, priority-class label, scheduling gate) are in models/kueue/constants.py.
 # Kueue's default LocalQueue name: in a namespace that has a LocalQueue called `default`, Kueue's
 # webhooks label every job (and pod, deployment...) without a queue name with it
 # (pkg/controller/constants.DefaultLocalQueueName, jobframework.ApplyDefaultLocalQueue*). Naming the
 # tenant's one LocalQueue `default` makes unlabelled work run under the tenant's quota instead of
 # waiting forever for a queue.
-LOCAL_QUEUE = "default"
+LOCAL_QUEUE = DEFAULT_LOCAL_QUEUE
 
 # --- AWS tag keys ---------------------------------------------------------------------------------
 # Karpenter's EC2NodeClasses find the node subnets and security group by this tag, valued with the

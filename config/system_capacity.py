@@ -4,22 +4,10 @@ The system node group is a managed node group without an autoscaler: nothing add
 controller's pod stays Pending, and a Pending pod makes its Helm release time out. So the pods that
 land there must fit the group's `minSize` nodes of its smallest instance type, checked at config time.
 
-**Allocatable** (what the scheduler may hand out per node) follows EKS AL2023's nodeadm,
-awslabs/amazon-eks-ami nodeadm/internal/kubelet/config.go (tag v20260724, the newest stored; the
-pinned AMI release is v20260903):
-
-    allocatable = capacity - kubeReserved - evictionHard            (no systemReserved is set)
-    kubeReserved.cpu    = 6% of the first core, 1% of the second, 0.5% of cores 3-4, 0.25% above
-                          (getCPUMillicoresToReserve: ranges 0/1000/2000/4000 m, 600/100/50/25 per 10000)
-    kubeReserved.memory = 11 * maxPods + 255 MiB                    (getMemoryMebibytesToReserve)
-    evictionHard        = memory.available 100Mi
-    maxPods             = ENIs * (IPv4 per ENI - 1) + 2             (eni_max_pods.go calculateStandardMaxPods)
-
-Bottlerocket's kube-reserved helpers (bottlerocket-os/bottlerocket sources/api/schnauzer, helpers.rs
-`kube_reserve_cpu`, `kube_reserve_memory`) are "taken from EKS' calculations", so both AMI types
-share the formula. Memory capacity is an estimate: the kubelet reports what the kernel sees, less
-than the instance's nominal memory. It is estimated the way Karpenter does (karpenter-provider-aws
-v1.14.1 pkg/providers/instancetype/types.go `memory`: 64 MiB less on Graviton, then
+**Allocatable** (what the scheduler may hand out per node) is the kubelet's, `models/kubelet.py`
+(EKS AL2023 nodeadm and Bottlerocket share its formula). Memory capacity is an estimate: the kubelet
+reports what the kernel sees, less than the instance's nominal memory. It is estimated the way
+Karpenter does (karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go `memory`: 64 MiB less on Graviton, then
 `vmMemoryOverheadPercent` 0.075 off, rounded up; charts/karpenter/values.yaml), which real nodes
 exceed slightly: the check errs on the safe side.
 
@@ -33,10 +21,12 @@ documented estimates from the upstream projects they package (`ADDON_ESTIMATES`)
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from models import kubelet
+from models.kubernetes.quantity import cpu_millicores, memory_mib
 
 from .versions import CHARTS, ChartPin
 
@@ -65,28 +55,6 @@ class Requests:
         return f"{self.cpu_m}m CPU / {self.memory_mib}Mi memory"
 
 
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(m|k|M|G|Ki|Mi|Gi)?$")
-_MEMORY_UNITS_MIB = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "k": 1000 / 2**20, "M": 10**6 / 2**20, "G": 10**9 / 2**20}
-
-
-def cpu_millicores(quantity: str | int | float) -> int:
-    """A Kubernetes CPU quantity ("500m", "1", 1) in millicores."""
-    match = _QUANTITY.match(str(quantity))
-    if match is None or match.group(2) not in (None, "m"):
-        raise ValueError(f"{quantity!r} is not a CPU quantity")
-    number = float(match.group(1))
-    return math.ceil(number if match.group(2) == "m" else number * 1000)
-
-
-def memory_mib(quantity: str | int) -> int:
-    """A Kubernetes memory quantity ("512Mi", "1Gi", "100M") in MiB, rounded up."""
-    match = _QUANTITY.match(str(quantity))
-    if match is None or match.group(2) == "m":
-        raise ValueError(f"{quantity!r} is not a memory quantity")
-    number, unit = float(match.group(1)), match.group(2)
-    return math.ceil(number / 2**20 if unit is None else number * _MEMORY_UNITS_MIB[unit])
-
-
 def requests_of(resources: Mapping[str, Any]) -> Requests:
     """The `requests` of a container's `resources` map; a missing request counts as zero."""
     requests = resources.get("requests") or {}
@@ -98,14 +66,10 @@ def requests_of(resources: Mapping[str, Any]) -> Requests:
 
 # --- instance types ----------------------------------------------------------------------------------
 
-# nodeadm's eviction threshold and kube-reserved formula (see the module docstring).
-EVICTION_HARD_MEMORY_MIB = 100
 # Karpenter's estimate of what the hypervisor and kernel keep (vmMemoryOverheadPercent), and the
 # CMA memory Graviton instances reserve.
 VM_MEMORY_OVERHEAD = 0.075
 GRAVITON_CMA_MIB = 64
-_CPU_RESERVE_TIERS: tuple[tuple[int, int, int], ...] = ((0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50))
-_CPU_RESERVE_ABOVE = 25  # per 10000, above 4000m
 
 
 @dataclass(frozen=True)
@@ -122,15 +86,11 @@ class InstanceShape:
 
     @property
     def max_pods(self) -> int:
-        return self.enis * (self.ipv4_per_eni - 1) + 2
+        return kubelet.max_pods(self.enis, self.ipv4_per_eni)
 
     @property
     def kube_reserved(self) -> Requests:
-        total = self.vcpus * 1000
-        cpu = sum((min(total, end) - start) * share // 10000 for start, end, share in _CPU_RESERVE_TIERS if total > start)
-        if total > 4000:
-            cpu += (total - 4000) * _CPU_RESERVE_ABOVE // 10000
-        return Requests(cpu, 11 * self.max_pods + 255)
+        return Requests(kubelet.kube_reserved_cpu_millicores(self.vcpus), kubelet.kube_reserved_memory_mib(self.max_pods))
 
     @property
     def memory_capacity_mib(self) -> int:
@@ -140,11 +100,7 @@ class InstanceShape:
 
     @property
     def allocatable(self) -> Requests:
-        reserved = self.kube_reserved
-        return Requests(
-            self.vcpus * 1000 - reserved.cpu_m,
-            self.memory_capacity_mib - reserved.memory_mib - EVICTION_HARD_MEMORY_MIB,
-        )
+        return Requests(*kubelet.allocatable(self.vcpus, self.memory_capacity_mib, self.max_pods))
 
 
 def _shapes(

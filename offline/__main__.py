@@ -6,6 +6,10 @@
 in a stack's render against the same stack at a git ref (offline/diff.py); exit 0 no change, 1
 changed, 2 a render failed.
 
+`python -m offline simulate --stack dev --workload workloads/design-surge.yaml [--baseline static]
+[--seed N] [--out DIR]` runs a workload through the stack's derived config and writes report.md and plots
+(sim/); exit 2 on an invalid stack or workload.
+
 `python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
 version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
 
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from config import ConfigError, PlatformConfig
 
+from .engine import PROJECT_DIR
 from .stack import StackConfig, StackNotFound, load_config, load_stack
 
 EXIT_ENGINE_REFUSED = 1
@@ -63,6 +68,12 @@ def main(argv: list[str] | None = None) -> int:
     metrics.add_argument("--from-git", action="append", default=[], metavar="DIR", help="as for `vendor`")
     metrics.add_argument("--from-wheel", action="append", default=[], metavar="PACKAGE=WHEEL",
                          help="a released wheel to read a PyPI source from (vllm=vllm-0.11.0-...whl)")
+    simulate = commands.add_parser("simulate", help="replay a workload through a stack: utilisation, waits, time to GPU, cost")
+    simulate.add_argument("--stack", default="dev")
+    simulate.add_argument("--workload", type=Path, required=True, help="a workload file, e.g. workloads/design-surge.yaml")
+    simulate.add_argument("--baseline", choices=["static"], help="also run each tenant's nominal quota as fixed capacity")
+    simulate.add_argument("--seed", type=int, default=0)
+    simulate.add_argument("--out", type=Path, help="output directory (default build/sim-<stack>-<workload>)")
     commands.add_parser("metrics-inventory", help="regenerate upstream/metrics-inventory.json from upstream/metrics/")
     args = parser.parse_args(argv)
 
@@ -109,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check":
         print("ok")
         return 0
+    if args.command == "simulate":
+        from sim.cli import run as simulate_main
+
+        sim_out = args.out or Path("build") / f"sim-{args.stack}-{args.workload.stem}"
+        return simulate_main(config, args.stack, args.workload, sim_out, seed=args.seed, baseline=args.baseline,
+                             project_dir=PROJECT_DIR)
     if args.command == "kubernetes-version":
         print(config.cluster.kubernetes_version)
         return 0

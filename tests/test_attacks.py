@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from components.admission import KUEUE_SCHEDULING_GATE
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
 from config.labels import TENANT_LABEL
+from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from offline.upstream import chart_values
 
 from .conftest import render_fixture

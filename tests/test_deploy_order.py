@@ -17,8 +17,9 @@ import pytest
 import yaml
 
 from components.autoscaling.vllm import SKIP_AWAIT
-from config.labels import GPU_RESOURCE, QUEUE_NAME_LABEL
+from config.labels import GPU_RESOURCE
 from config.versions import CHARTS
+from models.kueue.constants import QUEUE_NAME_LABEL
 from offline.builtin_kinds import is_built_in_group
 from offline.engine import RecordedResource, Recording
 from offline.helm_values import chart_key, helm_merge

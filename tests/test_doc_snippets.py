@@ -26,7 +26,8 @@ import pytest
 import yaml
 
 from config import PlatformConfig
-from config.labels import LOCAL_QUEUE, QUEUE_NAME_LABEL
+from config.labels import LOCAL_QUEUE
+from models.kueue.constants import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from offline.stack import load_stack
 from offline.validate import CustomResourceDefinitions, object_findings
 
@@ -35,7 +36,6 @@ from .conftest import fixture_document, load, project_path, render
 DOCUMENTS = ("README.md", *sorted(f"docs/{path.name}" for path in project_path("docs").glob("*.md")))
 _BLOCK = re.compile(r"(?:^|\n)(?P<before>[^\n]*)\n```yaml\n(?P<body>.*?)```", re.DOTALL)
 _MARKER = re.compile(r"^<!-- snippet: (?P<kind>tenants|config|manifest|fragment)(?P<options>(?: [\w-]+=[\w:.-]+)*) -->$")
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 @dataclass(frozen=True)
@@ -159,8 +159,8 @@ def test_a_tenant_manifest_is_valid_in_the_tenants_namespace_and_asks_for_what_i
         assert metadata.get("namespace") == tenant.namespace
         labels = metadata.get("labels") or {}
         assert labels.get(QUEUE_NAME_LABEL, LOCAL_QUEUE) == LOCAL_QUEUE
-        if PRIORITY_LABEL in labels:
-            assert labels[PRIORITY_LABEL] in config.queueing.priorities
+        if PRIORITY_CLASS_LABEL in labels:
+            assert labels[PRIORITY_CLASS_LABEL] in config.queueing.priorities
         assert requested_gpu_resources(obj) <= offered, f"{snippet}: tenant {tenant_name} has quota on {sorted(offered)}"
 
 

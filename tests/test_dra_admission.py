@@ -1,6 +1,6 @@
 """GPUs through DRA end to end: Kueue admits a pod that uses a ResourceClaimTemplate, and the quotas count it.
 
-Admission runs tests/admission.py's model of kubernetes-sigs/kueue v0.19.2 (claim devices through
+Admission runs the Kueue model (models/kueue) of kubernetes-sigs/kueue v0.19.2 (claim devices through
 `resources.deviceClassMappings`: pkg/dra/claims.go and mapper.go; flavors in order: pkg/scheduler/
 flavorassigner/flavorassigner.go) over the rendered objects of the single-pool-dra fixture: its
 ResourceClaimTemplate, ClusterQueue, LimitRange and Kueue's own config.
@@ -19,8 +19,10 @@ from config.claims import ROOT, admitting_flavors, claim_charge
 from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX, DRA_DEVICE_CLASSES, GPU_RESOURCE, device_class_resource
 from config.node_pools import ClaimTemplateConfig
 from config.versions import KUBERNETES_VERSIONS
+from models.kueue import ADMITTED, NO_CANDIDATES, PREEMPT, Snapshot, Workload, apply, schedule
+from models.kueue.flavorassigner import best_case_admission
+from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 
-from .admission import Inadmissible, Tenancy, admit, pod_sets
 from .conftest import fixture_document, load, render_fixture
 from .recorded import declared, kubernetes_objects, releases
 
@@ -71,7 +73,7 @@ def job_with_claim(template: str, *, pods: int = 1, requests: dict[str, str] | N
 def test_a_pod_using_the_fixture_claim_template_is_admitted_on_the_dra_flavor():
     [pod_set] = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
     assert pod_set.requests[DRA_GPU] == 1
-    admission = admit([pod_set], rendered("ClusterQueue", "ml-research"))
+    admission = best_case_admission([pod_set], rendered("ClusterQueue", "ml-research"))
     assert admission.flavors == ("l4-dra-on-demand",) and not admission.borrowing
     # The flavor puts the pod on the DRA pool's nodes, where the driver publishes the L4s.
     assert rendered("ResourceFlavor", "l4-dra-on-demand")["spec"]["nodeLabels"]["gpu-platform/node-pool"] == "gpu-l4-dra"
@@ -87,14 +89,37 @@ def test_the_dra_flavor_carries_devices_of_the_class_and_no_nvidia_gpu():
 def test_dra_pods_beyond_the_tenants_devices_are_not_admitted():
     sets = pod_sets(job_with_claim(TEMPLATE, pods=3), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="no flavor"):
-        admit(sets, rendered("ClusterQueue", "ml-research"))
+        best_case_admission(sets, rendered("ClusterQueue", "ml-research"))
+
+
+def rendered_snapshot() -> Snapshot:
+    """Every rendered ClusterQueue, Cohort and ResourceFlavor of the fixture, as Kueue's cache holds them."""
+    objects = [r.inputs for r in kubernetes_objects(render_fixture(FIXTURE))]
+    of = {kind: [o for o in objects if o["kind"] == kind] for kind in ("ClusterQueue", "Cohort", "ResourceFlavor")}
+    return Snapshot.from_manifests(of["ClusterQueue"], of["Cohort"], fair_sharing=True, flavors=of["ResourceFlavor"])
+
+
+def test_in_the_rendered_cohort_dra_pods_are_admitted_up_to_the_tenants_devices_then_wait():
+    # ml-research has 2 devices of the class on l4-dra-on-demand and nobody else has any: two one-device
+    # pods are admitted within nominal quota; a third could only run by preempting one of them, which
+    # its equal priority does not allow, so it waits (Preempt mode without candidates).
+    snapshot = rendered_snapshot()
+    [pod_set] = pod_sets(job_with_claim(TEMPLATE, pods=2), tenancy("ml-research"))
+    cycle = schedule(snapshot, [Workload("pair", "ml-research", (pod_set,))])
+    [entry] = cycle.entries
+    assert (entry.status, entry.assignment.borrowing) == (ADMITTED, 0)
+    assert entry.assignment.flavors()[0][DRA_GPU] == "l4-dra-on-demand"
+    apply(snapshot, cycle, now=0)
+    [one_more] = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
+    [third] = schedule(snapshot, [Workload("third", "ml-research", (one_more,))]).entries
+    assert (third.status, third.assignment.mode, third.targets) == (NO_CANDIDATES, PREEMPT, [])
 
 
 def test_a_tenant_without_dra_quota_cannot_have_a_dra_pod_admitted():
     # The inference namespace has no claim template; the ml-research one stands in for it.
     sets = pod_sets(job_with_claim(TEMPLATE), tenancy("ml-research"))
     with pytest.raises(Inadmissible, match="not covered"):
-        admit(sets, rendered("ClusterQueue", "inference"))
+        best_case_admission(sets, rendered("ClusterQueue", "inference"))
 
 
 def test_an_unmapped_device_class_is_inadmissible():
@@ -106,7 +131,7 @@ def test_node_local_resources_do_not_keep_a_pod_out():
     local = {"ephemeral-storage": "10Gi", "vpc.amazonaws.com/efa": "1"}
     [pod_set] = pod_sets(job_with_claim(TEMPLATE, requests=local), tenancy("ml-research"))
     assert set(pod_set.requests) == {"cpu", "memory", DRA_GPU}
-    assert admit([pod_set], rendered("ClusterQueue", "ml-research")).flavors == ("l4-dra-on-demand",)
+    assert best_case_admission([pod_set], rendered("ClusterQueue", "ml-research")).flavors == ("l4-dra-on-demand",)
 
 
 def test_the_resource_quota_counts_the_claimed_devices_under_the_class_name():

@@ -15,6 +15,7 @@ from config import PlatformConfig
 from config.fair_share import CPU_FLAVOR, TenantPlan
 from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
 from config.versions import CHARTS, ChartPin
+from models.kubernetes.quantity import plain_decimal
 from offline.engine import RecordedResource, normalise, run_program
 from offline.upstream import chart_dir
 from offline.validate import CustomResourceDefinitions, object_findings
@@ -211,7 +212,7 @@ def test_fair_sharing_weight_is_the_tenants_weight_as_a_quantity():
     ("weight", "rendered"), [(1.0, "1"), (2.0, "2"), (0.5, "0.5"), (0.25, "0.25"), (100.0, "100"), (1.1, "1.1")]
 )
 def test_weights_render_as_plain_decimal_quantities(weight, rendered):
-    assert queueing.quantity(weight) == rendered
+    assert plain_decimal(weight) == rendered
 
 
 # --- cohorts, LocalQueues, priorities --------------------------------------------------------------

@@ -24,11 +24,10 @@ from config.system_capacity import (
     SystemCapacityPlan,
     SystemPod,
     capacity_problems,
-    cpu_millicores,
-    memory_mib,
     requests_of,
 )
 from config.versions import CHARTS
+from models.kubernetes.quantity import cpu_millicores, memory_mib
 from offline.engine import Recording
 from offline.stack import load_stack, stack_names
 from offline.upstream import chart_values, subchart_values

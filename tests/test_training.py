@@ -23,13 +23,15 @@ from components.training import TORCH_RUNTIME, torch_runtime
 from config.labels import LOCAL_QUEUE, SYSTEM_NODE_LABELS, TENANT_LABEL
 from config.namespaces import CONTROLLER_NAMESPACES, TRAINER
 from config.versions import CHARTS
+from models.kubeflow_trainer import ANCESTOR_STEP_LABEL, TRAINER_ANCESTOR
+from models.kueue.flavorassigner import Admission, best_case_admission
+from models.kueue.workload import Inadmissible, Tenancy, pod_sets
 from offline.engine import Recording
 from offline.helm_values import chart_key
 from offline.summary import render_summary
 from offline.upstream import chart_dir, chart_metadata, chart_values, crd_documents, subchart_values
 from offline.validate import CustomResourceDefinitions, object_findings
 
-from .admission import Admission, Inadmissible, Tenancy, admit, pod_sets
 from .conftest import chart_values_problems, fixture_document, load, project_path, render_fixture
 from .guards import User, rbac_allows
 from .recorded import kubernetes_objects, releases, waits_for
@@ -125,7 +127,7 @@ def test_the_torch_runtime_passes_the_trainers_runtime_webhook():
     default_replicas = schema["properties"]["spec"]["properties"]["replicatedJobs"]["items"]["properties"]["replicas"]["default"]
     [trainer] = [
         job for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]
-        if job["template"]["metadata"]["labels"].get(training.ANCESTOR_STEP_LABEL) == "trainer"
+        if job["template"]["metadata"]["labels"].get(ANCESTOR_STEP_LABEL) == TRAINER_ANCESTOR
     ]
     assert trainer.get("replicas", default_replicas) == 1
     assert "node" in [c["name"] for c in trainer["template"]["spec"]["template"]["spec"]["containers"]]
@@ -312,7 +314,7 @@ def test_each_training_example_is_valid_against_its_stacks_schemas(example):
 @pytest.mark.parametrize("example", EXAMPLES, ids=str)
 def test_each_training_example_is_admitted_whole_within_its_tenants_nominal_quota(example):
     admitting = tenancy_of(render_fixture(example.stack), example.tenant)
-    admission = admit(pod_sets(example.manifest, admitting.tenancy), admitting.cluster_queue)
+    admission = best_case_admission(pod_sets(example.manifest, admitting.tenancy), admitting.cluster_queue)
     assert admission == Admission(ADMITTED_ON[str(example)], borrowing=False)
 
 
@@ -338,7 +340,7 @@ def test_the_seed_job_shape_is_admitted_for_a_tenant_with_eight_gpus_nominal():
     document = fixture_document("multi-pool")
     assert document["gpu-platform:tenants"][2]["gpu"]["a100-spot"] == {"nominal": 8}
     tenancy, queue = data_science_queue(document)
-    assert admit(pod_sets(seed_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
+    assert best_case_admission(pod_sets(seed_job(), tenancy), queue) == Admission(("a100-spot",), borrowing=False)
 
 
 def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavor():
@@ -349,7 +351,7 @@ def test_the_seed_job_shape_is_refused_for_a_tenant_with_four_gpus_on_each_flavo
     tenants[0]["gpu"]["a100-spot"]["borrowingLimit"] = 4
     tenancy, queue = data_science_queue(document)
     with pytest.raises(Inadmissible, match="no flavor of ClusterQueue data-science holds PodSet node"):
-        admit(pod_sets(seed_job(), tenancy), queue)
+        best_case_admission(pod_sets(seed_job(), tenancy), queue)
 
 
 # --- the summary -----------------------------------------------------------------------------------------

@@ -26,12 +26,12 @@ from config.labels import (
     EPHEMERAL_STORAGE,
     GPU_RESOURCE,
     LOCAL_QUEUE,
-    QUEUE_NAME_LABEL,
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PORT,
 )
 from config.secrets import HF_TOKEN_ENV, hf_token_secret_name
 from config.tenants import SERVER_SCRATCH_GIB
+from models.kueue.constants import QUEUE_NAME_LABEL
 
 from ..lib.placement import gpu_toleration
 

@@ -1,0 +1,133 @@
+"""resource.Quantity as the API server reads it, exactly (a Fraction), and the forms the platform writes.
+
+Mirrors kubernetes/apimachinery pkg/api/resource (quantity.go ParseQuantity and parseQuantityString,
+suffix.go) at the release the cluster runs (the rules have not changed since 1.14):
+- a number: an optional sign, digits, an optional `.` and digits (`5.`, `.5` and `-` alone are
+  accepted; `-` and `+` alone read as 0);
+- then one suffix: decimal SI `n u m "" k M G T P E`, binary SI `Ki Mi Gi Ti Pi Ei`, or a decimal
+  exponent `e<int>` / `E<int>` (`E` alone is exa); anything else is refused;
+- a non-zero value is rounded away from zero to a multiple of 1n (10^-9), and capped at 2^63-1.
+
+`MilliValue()` and the scheduler's byte counts round up, as `cpu_millicores` and `memory_mib` do.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from fractions import Fraction
+from functools import lru_cache
+
+_DECIMAL_SUFFIXES = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SUFFIXES = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SUFFIX_CHARACTERS = frozenset("eEinumkKMGTP")
+_DIGITS = frozenset("0123456789")
+_NANO = Fraction(1, 10**9)
+_MAX = Fraction(2**63 - 1)
+MEBIBYTE = 2**20
+GIBIBYTE = 2**30
+
+
+def parse_quantity(value: str | int) -> Fraction:
+    """The value of a quantity in base units (cores, bytes, devices); ValueError when the API server refuses it."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValueError(f"{value!r} is not a quantity (a string or an integer)")
+    return _parse(str(value))
+
+
+@lru_cache(maxsize=4096)
+def _parse(text: str) -> Fraction:
+    number, suffix = _split(text)
+    if suffix in _DECIMAL_SUFFIXES:
+        scale = Fraction(10) ** _DECIMAL_SUFFIXES[suffix]
+    elif suffix in _BINARY_SUFFIXES:
+        scale = Fraction(2 ** _BINARY_SUFFIXES[suffix])
+    elif len(suffix) > 1 and suffix[0] in "eE" and _is_int(suffix[1:]):
+        scale = Fraction(10) ** int(suffix[1:])
+    else:
+        raise ValueError(f"{text!r} is not a quantity: unknown suffix {suffix!r}")
+    amount = abs(Fraction(number) * scale)
+    if amount:
+        amount = min(math.ceil(amount / _NANO) * _NANO, _MAX)
+    return -amount if number.startswith("-") else amount
+
+
+def _split(text: str) -> tuple[str, str]:
+    """parseQuantityString: the signed number and the suffix, or ValueError."""
+    if not text:
+        raise ValueError("'' is not a quantity")
+    end, pos = len(text), 0
+    sign = ""
+    if text[0] in "+-":
+        sign, pos = text[0].replace("+", ""), 1
+    start = pos
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    integer = text[start:pos] or "0"
+    fraction = ""
+    if pos < end and text[pos] == ".":
+        pos += 1
+        begin = pos
+        while pos < end and text[pos] in _DIGITS:
+            pos += 1
+        fraction = text[begin:pos]
+    suffix_start = pos
+    while pos < end and text[pos] in _SUFFIX_CHARACTERS:
+        pos += 1
+    if pos < end and text[pos] in "+-":
+        pos += 1
+    while pos < end and text[pos] in _DIGITS:
+        pos += 1
+    if pos < end:
+        raise ValueError(f"{text!r} is not a quantity: unexpected {text[pos]!r}")
+    return f"{sign}{integer}.{fraction or '0'}", text[suffix_start:]
+
+
+def _is_int(text: str) -> bool:
+    digits = text[1:] if text[:1] in "+-" else text
+    return digits.isascii() and digits.isdigit()
+
+
+def is_quantity(text: str) -> bool:
+    """The API server accepts `text` as a quantity."""
+    try:
+        _parse(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _round_up(value: Fraction) -> int:
+    """Away from zero, as Quantity.ScaledValue rounds."""
+    return math.ceil(value) if value >= 0 else -math.ceil(-value)
+
+
+def cpu_millicores(value: str | int) -> int:
+    """A CPU quantity in millicores, rounded up (Quantity.MilliValue): "500m" -> 500, "1" -> 1000."""
+    return _round_up(parse_quantity(value) * 1000)
+
+
+def memory_mib(value: str | int) -> int:
+    """A memory quantity in MiB, rounded up: "512Mi" -> 512, "100M" -> 96."""
+    return _round_up(parse_quantity(value) / MEBIBYTE)
+
+
+def plain_decimal(value: float | int | Fraction) -> str:
+    """A decimal quantity without exponent or trailing zeros: 2.0 -> "2", 0.5 -> "0.5", 1.1 -> "1.1".
+
+    A float is read by its shortest repr, so 1.1 stays "1.1" rather than its binary expansion.
+    """
+    text = format(_decimal(value).normalize(), "f")
+    parse_quantity(text)  # the API server must read back what we write
+    return text
+
+
+def _decimal(value: float | int | Fraction) -> Decimal:
+    if isinstance(value, Fraction):
+        return Decimal(value.numerator) / Decimal(value.denominator)
+    return Decimal(repr(value))
+
+
+def gibibytes(value: int) -> str:
+    """A whole number of GiB: 96 -> "96Gi"."""
+    return f"{value}Gi"

@@ -1,0 +1,164 @@
+"""A job as Kueue sees it: its PodSets, and what each pod is charged (kubernetes-sigs/kueue v0.19.2).
+
+- PodSets. A batch Job is one PodSet of `parallelism` pods (pkg/controller/jobs/job/job_controller.go,
+  PodSets). A TrainJob is the PodSets of the JobSet its runtime makes (pkg/controller/jobs/trainjob/
+  trainjob_controller.go, getChildJobSet, then the jobset integration's PodSets): one per replicated
+  job, `replicas` x `parallelism` pods, the trainer's step shaped by `models.kubeflow_trainer`.
+- What a pod is charged: the sum of its containers' requests, a LimitRange's `defaultRequest` where a
+  container sets none (pkg/workload/resources.go, AdjustResources), plus for each ResourceClaimTemplate
+  the devices of its ExactCount requests under the resource `resources.deviceClassMappings` maps their
+  DeviceClass to, an unmapped class being inadmissible (pkg/dra/claims.go, mapper.go); resources under
+  `resources.excludeResourcePrefixes` are not charged (pkg/workload/workload.go, dropExcludedResources).
+  Amounts are in Kueue's units (`models.kueue.resources`).
+
+Not modelled, and refused rather than guessed at: node selectors and affinities (which filter flavors by
+their node labels), init containers, pod overhead, CEL device selectors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from models import kubeflow_trainer
+
+from .constants import PRIORITY_CLASS_LABEL
+from .resources import resource_value
+
+
+class Inadmissible(Exception):
+    """Kueue leaves the workload pending; the message is the reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class PodSet:
+    name: str
+    count: int
+    requests: Mapping[str, int]  # per pod, in Kueue's units
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+
+    def total(self) -> dict[str, int]:
+        return {resource: amount * self.count for resource, amount in self.requests.items()}
+
+
+@dataclass(eq=False, slots=True)
+class Workload:
+    """A Kueue Workload: pending, or admitted with `usage` charged to its ClusterQueue.
+
+    `timestamp` orders the queue (creation, or the last eviction with requeuingStrategy.timestamp
+    Eviction); `reserved_at` orders preemption candidates (QuotaReserved's transition time); `evicted`
+    marks one whose eviction is under way (its quota is still held until it is gone).
+    """
+
+    name: str
+    cluster_queue: str
+    pod_sets: tuple[PodSet, ...]
+    priority: int = 0
+    timestamp: float = 0.0
+    usage: dict[tuple[str, str], int] = field(default_factory=dict)
+    flavors: tuple[Mapping[str, str], ...] = ()  # per PodSet, resource -> flavor, while admitted
+    reserved_at: float = 0.0
+    evicted: bool = False
+    # Flavors whose nodeLabels the pods' node selector matches, as the caller worked out (flavorassigner.go
+    # checkFlavorForPodSets: "flavor X doesn't match node affinity"); None: every flavor of the queue.
+    allowed_flavors: frozenset[str] | None = None
+    namespace_labels: Mapping[str, str] | None = None  # None: the ClusterQueue's namespaceSelector is not checked
+
+    def total_requests(self) -> list[dict[str, int]]:
+        return [pod_set.total() for pod_set in self.pod_sets]
+
+    def uses(self, frs: Collection[tuple[str, str]]) -> bool:
+        """WorkloadUsesResources: it holds quota in one of these (flavor, resource)s."""
+        return any(fr in frs for fr in self.usage)
+
+
+@dataclass(frozen=True)
+class Tenancy:
+    """What Kueue reads besides the job: the namespace's LimitRange defaults, its claim templates, Kueue's config."""
+
+    default_requests: Mapping[str, str]
+    claim_templates: Mapping[str, Mapping[str, Any]]  # name -> ResourceClaimTemplate
+    kueue_config: Mapping[str, Any]
+    runtimes: Mapping[str, Mapping[str, Any]]  # name -> ClusterTrainingRuntime
+
+
+def pod_sets(job: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
+    kind = job["kind"]
+    if kind == "Job":
+        spec = job["spec"]
+        return [PodSet("main", spec.get("parallelism", 1), pod_requests(spec["template"]["spec"], tenancy))]
+    if kind == "TrainJob":
+        return _train_job_pod_sets(job, tenancy)
+    raise ValueError(f"{kind}: not a kind this model reads")
+
+
+def _train_job_pod_sets(job: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
+    runtime = tenancy.runtimes[job["spec"]["runtimeRef"]["name"]]
+    found = []
+    for replicated in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        job_template = replicated["template"]
+        pod = job_template["spec"]["template"]["spec"]
+        parallelism = job_template["spec"].get("parallelism", 1)
+        if kubeflow_trainer.is_trainer_step(replicated):
+            parallelism = kubeflow_trainer.trainer_nodes(job, runtime)
+            pod = kubeflow_trainer.trainer_pod(pod, job)
+        found.append(PodSet(replicated["name"], replicated.get("replicas", 1) * parallelism, pod_requests(pod, tenancy)))
+    return found
+
+
+def pod_requests(pod: Mapping[str, Any], tenancy: Tenancy) -> dict[str, int]:
+    """What Kueue charges one pod."""
+    for refused in ("nodeSelector", "affinity", "initContainers", "overhead"):
+        if refused in pod:
+            raise ValueError(f"the model does not read a pod's {refused}")
+    charged: dict[str, int] = {}
+    for container in pod["containers"]:
+        own = (container.get("resources") or {}).get("requests") or {}
+        for resource, amount in {**tenancy.default_requests, **own}.items():
+            charged[resource] = charged.get(resource, 0) + resource_value(resource, amount)
+    resources_config = tenancy.kueue_config.get("resources", {})
+    mapping = {
+        device_class: entry["name"]
+        for entry in resources_config.get("deviceClassMappings", [])
+        for device_class in entry["deviceClassNames"]
+    }
+    for claim in pod.get("resourceClaims", []):
+        template = tenancy.claim_templates[claim["resourceClaimTemplateName"]]
+        for request in template["spec"]["spec"]["devices"]["requests"]:
+            exactly = request["exactly"]
+            if exactly.get("selectors") or exactly.get("allocationMode", "ExactCount") != "ExactCount":
+                raise ValueError("the model reads ExactCount requests without selectors only")
+            device_class = exactly["deviceClassName"]
+            if device_class not in mapping:
+                raise Inadmissible(f"DeviceClass {device_class} is not mapped in DRA configuration")
+            resource = mapping[device_class]
+            charged[resource] = charged.get(resource, 0) + int(exactly.get("count", 1))
+    excluded = tuple(resources_config.get("excludeResourcePrefixes", []))
+    return {resource: amount for resource, amount in charged.items() if not resource.startswith(excluded)}
+
+
+def workload_priority(
+    labels: Mapping[str, str],
+    pod_specs: Sequence[Mapping[str, Any]],
+    workload_priority_classes: Mapping[str, int],
+    priority_classes: Mapping[str, tuple[int, bool]],
+) -> int:
+    """The priority Kueue gives a job's Workload (pkg/controller/jobframework/reconciler.go ExtractPriority,
+    pkg/util/priority/priority.go): the value of the WorkloadPriorityClass its `kueue.x-k8s.io/priority-class`
+    label names; else of the PriorityClass the first PodSet naming one names; else of the PriorityClass
+    marked globalDefault; else 0. A class that does not exist leaves the job without a Workload.
+
+    `priority_classes`: name -> (value, globalDefault).
+    """
+    named = labels.get(PRIORITY_CLASS_LABEL)
+    if named:
+        if named not in workload_priority_classes:
+            raise Inadmissible(f"WorkloadPriorityClass {named} does not exist")
+        return workload_priority_classes[named]
+    pod_class = next((spec["priorityClassName"] for spec in pod_specs if spec.get("priorityClassName")), None)
+    if pod_class is not None:
+        if pod_class not in priority_classes:
+            raise Inadmissible(f"PriorityClass {pod_class} does not exist")
+        return priority_classes[pod_class][0]
+    return next((value for value, default in priority_classes.values() if default), 0)

@@ -1,0 +1,439 @@
+"""The simulation: workloads through Kueue, pods onto nodes, nodes from Karpenter, replicas from the HPA.
+
+    arrivals ─> Kueue (sim/queueing.py seam) ─> admitted: pods ─> bind to a Ready node (least allocated)
+                                                           └─> none fits: Karpenter packs a NodeClaim
+    node Ready after its launch time ─> pods bind ─> server start ─> Ready ─> run ─> finish ─> quota back
+    Karpenter: consolidation after consolidateAfter within budgets, expireAfter, spot interruptions
+    HPA every 15 s per deployment: KEDA's metrics (GPU utilisation, queue depth) -> replicas
+
+The rules are the models' (models/karpenter, models/kubernetes/hpa.py, models/keda); this module only
+moves time and objects between them.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from components.queueing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
+from config import PlatformConfig
+from config.fair_share import FlavorPlan, TenantPlan
+from models.karpenter import disruption
+from models.karpenter.provisioning import (
+    DEFAULT_LAUNCH_TO_READY,
+    LAUNCH_TO_READY,
+    SPOT,
+    InstanceOption,
+    LaunchTime,
+    PoolRef,
+    capacity_type,
+    order_by_weight,
+    pack,
+)
+from models.kueue import requeue_wait_seconds
+
+from .clock import Clock
+from .events import Record
+from .queueing import Kueue, QueuedWorkload
+from .state import Group, Node, Pod, Pool
+from .workload import Workload, seconds
+
+# Karpenter's provisioner batches pending pods for 1 s of quiet (BATCH_IDLE_DURATION, at most 10 s).
+PROVISIONING_BATCH_SECONDS = 1.0
+# How long a consolidation blocked by a budget waits before trying again (Karpenter re-evaluates every 10 s;
+# a minute keeps long budget windows cheap to simulate and moves a decision by under a minute).
+BUDGET_RETRY_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class Options:
+    seed: int = 0
+    static_baseline: bool = False
+
+
+class Simulation:
+    def __init__(self, config: PlatformConfig, workload: Workload, kueue: Kueue, options: Options = Options()):
+        self.config = config
+        self.workload = workload
+        self.kueue = kueue
+        self.options = options
+        self.rng = random.Random(options.seed)
+        self.clock = Clock(workload.start_time, seconds(workload.duration))
+        self.record = Record()
+        self.pools = {plan.name: Pool.from_plan(plan) for plan in config.gpu_pools}
+        self.flavors: dict[str, FlavorPlan] = {flavor.name: flavor for flavor in config.flavors}
+        self.tenants: dict[str, TenantPlan] = {tenant.name: tenant for tenant in config.tenants}
+        self.groups: dict[int, Group] = {}
+        self.pending_pods: list[Pod] = []
+        self._next_key = 0
+        self._next_node = 0
+        self._cycle_requested = False
+        self._provision_requested = False
+        self.launch_times = {
+            **LAUNCH_TO_READY,
+            **{family: LaunchTime(o.median_seconds, o.p95_seconds) for family, o in workload.launch_to_ready.items()},
+        }
+        self.on_ready: list[Callable[[Group], None]] = []  # serving's time-to-GPU hook
+
+    # --- workloads ------------------------------------------------------------------------------
+    @property
+    def now(self) -> float:
+        return self.clock.now
+
+    def new_group(self, **fields) -> Group:  # type: ignore[no-untyped-def]
+        self._next_key += 1
+        group = Group(key=self._next_key, created=self.now, **fields)
+        self.groups[group.key] = group
+        return group
+
+    def submit(self, group: Group) -> None:
+        """Queue the group in Kueue, stamped now (its creation, or its eviction when requeued)."""
+        self.kueue.submit(
+            QueuedWorkload(group.key, group.tenant, group.priority, self.now, group.size, group.units_per_pod, group.flavors)
+        )
+        self.request_cycle()
+
+    def request_cycle(self) -> None:
+        if not self._cycle_requested:
+            self._cycle_requested = True
+            self.clock.call(0, self._cycle)
+
+    def _cycle(self) -> None:
+        self._cycle_requested = False
+        decisions = self.kueue.schedule(self.now)
+        for key in decisions.preempted:
+            victim = self.groups[key]
+            self.record.tenants[victim.tenant].preemptions += 1
+            victim.preemptions += 1
+            self._stop(victim)
+            victim.admitted_at = None
+            self.submit(victim)
+        for admission in decisions.admitted:
+            self._admit(self.groups[admission.key], self.flavors[admission.flavor])
+        self._bind_pending()
+
+    def _admit(self, group: Group, flavor: FlavorPlan) -> None:
+        group.flavor = flavor
+        group.admitted_at = self.now
+        if group.waited is None:
+            group.waited = self.now - group.created
+            self.record.waits[group.tier].append(group.waited)
+        self.record.tenants[group.tenant].admitted += 1
+        group.pods = [Pod(group, group.units_per_pod, self.now) for _ in range(group.size)]
+        self.pending_pods.extend(group.pods)
+        self.clock.call(PODS_READY_TIMEOUT_SECONDS, self._pods_ready_timeout, group, group.generation)
+
+    def _pods_ready_timeout(self, group: Group, generation: int) -> None:
+        """waitForPodsReady: not all pods Ready within the timeout -> evict, requeue after a backoff."""
+        if group.generation != generation or group.started_at is not None or group.done or group.deleted:
+            return
+        group.evictions += 1
+        self.record.tenants[group.tenant].evictions += 1
+        self._stop(group)
+        group.admitted_at = None
+        self.kueue.evict(group.key)
+        self.request_cycle()
+        backoff = requeue_wait_seconds(
+            group.evictions, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS, jitter=self.rng.random()
+        )
+        self.clock.call(backoff, self._requeue, group, group.generation)
+
+    def _requeue(self, group: Group, generation: int) -> None:
+        if group.generation == generation and not group.deleted:
+            self.submit(group)
+
+    def _stop(self, group: Group) -> None:
+        """Take the group's pods off their nodes (and out of pending); its timers lapse."""
+        group.generation += 1
+        group.started_at = None
+        for pod in group.pods:
+            if pod.node is not None:
+                self._unbind(pod)
+            elif pod in self.pending_pods:
+                self.pending_pods.remove(pod)
+                for node in self._pool_of(group).nodes:
+                    if pod in node.nominated:
+                        node.nominated.remove(pod)
+        group.pods = []
+
+    def finish(self, group: Group, generation: int) -> None:
+        if group.generation != generation or group.done:
+            return
+        group.done = True
+        self.record.tenants[group.tenant].finished += 1
+        self._stop(group)
+        self.kueue.release(group.key)
+        self.request_cycle()
+
+    def delete(self, group: Group) -> None:
+        """An inference replica scaled away: pods gone, quota (or queue place) released."""
+        group.deleted = True
+        self._stop(group)
+        self.kueue.release(group.key)
+        self.request_cycle()
+
+    # --- pods on nodes --------------------------------------------------------------------------
+    def _pool_of(self, group: Group) -> Pool:
+        assert group.flavor is not None
+        return self.pools[group.flavor.pool.name]
+
+    def _fits(self, node: Node, pod: Pod) -> bool:
+        flavor = pod.group.flavor
+        assert flavor is not None
+        return (
+            node.ready
+            and not node.deleting
+            and node.pool.name == flavor.pool.name
+            and (flavor.capacity_type is None or node.capacity_type == flavor.capacity_type)
+            and node.free >= pod.units
+        )
+
+    def _bind_pending(self) -> None:
+        """The scheduler's pass over pending pods, oldest first: each onto the least allocated Ready node that fits
+        (NodeResourcesFit's default LeastAllocated score; GPUs stand in for the cpu and memory it scores)."""
+        left = []
+        for pod in self.pending_pods:
+            candidates = [node for node in self._pool_of(pod.group).nodes if self._fits(node, pod)]
+            if not candidates:
+                left.append(pod)
+                continue
+            node = min(candidates, key=lambda n: (n.used / n.units, n.id))
+            self._bind(pod, node)
+        self.pending_pods = left
+        if left and not self._provision_requested:
+            self._provision_requested = True
+            self.clock.call(PROVISIONING_BATCH_SECONDS, self._provision)
+
+    def _bind(self, pod: Pod, node: Node) -> None:
+        pod.node = node
+        pod.bound_at = self.now
+        node.pods.append(pod)
+        if pod in node.nominated:
+            node.nominated.remove(pod)
+        self._pod_event(node)
+        group = pod.group
+        self.clock.call(group.start_delay, self._pod_ready, pod, group.generation)
+
+    def _pod_ready(self, pod: Pod, generation: int) -> None:
+        group = pod.group
+        if group.generation != generation or pod.node is None:
+            return
+        pod.ready_at = self.now
+        if group.started_at is None and all(p.ready_at is not None and p.node is not None for p in group.pods):
+            group.started_at = self.now
+            for hook in self.on_ready:
+                hook(group)
+            if group.run_seconds is not None:
+                self.clock.call(group.run_seconds, self.finish, group, group.generation)
+
+    def _unbind(self, pod: Pod) -> None:
+        node = pod.node
+        assert node is not None and pod.bound_at is not None
+        held = self.now - pod.bound_at
+        gpus = pod.units / node.pool.slices_per_gpu
+        node.pool.allocated_gpu_seconds += held * gpus
+        tenant = self.record.tenants[pod.group.tenant]
+        tenant.allocated_gpu_seconds += held * gpus
+        tenant.cost += held / 3600 * node.price_per_hour * pod.units / node.units
+        node.pods.remove(pod)
+        pod.node = None
+        self._pod_event(node)
+
+    def _pod_event(self, node: Node) -> None:
+        node.last_pod_event = self.now
+        pool = node.pool
+        if not pool.static and pool.consolidate_after is not None:
+            self._schedule_check(node, self.now + pool.consolidate_after)
+
+    # --- Karpenter ------------------------------------------------------------------------------
+    def _provision(self) -> None:
+        """Pending pods: first onto in-flight NodeClaims with room, then packed onto new ones per pool."""
+        self._provision_requested = False
+        waiting = [pod for pod in self.pending_pods if not any(pod in n.nominated for n in self._pool_of(pod.group).nodes)]
+        by_pool: dict[tuple[str, str], list[Pod]] = {}
+        for pod in waiting:
+            pool = self._pool_of(pod.group)
+            if pool.static:
+                continue
+            flavor = pod.group.flavor
+            assert flavor is not None
+            kind = flavor.capacity_type or capacity_type(pool.plan.config.capacity_types, reservation_has_room=True)
+            inflight = [
+                n for n in pool.nodes
+                if not n.ready and not n.deleting and n.capacity_type == kind
+                and n.units - sum(p.units for p in n.nominated) >= pod.units
+            ]
+            if inflight:
+                inflight[0].nominated.append(pod)
+                continue
+            by_pool.setdefault((pool.name, kind), []).append(pod)
+        order = [ref.name for ref in order_by_weight([PoolRef(p.name, p.plan.config.weight) for p in self.pools.values()])]
+        for (pool_name, kind), pods in sorted(by_pool.items(), key=lambda item: (order.index(item[0][0]), item[0][1])):
+            pool = self.pools[pool_name]
+            slices = pool.slices_per_gpu
+            options = [InstanceOption(o.name, o.gpus * slices, o.on_demand_usd_per_hour) for o in pool.options]
+            remaining = (pool.plan.gpu_limit - pool.gpus_in_use()) * slices
+            claims, _unplaced = pack([pod.units for pod in pods], options, remaining)
+            queue = sorted(pods, key=lambda p: -p.units)
+            for claim in claims:
+                instance = next(o for o in pool.options if o.name == claim.instance_type.name)
+                node = self._launch(pool, instance, kind)
+                for units in claim.pods:
+                    pod = next(p for p in queue if p.units == units)
+                    queue.remove(pod)
+                    node.nominated.append(pod)
+
+    def _launch(self, pool: Pool, instance: InstanceOption, kind: str, ready_now: bool = False) -> Node:
+        self._next_node += 1
+        price = instance.on_demand_usd_per_hour * (self.workload.spot.price_factor if kind == SPOT else 1.0)
+        node = Node(self._next_node, pool, instance, kind, price, self.now, last_pod_event=self.now)
+        pool.nodes.append(node)
+        pool.launched += 1
+        if ready_now:
+            self._node_ready(node)
+        else:
+            family = instance.name.split(".")[0]
+            launch = self.launch_times.get(family, DEFAULT_LAUNCH_TO_READY)
+            self.clock.call(self.rng.lognormvariate(math.log(launch.median_seconds), launch.sigma), self._node_ready, node)
+        if not pool.static and pool.expire_after is not None:
+            self.clock.call(pool.expire_after, self._expire, node)
+        rate = self.workload.spot.interruptions_per_node_hour
+        if kind == SPOT and rate > 0 and not pool.static:
+            self.clock.call(self.rng.expovariate(rate / 3600), self._interrupt, node)
+        return node
+
+    def _node_ready(self, node: Node) -> None:
+        if node.deleting or node not in node.pool.nodes:
+            return
+        node.ready = True
+        node.ready_at = self.now
+        # Pods Karpenter launched this node for go first (kube-scheduler sees them as nominated here).
+        nominated, node.nominated = node.nominated, []
+        for pod in nominated:
+            if pod in self.pending_pods and self._fits(node, pod):
+                self.pending_pods.remove(pod)
+                self._bind(pod, node)
+        self._pod_event(node)
+        self._bind_pending()
+
+    def _schedule_check(self, node: Node, at: float) -> None:
+        if node.check_at is not None and node.check_at <= at and node.check_at >= self.now:
+            return
+        node.check_at = at
+        self.clock.call(at - self.now, self._check, node, at)
+
+    def _check(self, node: Node, at: float) -> None:
+        if node.check_at != at or node.deleting or node not in node.pool.nodes or not node.ready:
+            return
+        node.check_at = None
+        pool = node.pool
+        # A timer set for last_pod_event + consolidateAfter may fire a rounding error early: a microsecond's grace.
+        if not disruption.consolidatable(node.last_pod_event, self.now + 1e-6, pool.consolidate_after):
+            assert pool.consolidate_after is not None
+            self._schedule_check(node, node.last_pod_event + pool.consolidate_after)
+            return
+        empty = not node.pods and not node.nominated
+        reason = disruption.consolidation_reason(pool.consolidation_policy, empty, not empty and self._fits_elsewhere(node))
+        if reason is None:
+            return
+        live = [n for n in pool.nodes if not n.deleting]
+        allowed = disruption.allowed_disruptions(pool.budgets, self.clock.wall(), len(live), reason)
+        if allowed <= 0:
+            self._schedule_check(node, self.now + BUDGET_RETRY_SECONDS)
+            return
+        pool.consolidated += 1
+        self._terminate(node)
+
+    def _fits_elsewhere(self, node: Node) -> bool:
+        """Single-node consolidation: every pod of `node` fits the free room of the pool's other Ready nodes."""
+        free = {other.id: other.free for other in node.pool.nodes if other is not node and other.ready and not other.deleting
+                and other.capacity_type == node.capacity_type}
+        for pod in sorted(node.pods, key=lambda p: -p.units):
+            target = next((key for key, room in free.items() if room >= pod.units), None)
+            if target is None:
+                return False
+            free[target] -= pod.units
+        return True
+
+    def _expire(self, node: Node) -> None:
+        if node.deleting or node not in node.pool.nodes:
+            return
+        node.pool.expired += 1
+        self._terminate(node)
+
+    def _interrupt(self, node: Node) -> None:
+        """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline."""
+        if node.deleting or node not in node.pool.nodes:
+            return
+        node.pool.interrupted += 1
+        node.deleting = True
+        self._evict_pods(node)
+        self.clock.call(disruption.SPOT_NOTICE_SECONDS, self._terminate, node)
+
+    def _evict_pods(self, node: Node) -> None:
+        """The node's pods are deleted; their controllers recreate them as pending pods of the same workload."""
+        for pod in list(node.pods):
+            group = pod.group
+            self._unbind(pod)
+            group.pods.remove(pod)
+            if group.started_at is not None or any(p.node is not None for p in group.pods):
+                group.evictions += 1
+                self.record.tenants[group.tenant].evictions += 1
+            group.generation += 1  # the run restarts once every pod is Ready again
+            group.started_at = None
+            replacement = Pod(group, pod.units, self.now)
+            group.pods.append(replacement)
+            self.pending_pods.append(replacement)
+            for other in group.pods:
+                if other.node is not None:
+                    other.ready_at = None
+                    self.clock.call(group.start_delay, self._pod_ready, other, group.generation)
+        node.nominated = []  # still pending: the next provisioning pass finds them
+        self._bind_pending()
+
+    def _terminate(self, node: Node) -> None:
+        if node not in node.pool.nodes:
+            return
+        node.deleting = True
+        if node.pods or node.nominated:
+            self._evict_pods(node)
+        self._close_node(node)
+        node.pool.nodes.remove(node)
+        self._bind_pending()
+
+    def _close_node(self, node: Node) -> None:
+        lived = self.now - node.launched_at
+        node.pool.gpu_seconds += lived * node.instance.gpus
+        node.pool.cost += lived / 3600 * node.price_per_hour
+
+    # --- the static baseline --------------------------------------------------------------------
+    def launch_static_capacity(self) -> None:
+        """Each pool holds its tenants' nominal quota in GPUs, on nodes launched Ready at the start and kept."""
+        for pool in self.pools.values():
+            pool.static = True
+            kinds: dict[str, int] = {}
+            for tenant in self.tenants.values():
+                for quota in tenant.quotas:
+                    if quota.flavor.pool.name != pool.name or not quota.quota.nominal:
+                        continue
+                    kind = quota.flavor.capacity_type or capacity_type(pool.plan.config.capacity_types, reservation_has_room=True)
+                    kinds[kind] = kinds.get(kind, 0) + quota.quota.nominal
+            for kind, units in sorted(kinds.items()):
+                gpus = math.ceil(units / pool.slices_per_gpu)
+                claims, _ = pack([1] * gpus, list(pool.options), math.inf)
+                for claim in claims:
+                    self._launch(pool, claim.instance_type, kind, ready_now=True)
+
+    # --- the end --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Account what is still running at the end, and what still waits."""
+        for pool in self.pools.values():
+            for node in list(pool.nodes):
+                for pod in list(node.pods):
+                    self._unbind(pod)
+                self._close_node(node)
+        for group in self.groups.values():
+            if group.waited is None and not group.deleted:
+                self.record.still_waiting[group.tier].append(self.now - group.created)

@@ -1,0 +1,141 @@
+"""Inference deployments: request rate -> KEDA's two metrics -> the HPA -> replicas through Kueue onto GPUs.
+
+Each deployment's traffic is a fluid queue: Ready replicas serve `requestsPerSecondPerReplica` each;
+what they cannot serve waits (vLLM's `num_requests_waiting`). Every HPA sync the HPA reads, through
+KEDA's metrics server (which queries Prometheus at that moment), the GPU-utilisation trigger (target
+type Value: the deployment's average busy %, 0 with no Ready replica as `ignoreNullValues` makes an
+empty result) and the queue-depth trigger (AverageValue: waiting requests over replicas), takes the
+larger recommendation and applies the platform's `behavior`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components.autoscaling import HPA_BEHAVIOR
+from config.autoscaling import InferenceDeploymentConfig
+from config.fair_share import TenantPlan
+from models import keda
+from models.kubernetes import hpa
+
+from .engine import Simulation
+from .state import Group
+from .workload import InferenceLoad, RateCurve, seconds
+
+# The HPA syncs every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period default).
+HPA_SYNC_SECONDS = 15
+
+
+def rate_at(curve: RateCurve, wall_weekday: int, minute_of_day: int, offset: float) -> float:
+    """Requests per second at a moment: day or night by working hours (weekdays only if so), times any surge."""
+    first, last = curve.working_hours.split("-")
+    start = int(first[:2]) * 60 + int(first[3:])
+    end = int(last[:2]) * 60 + int(last[3:])
+    working = start <= minute_of_day < end and (wall_weekday < 5 or not curve.weekdays_only)
+    rate = curve.day if working else curve.night
+    for surge in curve.surges:
+        begin = seconds(surge.at)
+        if begin <= offset < begin + seconds(surge.duration):
+            rate *= surge.factor
+    return rate
+
+
+@dataclass
+class Deployment:
+    sim: Simulation
+    tenant: TenantPlan
+    spec: InferenceDeploymentConfig
+    load: InferenceLoad
+    autoscaler: hpa.Autoscaler
+    replicas: list[Group] = field(default_factory=list)
+    waiting: float = 0.0  # requests queued
+    scale_ups: dict[int, float] = field(default_factory=dict)  # replica key -> the HPA decision's time
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant.name}/{self.spec.name}"
+
+    def ready(self) -> int:
+        return sum(1 for group in self.replicas if group.started_at is not None)
+
+    def demand(self) -> float:
+        clock = self.sim.clock
+        wall = clock.wall()
+        return rate_at(self.load.rate, wall.weekday(), wall.hour * 60 + wall.minute, clock.now)
+
+    def add(self, count: int, scale_up: bool) -> None:
+        tier = self.tenant.config.priority
+        for _ in range(count):
+            group = self.sim.new_group(
+                tenant=self.tenant.name,
+                tier=tier,
+                priority=self.sim.config.queueing.priorities[tier],
+                size=1,
+                units_per_pod=self.spec.gpus_per_replica,
+                flavors=(self.spec.flavor,),
+                run_seconds=None,
+                stream=self.name,
+                deployment=self.name,
+                start_delay=float(self.load.server_start_seconds),
+            )
+            self.replicas.append(group)
+            if scale_up:
+                self.scale_ups[group.key] = self.sim.now
+            self.sim.submit(group)
+
+    def remove(self, count: int) -> None:
+        """The ReplicaSet deletes unscheduled pods first, then not-ready ones, then the newest
+        (kubernetes pkg/controller/controller_utils.go, ActivePods ordering)."""
+        ordered = sorted(self.replicas, key=lambda g: (g.admitted_at is not None, g.started_at is not None, -g.created, -g.key))
+        for group in ordered[:count]:
+            self.replicas.remove(group)
+            self.scale_ups.pop(group.key, None)
+            self.sim.delete(group)
+
+    def sync(self) -> None:
+        """One HPA sync: serve, measure, recommend, normalise, scale."""
+        ready = self.ready()
+        capacity = ready * self.load.requests_per_second_per_replica
+        demand = self.demand()
+        self.waiting = max(0.0, self.waiting + (demand - capacity) * HPA_SYNC_SECONDS)
+        busy = keda.prometheus_value([min(100.0, 100.0 * demand / capacity)] if capacity else [])
+        current = len(self.replicas)
+        preset = self.sim.config.autoscaling.preset(self.spec.workload_class)
+        recommendations = [hpa.external_value_replicas(current, ready, busy, preset.scale_up_utilization)]
+        if self.spec.queue_depth_target is not None:
+            depth = keda.prometheus_value([self.waiting] if ready else [])
+            recommendations.append(hpa.external_average_replicas(max(current, 1), depth, self.spec.queue_depth_target))
+        desired = self.autoscaler.normalize(self.sim.now, current, max(recommendations))
+        if desired > current:
+            self.add(desired - current, scale_up=True)
+        elif desired < current:
+            self.remove(current - desired)
+
+    def on_ready(self, group: Group) -> None:
+        decided = self.scale_ups.pop(group.key, None)
+        if decided is not None:
+            self.sim.record.time_to_gpu[self.name].append(self.sim.now - decided)
+
+
+def deployments(sim: Simulation) -> list[Deployment]:
+    """One per `inference` entry of the workload: the stack's spec, or the workload's for a tenant's own server."""
+    found = []
+    for load in sim.workload.inference:
+        tenant = sim.tenants[load.tenant]
+        declared = {d.name: d for d in tenant.config.inference}
+        spec = declared.get(load.deployment) or load.spec
+        assert spec is not None  # sim.run checks the workload against the stack first
+        scaler = hpa.Autoscaler(
+            keda.hpa_min_replicas(spec.min_replicas),
+            spec.max_replicas,
+            hpa.Rules.from_spec(HPA_BEHAVIOR["scaleUp"], hpa.DEFAULT_SCALE_UP),
+            hpa.Rules.from_spec(HPA_BEHAVIOR["scaleDown"], hpa.DEFAULT_SCALE_DOWN),
+        )
+        found.append(Deployment(sim, tenant, spec, load, scaler))
+    return found
+
+
+def start(sim: Simulation, deployment: Deployment) -> None:
+    deployment.add(deployment.autoscaler.min_replicas, scale_up=False)
+    sim.on_ready.append(lambda group: deployment.on_ready(group) if group.deployment == deployment.name else None)
+    sim.clock.every(HPA_SYNC_SECONDS, deployment.sync, first=HPA_SYNC_SECONDS)

@@ -1,0 +1,146 @@
+"""What the simulated cluster holds: pools and their nodes, flavors, workloads and their pods.
+
+Built from the derived plans (`PlatformConfig.gpu_pools`, `.flavors`, `.tenants`), never from the stack
+file. Quota lives behind the Kueue seam (sim/queueing.py); here is only what the nodes hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from config.capacity import GpuPoolPlan
+from config.fair_share import FlavorPlan
+from models.karpenter.disruption import Budget, duration_seconds
+from models.karpenter.provisioning import InstanceOption
+
+NEVER = "Never"
+
+
+def _seconds_or_never(text: str) -> float | None:
+    return None if text == NEVER else float(duration_seconds(text))
+
+
+@dataclass
+class Pool:
+    """A Karpenter NodePool as the simulator runs it."""
+
+    plan: GpuPoolPlan
+    options: tuple[InstanceOption, ...]
+    slices_per_gpu: int
+    consolidation_policy: str
+    consolidate_after: float | None
+    budgets: tuple[Budget, ...]
+    expire_after: float | None
+    static: bool = False  # the static baseline: nodes launched once, never provisioned or disrupted
+    nodes: list[Node] = field(default_factory=list)
+    launched: int = 0
+    consolidated: int = 0
+    interrupted: int = 0
+    expired: int = 0
+    gpu_seconds: float = 0.0  # provisioned, closed for terminated nodes
+    allocated_gpu_seconds: float = 0.0
+    cost: float = 0.0  # closed for terminated nodes
+
+    @classmethod
+    def from_plan(cls, plan: GpuPoolPlan) -> Pool:
+        sharing = plan.config.sharing
+        slices = sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
+        options = tuple(
+            InstanceOption(t.name, t.gpus, t.on_demand_usd_per_hour)
+            for t in plan.instance_types
+            if t.on_demand_usd_per_hour is not None
+        )
+        disruption = plan.config.disruption
+        budgets = tuple(
+            Budget(
+                b.nodes,
+                b.schedule,
+                duration_seconds(b.duration) if b.duration else None,
+                tuple(b.reasons) if b.reasons is not None else None,
+            )
+            for b in disruption.budgets
+        )
+        return cls(
+            plan,
+            options,
+            slices,
+            disruption.consolidation_policy,
+            _seconds_or_never(disruption.consolidate_after),
+            budgets,
+            _seconds_or_never(plan.config.expire_after),
+        )
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    def gpus_in_use(self) -> int:
+        """Physical GPUs of the pool's live NodeClaims, launching ones included (what counts against its limit)."""
+        return sum(node.instance.gpus for node in self.nodes)
+
+
+@dataclass(eq=False)
+class Node:
+    id: int
+    pool: Pool
+    instance: InstanceOption
+    capacity_type: str
+    price_per_hour: float
+    launched_at: float
+    ready: bool = False
+    ready_at: float | None = None
+    deleting: bool = False
+    last_pod_event: float = 0.0
+    pods: list[Pod] = field(default_factory=list)
+    nominated: list[Pod] = field(default_factory=list)  # pending pods Karpenter launched this node for
+    check_at: float | None = None  # the next disruption check scheduled for it
+
+    @property
+    def units(self) -> int:
+        return self.instance.gpus * self.pool.slices_per_gpu
+
+    @property
+    def used(self) -> int:
+        return sum(pod.units for pod in self.pods)
+
+    @property
+    def free(self) -> int:
+        return self.units - self.used
+
+
+@dataclass(eq=False)
+class Group:
+    """A Kueue Workload and its pods: a job (a gang of `size` pods) or one inference replica."""
+
+    key: int
+    tenant: str
+    tier: str
+    priority: int
+    size: int
+    units_per_pod: int
+    flavors: tuple[str, ...]
+    run_seconds: float | None  # None: runs until scaled down (an inference replica)
+    created: float
+    stream: str
+    deployment: str | None = None
+    start_delay: float = 0.0  # from a pod's binding to its Ready (server start)
+    flavor: FlavorPlan | None = None
+    admitted_at: float | None = None
+    started_at: float | None = None
+    pods: list[Pod] = field(default_factory=list)
+    evictions: int = 0
+    preemptions: int = 0
+    waited: float | None = None  # creation to first admission
+    generation: int = 0  # bumped on every eviction, so stale timers do nothing
+    done: bool = False
+    deleted: bool = False
+
+
+@dataclass(eq=False)
+class Pod:
+    group: Group
+    units: int
+    created: float
+    node: Node | None = None
+    bound_at: float | None = None
+    ready_at: float | None = None

@@ -1,0 +1,240 @@
+"""A workload file (`workloads/*.yaml`): what runs on the platform during a simulation.
+
+    inference   deployments with a request-rate curve, per-replica capacity and server start time
+    jobs        batch and training jobs: arrivals, durations, GPUs per pod, gang size, tenant, priority
+    traces      a recorded trace mapped onto the stack's tenants and flavors (sim/trace.py)
+
+Every key is camelCase, unknown keys are refused, and the JSON Schema editors check the file with is
+generated from these models (`schema/workload.schema.json`, `make schema`). Times of day are UTC;
+offsets (`14h`, `30m`) count from `start`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from config.autoscaling import InferenceDeploymentConfig
+from config.base import ConfigModel
+
+SCHEMA_PATH = "schema/workload.schema.json"
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+_CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+
+
+def seconds(text: str) -> int:
+    """`1h30m` -> 5400. The one duration syntax of a workload file: hours, minutes, seconds."""
+    match = _DURATION.match(text)
+    if not text or not match:
+        raise ValueError(f"{text!r} is not a duration like '90s', '30m', '14h' or '1h30m'")
+    hours, minutes, secs = (int(part or 0) for part in match.groups())
+    return hours * 3600 + minutes * 60 + secs
+
+
+def _duration(text: str) -> str:
+    seconds(text)
+    return text
+
+
+def _clock(text: str) -> str:
+    if not _CLOCK.match(text):
+        raise ValueError(f"{text!r} is not a time of day like '09:00' (UTC)")
+    return text
+
+
+class Surge(ConfigModel):
+    """A step in the request rate: `factor` times the curve from `at` for `duration`."""
+
+    at: str = Field(description="Offset from the workload's start, e.g. `14h`.")
+    duration: str = Field(description="How long the surge lasts, e.g. `30m`.")
+    factor: float = Field(gt=0, description="Multiplier of the rate while it lasts (5: five times the traffic).")
+
+    @field_validator("at", "duration")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return _duration(value)
+
+
+class RateCurve(ConfigModel):
+    """Requests per second over time: `night` outside working hours, `day` within them, times any surges."""
+
+    day: float = Field(ge=0, description="Requests per second during working hours.")
+    night: float = Field(ge=0, description="Requests per second outside working hours (and at weekends when `weekdaysOnly`).")
+    working_hours: str = Field("09:00-18:00", description="Working hours, UTC, `HH:MM-HH:MM`.")
+    weekdays_only: bool = Field(True, description="Saturdays and Sundays run at the `night` rate all day.")
+    surges: list[Surge] = Field(default_factory=list, description="Step surges on top of the curve.")
+
+    @field_validator("working_hours")
+    @classmethod
+    def _hours(cls, value: str) -> str:
+        parts = value.split("-")
+        if len(parts) != 2:
+            raise ValueError(f"{value!r} is not a range of times of day like '09:00-18:00'")
+        first, last = (_clock(part) for part in parts)
+        if first >= last:
+            raise ValueError(f"{value!r} ends before it starts")
+        return value
+
+
+class InferenceLoad(ConfigModel):
+    """Traffic for one inference deployment, and what one replica of it can serve."""
+
+    tenant: str = Field(description="The tenant whose deployment this is.")
+    deployment: str = Field(description="The deployment's name: one of the tenant's `inference` entries in the stack.")
+    spec: InferenceDeploymentConfig | None = Field(
+        None,
+        description="The deployment's scaling spec when the stack does not declare it (a deployment the tenant runs "
+        "itself), with the stack's keys (`flavor`, `class`, `minReplicas`, ...). Omit it for a deployment the stack "
+        "declares: its spec then comes from the stack.",
+    )
+    requests_per_second_per_replica: float = Field(gt=0, description="Requests per second one replica serves at full load.")
+    server_start_seconds: int = Field(
+        ge=0, description="Seconds from a replica's pod landing on a Ready node to serving: image pull and model load."
+    )
+    rate: RateCurve = Field(description="The request rate over time.")
+
+
+class Arrivals(ConfigModel):
+    """When jobs arrive: a Poisson process, or listed offsets."""
+
+    per_hour: float | None = Field(None, gt=0, description="Poisson arrivals at this mean rate per hour.")
+    at: list[str] | None = Field(None, description="Exact arrival offsets from the start, e.g. `[1h, 1h30m]`.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Arrivals:
+        if (self.per_hour is None) == (self.at is None):
+            raise ValueError("give exactly one of perHour (Poisson) or at (listed offsets)")
+        for offset in self.at or []:
+            _duration(offset)
+        return self
+
+
+class Durations(ConfigModel):
+    """How long a job runs once all its pods are Ready: fixed, or exponential with a mean."""
+
+    fixed: str | None = Field(None, description="Every job runs exactly this long, e.g. `45m`.")
+    exponential_mean: str | None = Field(None, description="Exponentially distributed with this mean, e.g. `1h`.")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Durations:
+        given = [value for value in (self.fixed, self.exponential_mean) if value is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of fixed or exponentialMean")
+        _duration(given[0])
+        return self
+
+
+class JobStream(ConfigModel):
+    """A stream of batch or training jobs of one shape."""
+
+    name: str = Field(description="Name of the stream (the report's label).")
+    tenant: str = Field(description="The tenant that submits the jobs.")
+    priority: str | None = Field(None, description="Priority tier (`queueing.priorities`); the tenant's own when unset.")
+    flavors: list[str] | None = Field(
+        None, description="Flavors the jobs may run on (a node selector); every flavor of the tenant when unset."
+    )
+    gpus_per_pod: int = Field(
+        ge=1, le=64, description="GPUs each pod requests, in the flavor's units (slices on a time-sliced flavor)."
+    )
+    pods: int = Field(1, ge=1, le=64, description="Pods per job, admitted and started together (a gang).")
+    arrivals: Arrivals = Field(description="When jobs arrive.")
+    duration: Durations = Field(description="How long each job runs.")
+    until: str | None = Field(None, description="No arrivals after this offset; the workload's end when unset.")
+
+
+class TraceClass(ConfigModel):
+    """Where a trace's tasks of one class (QoS) go in the stack."""
+
+    tenants: list[str] = Field(
+        min_length=1, description="Tenants that run the class's tasks: one tenant, or several taking the tasks in turn."
+    )
+    priority: str | None = Field(None, description="Priority tier; each tenant's own when unset.")
+    flavors: list[str] | None = Field(None, description="Flavors the tasks may use; every flavor of the tenant when unset.")
+
+
+class TraceSource(ConfigModel):
+    """A recorded trace, replayed with its own arrival times and run times (sim/trace.py)."""
+
+    format: Literal["alibaba-gpu-v2023"] = Field(description="The trace's format.")
+    file: str = Field(description="Path from the project directory, e.g. the vendored copy under upstream/.")
+    classes: dict[str, TraceClass] = Field(description="Trace class (the Alibaba trace's `qos`) -> tenant, priority, flavors.")
+    copies: int = Field(1, ge=1, le=64, description="Replay each task this many times (load x copies), for benchmarks.")
+
+
+class LaunchTimeOverride(ConfigModel):
+    median_seconds: float = Field(gt=0, description="Median seconds from NodeClaim to a Ready node with GPUs advertised.")
+    p95_seconds: float = Field(gt=0, description="95th percentile of the same.")
+
+
+class SpotConfig(ConfigModel):
+    interruptions_per_node_hour: float = Field(
+        0.0, ge=0, le=1, description="EC2 Spot interruptions per spot node-hour (a Poisson rate); 0: none."
+    )
+    price_factor: float = Field(
+        0.35, gt=0, le=1, description="Spot price as a share of on-demand (an assumption: AWS quotes savings up to 90%)."
+    )
+
+
+class Workload(ConfigModel):
+    """A workload file."""
+
+    description: str = Field("", description="What the workload represents.")
+    start: str = Field(description="UTC start of simulated time, e.g. `2026-06-01T00:00:00Z` (quote it).")
+    duration: str = Field(description="Simulated time, e.g. `24h`.")
+    sample_interval: str = Field("5m", description="How often the plots' series are sampled.")
+    spot: SpotConfig = Field(default_factory=SpotConfig, description="Spot interruptions and prices.")
+    launch_to_ready: dict[str, LaunchTimeOverride] = Field(
+        default_factory=dict, description="Launch-to-Ready time per instance family (e.g. `g6e`), overriding the model's."
+    )
+    inference: list[InferenceLoad] = Field(default_factory=list, description="Inference deployments and their traffic.")
+    jobs: list[JobStream] = Field(default_factory=list, description="Batch and training job streams.")
+    traces: list[TraceSource] = Field(default_factory=list, description="Recorded traces.")
+
+    @field_validator("start")
+    @classmethod
+    def _start(cls, value: str) -> str:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO 8601 time like '2026-06-01T00:00:00Z'") from None
+        if parsed.utcoffset() is None or parsed.utcoffset().total_seconds() != 0:  # type: ignore[union-attr]
+            raise ValueError(f"{value!r} must be UTC (end it with Z)")
+        return value
+
+    @field_validator("duration", "sample_interval")
+    @classmethod
+    def _durations(cls, value: str) -> str:
+        return _duration(value)
+
+    @property
+    def start_time(self) -> datetime:
+        return datetime.fromisoformat(self.start.replace("Z", "+00:00")).astimezone(UTC)
+
+
+class WorkloadError(Exception):
+    """A workload file that cannot be read: one line per problem, naming the key path."""
+
+    def __init__(self, problems: list[str]):
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def load_workload(path: Path) -> Workload:
+    """Read and validate a workload file; raise `WorkloadError` with one line per problem."""
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise WorkloadError([f"{path}: cannot read: {str(err).splitlines()[0]}"]) from None
+    try:
+        return Workload.model_validate(document)
+    except ValidationError as err:
+        lines = []
+        for error in err.errors():
+            where = ".".join(str(part) for part in error["loc"]) or "(top level)"
+            lines.append(f"{path}: {where}: {error['msg']} (got {error.get('input')!r})")
+        raise WorkloadError(lines) from None

@@ -1,0 +1,212 @@
+"""The simulator end to end on tiny workloads whose outcome is worked out by hand (or by queueing theory)."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from typing import Any
+
+import pytest
+import yaml
+
+from sim.admission import kueue_for
+from sim.engine import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS
+from sim.report import render_report
+from sim.run import Result, simulate
+from sim.workload import Workload
+
+from .conftest import load, project_path
+
+MONDAY = "2026-06-01T00:00:00Z"
+LAUNCH = 240  # seconds, made exact: median = p95
+BATCH = 1  # Karpenter's provisioning batch
+G6E_XLARGE_USD = 1.861  # config/catalog.py: the cheapest g6e, 1 GPU
+SPOT_FACTOR = 0.35  # the workload file's default spot price share
+
+
+@functools.cache
+def _dev() -> dict[str, Any]:
+    return yaml.safe_load(project_path("Pulumi.dev.yaml").read_text())["config"]
+
+
+def dev() -> dict[str, Any]:
+    return copy.deepcopy(_dev())
+
+
+def workload(**fields: Any) -> Workload:
+    document = {"start": MONDAY, "duration": "6h", "launchToReady": {"g6e": {"medianSeconds": LAUNCH, "p95Seconds": LAUNCH}}}
+    return Workload.model_validate({**document, **fields})
+
+
+def run(document: dict[str, Any], load_: Workload, *, seed: int = 0, static: bool = False) -> Result:
+    return simulate(load(document), load_, kueue_for, seed=seed, static_baseline=static, project_dir=project_path())
+
+
+def one_job(at: str, run_for: str, flavor: str = "l40s-spot", slices: int = 2) -> dict[str, Any]:
+    return {
+        "name": "one",
+        "tenant": "ml-research",
+        "flavors": [flavor],
+        "gpusPerPod": slices,
+        "arrivals": {"at": [at]},
+        "duration": {"fixed": run_for},
+    }
+
+
+def test_a_job_gets_a_node_after_its_launch_and_the_empty_node_goes_consolidate_after_later():
+    result = run(dev(), workload(jobs=[one_job("1h", "30m")]))
+    pool = result.sim.pools["gpu-l40s"]
+    launched = 3600 + BATCH
+    ready = launched + LAUNCH
+    finished = ready + 1800
+    consolidated = finished + 5 * 60  # dev's consolidateAfter
+    assert (pool.launched, pool.consolidated) == (1, 1)
+    assert pool.gpu_seconds == pytest.approx(consolidated - launched)  # one g6e.xlarge: 1 GPU
+    assert pool.allocated_gpu_seconds == pytest.approx(1800 * 2 / 4)  # 2 of the GPU's 4 slices
+    assert pool.cost == pytest.approx((consolidated - launched) / 3600 * G6E_XLARGE_USD * SPOT_FACTOR)
+    assert result.sim.record.waits["standard"] == [0.0]
+    tenant = result.sim.record.tenants["ml-research"]
+    assert tenant.cost == pytest.approx(1800 / 3600 * G6E_XLARGE_USD * SPOT_FACTOR * 2 / 4)
+
+
+def test_a_budget_window_holds_an_empty_node_until_it_closes():
+    document = dev()
+    document["gpu-platform:nodePools"][0]["disruption"]["budgets"] = [
+        {"nodes": "50%"},
+        {"nodes": "0", "schedule": "0 9 * * mon-fri", "duration": "8h"},
+    ]
+    # 10:00 Monday: the job ends at 10:34:01, the node is consolidatable from 10:39:01, held until 17:00.
+    result = run(document, workload(duration="20h", jobs=[one_job("10h", "30m")]))
+    pool = result.sim.pools["gpu-l40s"]
+    launched = 10 * 3600 + BATCH
+    assert pool.consolidated == 1
+    lived = pool.gpu_seconds  # 1 GPU
+    assert 17 * 3600 - launched <= lived < 17 * 3600 + 60 - launched  # the next retry after the window
+
+
+def test_a_job_whose_pods_are_not_ready_in_time_is_evicted_and_requeued_after_the_backoff():
+    # A node that takes 50 minutes: past waitForPodsReady's 45-minute timeout.
+    slow = PODS_READY_TIMEOUT_SECONDS + 300
+    result = run(
+        dev(),
+        workload(launchToReady={"g6e": {"medianSeconds": slow, "p95Seconds": slow}}, jobs=[one_job("0s", "10m")]),
+    )
+    tenant = result.sim.record.tenants["ml-research"]
+    assert tenant.evictions == 1
+    # Requeued 60 s after the eviction, admitted again, and run on the node launched for its first attempt.
+    assert REQUEUE_BACKOFF_BASE_SECONDS < slow - PODS_READY_TIMEOUT_SECONDS
+    assert (tenant.admitted, tenant.finished) == (2, 1)
+    assert result.sim.pools["gpu-l40s"].launched == 1
+
+
+def test_a_borrower_beyond_nominal_waits_when_borrowing_is_off_in_the_static_baseline():
+    # inference: nominal 12 slices on l40s-on-demand, borrowingLimit 4. Two 8-slice jobs at once:
+    # 16 fits nominal + borrowing, so both start; in the static baseline the second waits for the first.
+    jobs = [{
+        "name": "pair", "tenant": "inference", "flavors": ["l40s-on-demand"], "gpusPerPod": 8,
+        "arrivals": {"at": ["1h", "1h"]}, "duration": {"fixed": "1h"},
+    }]
+    shared = run(dev(), workload(jobs=jobs))
+    static = run(dev(), workload(jobs=jobs), static=True)
+    assert sorted(shared.sim.record.waits["production"]) == [0.0, 0.0]
+    assert sorted(static.sim.record.waits["production"]) == pytest.approx([0.0, 3600.0])
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability an arrival waits in M/M/c (Erlang C), from its textbook formula."""
+    top = offered**servers / math.factorial(servers) * servers / (servers - offered)
+    bottom = sum(offered**k / math.factorial(k) for k in range(servers)) + top
+    return top / bottom
+
+
+def test_one_queue_of_c_slots_agrees_with_erlang_c():
+    # ml-research's l40s-spot quota: 4 slices, no borrowing; one slice per job, so 4 servers. Static
+    # capacity (Ready from the start) keeps node launches out of it: M/M/4 with a = 3 (rho 0.75).
+    arrivals, mean_hours, servers = 3.0, 1.0, 4
+    jobs = [{
+        "name": "mm4", "tenant": "ml-research", "flavors": ["l40s-spot"], "gpusPerPod": 1,
+        "arrivals": {"perHour": arrivals}, "duration": {"exponentialMean": "1h"},
+    }]
+    result = run(dev(), workload(duration="1500h", sampleInterval="24h", jobs=jobs), seed=7, static=True)
+    waits = result.sim.record.waits["standard"]
+    offered = arrivals * mean_hours
+    waiting = erlang_c(servers, offered)  # 0.509
+    mean_wait = waiting / (servers / mean_hours - arrivals) * 3600  # 1833 s
+    assert len(waits) > 4000
+    # Within three standard errors, estimated by batch means (waits in a queue are correlated, so the
+    # plain binomial error would be too small).
+    checks = (([1.0 if w > 0 else 0.0 for w in waits], waiting, 0.1), (waits, mean_wait, 0.3))
+    for values, expected, precision in checks:
+        estimate, error = batch_means(values, batches=10)
+        assert abs(estimate - expected) < 3 * error, (estimate, expected, error)
+        assert error < precision * expected  # and the run is long enough for that to mean something
+
+
+def batch_means(values: list[float], batches: int) -> tuple[float, float]:
+    size = len(values) // batches
+    means = [sum(values[i * size : (i + 1) * size]) / size for i in range(batches)]
+    mean = sum(means) / batches
+    variance = sum((m - mean) ** 2 for m in means) / (batches - 1)
+    return mean, math.sqrt(variance / batches)
+
+
+def test_doubling_borrowing_limits_shortens_waits_and_raises_allocation():
+    # inference runs 2-slice jobs that need more than its 12 nominal slices; ml-research is idle and lends.
+    jobs = [{
+        "name": "load", "tenant": "inference", "flavors": ["l40s-on-demand"], "gpusPerPod": 2,
+        "arrivals": {"perHour": 5}, "duration": {"fixed": "2h"},
+    }]
+    # Measured over the 10 loaded hours: more admitted at once means more GPU-hours within them.
+    before = run(dev(), workload(duration="10h", jobs=jobs), seed=3)
+    # The borrower's limits doubled (ml-research's cannot be: inference lends only 4, and config refuses more).
+    doubled_document = dev()
+    (inference,) = [t for t in doubled_document["gpu-platform:tenants"] if t["name"] == "inference"]
+    for quota in inference["gpu"].values():
+        quota["borrowingLimit"] = 2 * quota.get("borrowingLimit", 0)
+    after = run(doubled_document, workload(duration="10h", jobs=jobs), seed=3)
+
+    def mean_wait(result: Result) -> float:
+        waits = result.sim.record.waits["production"]
+        return sum(waits) / len(waits)
+
+    def allocated(result: Result) -> float:
+        return result.sim.record.tenants["inference"].allocated_gpu_seconds
+
+    assert mean_wait(after) < mean_wait(before)
+    assert allocated(after) > allocated(before)
+
+
+SURGE = {
+    "tenant": "inference",
+    "deployment": "chat",
+    "requestsPerSecondPerReplica": 4,
+    "serverStartSeconds": 120,
+    "rate": {"day": 4, "night": 4, "surges": [{"at": "1h", "duration": "30m", "factor": 5}]},
+}
+
+
+def test_a_surge_scales_the_deployment_up_and_each_new_replica_is_timed_to_its_gpu():
+    result = run(dev(), workload(duration="3h", inference=[SURGE]))
+    record = result.sim.record
+    times = record.time_to_gpu["inference/chat"]
+    # 20 req/s at 4 per replica: at least 4 replicas added; each waits at least for its server to start.
+    assert len(times) >= 4
+    assert min(times) >= 120
+    # A replica on a new node waits for the batch, the launch and its server; none waits longer than that
+    # plus the HPA's own pacing (nodes come one launch after the decision).
+    assert max(times) <= BATCH + LAUNCH + 120 + 60
+    replicas = record.replicas.values["inference/chat replicas"]
+    assert max(replicas) >= 5 and replicas[-1] < max(replicas)  # back down after the surge
+
+
+def test_the_same_seed_gives_the_same_report_and_another_seed_another():
+    jobs = [{
+        "name": "batch", "tenant": "ml-research", "flavors": ["l40s-spot"], "gpusPerPod": 1,
+        "arrivals": {"perHour": 4}, "duration": {"exponentialMean": "30m"},
+    }]
+    first = render_report(run(dev(), workload(jobs=jobs), seed=1), "dev", "w")
+    again = render_report(run(dev(), workload(jobs=jobs), seed=1), "dev", "w")
+    other = render_report(run(dev(), workload(jobs=jobs), seed=2), "dev", "w")
+    assert first == again
+    assert first != other

@@ -1,0 +1,97 @@
+"""Workload files: their schema, the shipped ones against their stacks, the trace mapping, and mistakes in one line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jsonschema
+import pytest
+import yaml
+
+from offline.stack import load_config, load_stack
+from sim.cli import EXIT_INVALID, run
+from sim.run import check
+from sim.schema import schema_json, workload_schema
+from sim.trace import TraceTask, read_alibaba_2023
+from sim.workload import SCHEMA_PATH, load_workload
+
+from .conftest import project_path
+
+SHIPPED = {"design-surge.yaml": "dev", "alibaba-gpu-2023.yaml": "prod"}
+TRACE = "upstream/alibaba-clusterdata/cluster-trace-gpu-v2023/openb_pod_list_default.csv"
+
+
+def test_the_committed_schema_is_what_the_models_generate():
+    assert project_path(SCHEMA_PATH).read_text() == schema_json(), "run `make schema`"
+
+
+@pytest.mark.parametrize(("name", "stack"), SHIPPED.items())
+def test_each_shipped_workload_satisfies_the_schema_and_fits_its_stack(name, stack):
+    path = project_path("workloads", name)
+    text = path.read_text()
+    assert text.splitlines()[0] == f"# yaml-language-server: $schema=../{SCHEMA_PATH}"
+    jsonschema.validate(yaml.safe_load(text), workload_schema())
+    check(load_config(load_stack(stack)), load_workload(path), name)  # raises WorkloadError on a mismatch
+
+
+def test_the_trace_rule_keeps_gpu_tasks_that_ran():
+    tasks, stats = read_alibaba_2023(project_path(TRACE))
+    # 8,152 pods: 1,088 without a GPU, 861 GPU pods never scheduled (no scheduled_time).
+    assert (stats.rows, stats.without_gpu, stats.never_scheduled, stats.no_run_time) == (8152, 1088, 861, 0)
+    assert stats.kept == len(tasks) == 8152 - 1088 - 861
+    first = tasks[0]  # openb-pod-0000: 1 GPU, LS, scheduled at 0, deleted at 12537496
+    assert (first.name, first.qos, first.arrival, first.run_seconds, first.gpus) == ("openb-pod-0000", "LS", 0.0, 12537496.0, 1)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "milli", "slices", "units"),
+    [
+        (1, 1000, 1, 1),
+        (2, 1000, 4, 8),  # two whole GPUs on a 4-way time-sliced flavor
+        (1, 460, 4, 2),  # ceil(0.46 x 4)
+        (1, 50, 4, 1),  # at least one slice
+        (1, 460, 1, 1),  # a fraction takes a whole GPU without time-slicing
+        (8, 1000, 1, 8),
+    ],
+)
+def test_a_task_requests_its_gpus_in_the_flavors_units(gpus, milli, slices, units):
+    assert TraceTask("t", "LS", 0.0, 1.0, gpus, milli).units(slices) == units
+
+
+BAD = """\
+start: "2026-06-01T00:00:00Z"
+duration: 2h
+jobs:
+  - name: typo
+    tenant: ml-reserch
+    gpusPerPod: 1
+    arrivals: {perHour: 1}
+    duration: {fixed: 10m}
+  - name: mixed
+    tenant: ml-research
+    gpusPerPod: 1
+    priority: urgent
+    arrivals: {perHour: 1}
+    duration: {fixed: 10m}
+"""
+
+
+def test_a_workload_naming_what_the_stack_lacks_is_one_line_each_and_exit_2(tmp_path: Path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text(BAD)
+    config = load_config(load_stack("dev"))
+    assert run(config, "dev", path, tmp_path / "out", seed=0, baseline=None, project_dir=project_path()) == EXIT_INVALID
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == f"{path}: invalid workload (2 problems):"
+    assert "jobs[0]: tenant 'ml-reserch' is not a tenant of the stack (ml-research, inference)" in lines[1]
+    assert "jobs[1].priority: 'urgent' is not a tier of queueing.priorities (production, standard, best-effort)" in lines[2]
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_malformed_workload_names_the_key_and_the_value(tmp_path: Path, capsys):
+    path = tmp_path / "bad.yaml"
+    path.write_text('start: "2026-06-01T00:00:00Z"\nduration: 2 hours\n')
+    config = load_config(load_stack("dev"))
+    assert run(config, "dev", path, tmp_path / "out", seed=0, baseline=None, project_dir=project_path()) == EXIT_INVALID
+    err = capsys.readouterr().err
+    assert "duration: Value error, '2 hours' is not a duration like '90s', '30m', '14h' or '1h30m' (got '2 hours')" in err
