@@ -10,9 +10,10 @@ from components.headroom import placeholders
 from components.lib.namespaces import every_tenant_namespace
 from components.node_pools import gpu_node_pool
 from config import ConfigError
-from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL, QUEUE_NAME_LABEL
+from config.labels import CAPACITY_TYPE_LABEL, GPU_TAINT, POOL_LABEL
 from config.versions import CHARTS
 from models.kubernetes.preemption import NEVER, Node, Pod, preempt, victims_on_node
+from models.kueue.constants import QUEUE_NAME_LABEL
 from offline.validate import CustomResourceDefinitions, object_findings
 
 from .conftest import fixture_document, load, render_fixture

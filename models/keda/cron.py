@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo, available_timezones
@@ -82,6 +83,7 @@ class Schedule:
         raise CronError("never fires")
 
 
+@functools.cache
 def parse(spec: str) -> Schedule:
     """Parse a five-field schedule as KEDA's cron scaler does; CronError names the field at fault."""
     fields = spec.split()
