@@ -16,6 +16,7 @@ import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from components.queueing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from config import PlatformConfig
@@ -85,7 +86,7 @@ class Simulation:
     def now(self) -> float:
         return self.clock.now
 
-    def new_group(self, **fields) -> Group:  # type: ignore[no-untyped-def]
+    def new_group(self, **fields: Any) -> Group:
         self._next_key += 1
         group = Group(key=self._next_key, created=self.now, **fields)
         self.groups[group.key] = group

@@ -1,11 +1,11 @@
 """Inference deployments: request rate -> KEDA's two metrics -> the HPA -> replicas through Kueue onto GPUs.
 
 Each deployment's traffic is a fluid queue: Ready replicas serve `requestsPerSecondPerReplica` each;
-what they cannot serve waits (vLLM's `num_requests_waiting`). Every HPA sync the HPA reads, through
-KEDA's metrics server (which queries Prometheus at that moment), the GPU-utilisation trigger (target
-type Value: the deployment's average busy %, 0 with no Ready replica as `ignoreNullValues` makes an
-empty result) and the queue-depth trigger (AverageValue: waiting requests over replicas), takes the
-larger recommendation and applies the platform's `behavior`.
+what they cannot serve waits (vLLM's `num_requests_waiting`); with none Ready, requests are refused.
+Every HPA sync the HPA reads, through KEDA's metrics server (which queries Prometheus at that moment),
+the GPU-utilisation trigger (target type Value: the deployment's average busy %, 0 with no Ready
+replica as `ignoreNullValues` makes an empty result) and the queue-depth trigger (AverageValue:
+waiting requests over replicas), takes the larger recommendation and applies the platform's `behavior`.
 """
 
 from __future__ import annotations
@@ -99,7 +99,8 @@ class Deployment:
         ready = self.ready()
         capacity = ready * self.load.requests_per_second_per_replica
         demand = self.demand()
-        self.waiting = max(0.0, self.waiting + (demand - capacity) * HPA_SYNC_SECONDS)
+        # With no Ready replica the Service has no endpoints: requests are refused, not queued.
+        self.waiting = max(0.0, self.waiting + (demand - capacity) * HPA_SYNC_SECONDS) if ready else 0.0
         busy = keda.prometheus_value([min(100.0, 100.0 * demand / capacity)] if capacity else [])
         current = len(self.replicas)
         preset = self.sim.config.autoscaling.preset(self.spec.workload_class)

@@ -28,6 +28,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 ALIBABA_GPU_2023 = "alibaba-gpu-v2023"
 
@@ -79,5 +80,5 @@ def read_alibaba_2023(path: Path) -> tuple[list[TraceTask], TraceStats]:
     return tasks, TraceStats(rows, len(tasks), without_gpu, never_scheduled, no_run_time)
 
 
-def _rows(handle) -> Iterator[dict[str, str]]:  # type: ignore[no-untyped-def]
+def _rows(handle: TextIO) -> Iterator[dict[str, str]]:
     yield from csv.DictReader(handle)

@@ -212,3 +212,48 @@ def test_the_same_seed_gives_the_same_report_and_another_seed_another():
     other = render_report(run(dev(), workload(jobs=jobs), seed=2), "dev", "w")
     assert first == again
     assert first != other
+
+
+def test_a_gang_starts_only_when_its_last_pod_is_ready():
+    # A 2-slice job holds half of a 4-slice g6e.xlarge; a gang of two 2-slice pods arrives at 1h: its first
+    # pod fits beside the job at once, the second waits for a new node (batch + launch). On-demand, where
+    # ml-research's 12 slices of quota admit both.
+    gang = {
+        "name": "gang", "tenant": "ml-research", "flavors": ["l40s-on-demand"], "gpusPerPod": 2, "pods": 2,
+        "arrivals": {"at": ["1h"]}, "duration": {"fixed": "3h"},
+    }
+    first = one_job("0s", "3h", flavor="l40s-on-demand")
+    result = run(dev(), workload(duration="2h", jobs=[first, gang]))  # both still running at the end
+    started = {group.stream: group.started_at for group in result.sim.groups.values()}
+    assert started["one"] == pytest.approx(BATCH + LAUNCH)
+    assert started["gang"] == pytest.approx(3600 + BATCH + LAUNCH)
+    assert result.sim.pools["gpu-l40s"].launched == 2
+
+
+def test_an_expired_node_is_replaced_and_its_job_runs_again_on_the_new_one():
+    document = dev()
+    document["gpu-platform:nodePools"][0]["expireAfter"] = "4h"
+    # A holds 2 slices 00:00-03:04, B the other 2 from 02:00: the node (launched 00:00:01) expires at
+    # 04:00:01 under B, which starts over on a new node: Ready 4 min later, done 3 h after that.
+    jobs = [one_job("0s", "3h", flavor="l40s-on-demand"), {**one_job("2h", "3h", flavor="l40s-on-demand"), "name": "b"}]
+    result = run(document, workload(duration="8h", jobs=jobs))
+    pool = result.sim.pools["gpu-l40s"]
+    b = next(group for group in result.sim.groups.values() if group.stream == "b")
+    assert (pool.expired, pool.launched, b.evictions) == (1, 2, 1)
+    assert result.sim.record.tenants["ml-research"].finished == 2
+    expired_at = BATCH + 4 * 3600
+    b_done = expired_at + BATCH + LAUNCH + 3 * 3600
+    # The first node's 4 h, the second's from its launch to its consolidation 5 min after B is done.
+    assert pool.gpu_seconds == pytest.approx(4 * 3600 + (b_done + 300 - (expired_at + BATCH)))
+
+
+def test_a_spot_interruption_evicts_the_job_and_karpenter_launches_a_replacement():
+    # One interruption per node-hour against a 6-hour job: the chance of none is e^-6 (0.25 %).
+    jobs = [one_job("0s", "6h")]
+    result = run(dev(), workload(duration="12h", spot={"interruptionsPerNodeHour": 1.0}, jobs=jobs), seed=5)
+    pool = result.sim.pools["gpu-l40s"]
+    tenant = result.sim.record.tenants["ml-research"]
+    assert tenant.evictions >= 1
+    assert pool.interrupted >= tenant.evictions  # an empty node may be interrupted too
+    assert pool.launched >= tenant.evictions + 1  # a replacement for each node the job lost
+    assert result.sim.record.waits["standard"] == [0.0]  # admitted once: node loss is not a Kueue eviction

@@ -112,10 +112,10 @@ def pack(
             sums.append(need)
             reserved.append(min(cap, biggest))
     plans = []
-    for claim, total in zip(claims, sums, strict=True):
+    for members, total in zip(claims, sums, strict=True):
         choice = cheapest_fitting(options, total, math.inf)
         assert choice is not None  # `reserved` came from a fitting option
-        plans.append(NodeClaimPlan([pod_gpus[i] for i in claim], choice))
+        plans.append(NodeClaimPlan([pod_gpus[i] for i in members], choice))
     return plans, sorted(unplaced)
 
 
