@@ -7,13 +7,15 @@ the multi-pool fixture (notebook-assist's 22:00-06:00 Tokyo floor).
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from sim.admission import kueue_for
 from sim.engine import Options, Simulation
+from sim.events import percentile
 from sim.run import Result, simulate
 from sim.state import Node, Pod
 from sim.warm_start import HEADROOM_TENANT, limit_gpus, start_delay
-from sim.workload import Workload
+from sim.workload import Workload, load_workload
 
 from .conftest import fixture_document, load, project_path
 from .test_sim_scenarios import BATCH, LAUNCH, dev, workload
@@ -78,7 +80,7 @@ def test_a_pod_that_the_headroom_cannot_hold_still_waits_for_a_node():
 
 
 def prod_sim(without: frozenset[str] = frozenset()) -> Simulation:
-    config = load(__import__("yaml").safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
+    config = load(yaml.safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
     return Simulation(config, Workload.model_validate({"start": "2026-06-01T00:00:00Z", "duration": "1h"}),
                       kueue_for(config, False), Options(without=without))
 
@@ -131,3 +133,20 @@ def test_the_working_hours_floor_holds_only_inside_its_window():
     # 25 % a minute bring it back to 1 well before 23:00.
     assert at == {12: 1.0, 14: 3.0, 20: 3.0, 23: 1.0}
     assert set(notebook_day(frozenset({"working-hours"}))[1:]) == {3.0}
+
+
+# --- the design's surge on prod ---------------------------------------------------------------------------
+
+
+def surge_p95(without: frozenset[str] = frozenset()) -> float:
+    config = load(yaml.safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
+    workload_ = load_workload(project_path("workloads", "surge-warm-start.yaml"))
+    result = simulate(config, workload_, kueue_for, project_dir=project_path(), without=without)
+    p95 = percentile(result.sim.record.time_to_gpu["inference/model-a"], 95)
+    assert p95 is not None
+    return p95
+
+
+def test_with_headroom_and_staging_a_surge_replica_is_ready_within_three_minutes_at_p95():
+    assert surge_p95() <= 180
+    assert surge_p95(frozenset({"headroom", "image-snapshot", "model-source"})) > 180
