@@ -233,6 +233,7 @@ class Simulation:
 
     def _bind(self, pod: Pod, node: Node, preempted: bool = False) -> None:
         pod.node = node
+        pod.node_id = node.id
         pod.bound_at = self.now
         node.pods.append(pod)
         if pod in node.nominated:

@@ -143,5 +143,6 @@ class Pod:
     units: int
     created: float
     node: Node | None = None
+    node_id: int | None = None  # the node it was last bound to, kept after it leaves
     bound_at: float | None = None
     ready_at: float | None = None

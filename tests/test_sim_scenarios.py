@@ -257,3 +257,18 @@ def test_a_spot_interruption_evicts_the_job_and_karpenter_launches_a_replacement
     assert pool.interrupted >= tenant.evictions  # an empty node may be interrupted too
     assert pool.launched >= tenant.evictions + 1  # a replacement for each node the job lost
     assert result.sim.record.waits["standard"] == [0.0]  # admitted once: node loss is not a Kueue eviction
+
+
+def test_a_pod_goes_to_the_least_allocated_node_that_fits():
+    # Node 1 holds A (2 of 4 slices); B (4 slices) needs node 2 (Ready at 14m01s) and leaves it empty at
+    # 1h14m01s, 5 minutes before consolidation. C (2 slices) at 1h16m fits both nodes and lands on the
+    # emptier one, node 2, as the default scheduler scores.
+    on_demand = "l40s-on-demand"
+    jobs = [
+        {**one_job("0s", "3h", flavor=on_demand), "name": "a"},
+        {**one_job("10m", "1h", flavor=on_demand, slices=4), "name": "b"},
+        {**one_job("76m", "3h", flavor=on_demand), "name": "c"},
+    ]
+    result = run(dev(), workload(duration="2h", jobs=jobs))
+    node_of = {g.stream: g.pods[0].node_id for g in result.sim.groups.values() if g.pods}
+    assert node_of == {"a": 1, "c": 2}

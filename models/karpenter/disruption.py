@@ -6,9 +6,10 @@ Rules from kubernetes-sigs/karpenter v1.14.1 (the pin of `karpenter` in config/v
   A percentage scales the NodePool's node count rounding UP (`GetScaledValueFromIntOrPercent(..., true)`);
   `NodePool.GetAllowedDisruptionsByReason` takes the minimum over the active budgets naming the reason
   (or naming none); an inactive budget allows everything.
-- pkg/controllers/nodeclaim/disruption/consolidation.go: a node becomes Consolidatable once
-  `consolidateAfter` has passed since its last pod event (a pod bound to it or removed from it);
-  `Never` turns consolidation off.
+- pkg/controllers/nodeclaim/disruption/consolidation.go and pkg/utils/disruption/disruption.go
+  (`IsUnderConsolidateAfter`): a node becomes Consolidatable once `consolidateAfter` has passed since its
+  last pod event (a pod bound to it or removed from it; its initialisation before any); `Never` turns
+  consolidation off.
 - pkg/controllers/disruption/emptiness.go (`WhenEmpty` and `WhenEmptyOrUnderutilized`): an empty,
   consolidatable node is deleted; pkg/controllers/disruption/singlenodeconsolidation.go
   (`WhenEmptyOrUnderutilized` only): a consolidatable node whose pods fit on the other nodes is deleted

@@ -1,8 +1,8 @@
 """How Karpenter turns pending pods into nodes: which NodePool, which instance type, which capacity type.
 
 Rules from kubernetes-sigs/karpenter v1.14.1 and aws/karpenter-provider-aws v1.14.1 (config/versions.py):
-- pkg/apis/v1/nodepool.go `NodePoolList.OrderByWeight`: NodePools are tried by weight, highest first
-  (unset is 0); equal weights by name, the later name first.
+- pkg/utils/nodepool/nodepool.go `OrderByWeight` (called by provisioning/provisioner.go): NodePools are
+  tried by weight, highest first (unset is 0); equal weights by name, the later name first.
 - pkg/controllers/provisioning/scheduling/scheduler.go and nodeclaim.go: pods are taken largest first
   (queue.go, `byCPUAndMemoryDescending`; GPUs here) and added to an existing in-flight NodeClaim while
   some instance type still fits all its pods, else to a new NodeClaim; `filterInstanceTypesByRequirements`

@@ -1,11 +1,13 @@
 """KEDA (kedacore/keda v2.20.2, the `keda` chart pin in config/versions.py): what a ScaledObject feeds the HPA.
 
-- pkg/scaling/scale_handler.go and apis/keda/v1alpha1/scaledobject_types.go: the operator polls each
-  trigger every `pollingInterval` (default 30 s) to decide activity; the HPA it owns reads the metric
-  values through KEDA's metrics server at its own sync period, and KEDA queries the trigger then.
-- pkg/scaling/executor/scale_scaledobjects.go: with every trigger inactive for `cooldownPeriod`
-  (default 300 s) KEDA scales to `idleReplicaCount` if set, else to `minReplicaCount` when that is 0;
-  otherwise the HPA, whose `minReplicas` is `minReplicaCount` but at least 1, owns the replica count.
+- apis/keda/v1alpha1/withtriggers_types.go: the operator polls each trigger every `pollingInterval`
+  (default 30 s) to decide activity; the HPA it owns reads the metric values through KEDA's metrics
+  server at its own sync period, and KEDA queries the trigger then.
+- apis/keda/v1alpha1/scaledobject_types.go `GetHPAMinReplicas`: the HPA's `minReplicas` is
+  `minReplicaCount` when above 0, else 1.
+- pkg/scaling/executor/scale_scaledobjects.go (cooldown default 300 s in scale_executor.go): with every
+  trigger inactive for `cooldownPeriod` KEDA scales to `idleReplicaCount` if set, else to 0 when
+  `minReplicaCount` is 0; otherwise the HPA owns the replica count.
 - pkg/scalers/prometheus_scaler.go: a query returning no series is 0 when `ignoreNullValues` is true
   (the default) and an error otherwise; a trigger is active when its value exceeds
   `activationThreshold` (default 0).
