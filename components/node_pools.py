@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from config.advertised import nodepool_limits, overlay_capacity
 from config.capacity import GpuPoolPlan
+from config.headroom import WarmStartConfig
 from config.labels import (
     CAPACITY_TYPE_LABEL,
     CPU_POOL_NAME,
@@ -90,6 +91,7 @@ class NodePools(pulumi.ComponentResource):
                         pool.ami_release,
                         pool.config.root_volume,
                         pool.has_instance_store,
+                        warm_start=pool.config.warm_start,
                         user_data=bottlerocket_user_data(pool),
                         capacity_reservations=capacity_reservation_terms(pool),
                         cluster_name=cluster_name,
@@ -128,6 +130,7 @@ def ec2_node_class(
     volume: RootVolumeConfig,
     instance_store: bool,
     *,
+    warm_start: WarmStartConfig | None = None,
     user_data: str | None = None,
     capacity_reservations: list[dict[str, Any]] | None = None,
     cluster_name: str,
@@ -140,7 +143,7 @@ def ec2_node_class(
         "role": role,
         "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
         "securityGroupSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
-        "blockDeviceMappings": block_device_mappings(ami_family, volume),
+        "blockDeviceMappings": block_device_mappings(ami_family, volume, warm_start),
         # Hop limit 1: pods cannot reach the node's instance credentials; they use Pod Identity.
         "metadataOptions": {
             "httpEndpoint": "enabled",
@@ -154,8 +157,12 @@ def ec2_node_class(
         spec["userData"] = user_data
     if capacity_reservations:
         spec["capacityReservationSelectorTerms"] = capacity_reservations
-    if instance_store:
+    restores_images = warm_start is not None and warm_start.image_snapshot is not None
+    if instance_store and not restores_images:
         # The local NVMe drives become one striped volume for images and ephemeral storage (model caches).
+        # Not with an image snapshot: on Bottlerocket RAID0 binds /var/lib/containerd onto the array
+        # (karpenter-provider-aws v1.14.1 pkg/providers/amifamily/bootstrap/bottlerocket.go, `apiclient
+        # ephemeral-storage bind`), which would hide the images restored on the data volume.
         spec["instanceStorePolicy"] = "RAID0"
     return {
         "apiVersion": NODECLASS_API,
@@ -225,8 +232,18 @@ def gpu_toolkit_hardened(node_class: dict[str, Any], ami_family: str) -> dict[st
     return {**node_class, "spec": {**node_class["spec"], "userData": toolkit_user_data()}}
 
 
-def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dict[str, Any]]:
-    """AL2023 keeps everything on its root volume; Bottlerocket has a small OS volume and a data volume."""
+def block_device_mappings(
+    ami_family: str, volume: RootVolumeConfig, warm_start: WarmStartConfig | None = None
+) -> list[dict[str, Any]]:
+    """AL2023 keeps everything on its root volume; Bottlerocket has a small OS volume and a data volume.
+
+    Bottlerocket's data volume (/dev/xvdb, karpenter-provider-aws v1.14.1 pkg/providers/amifamily/
+    bottlerocket.go DefaultBlockDeviceMappings, EphemeralBlockDevice) holds containerd's images, so a pool with
+    `warmStart.imageSnapshot` restores it from that snapshot (`ebs.snapshotID`, pkg/apis/v1/
+    ec2nodeclass.go BlockDevice) and containerd finds the serving images already there. The size stays
+    set: EC2 grows the volume past the snapshot's size, and Bottlerocket grows its filesystem to fill it.
+    `encrypted` stays true: restoring may turn encryption on, never off (EC2 API reference, EbsBlockDevice).
+    """
     ebs = {
         "volumeSize": f"{volume.size_gib}Gi",
         "volumeType": "gp3",
@@ -237,6 +254,10 @@ def block_device_mappings(ami_family: str, volume: RootVolumeConfig) -> list[dic
     }
     if ami_family == "bottlerocket":
         os_volume = {"volumeSize": "4Gi", "volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+        if warm_start is not None and warm_start.image_snapshot is not None:
+            ebs["snapshotID"] = warm_start.image_snapshot
+            if warm_start.volume_initialization_rate is not None:
+                ebs["volumeInitializationRate"] = warm_start.volume_initialization_rate
         return [{"deviceName": "/dev/xvda", "ebs": os_volume}, {"deviceName": "/dev/xvdb", "ebs": ebs}]
     return [{"deviceName": "/dev/xvda", "ebs": ebs, "rootVolume": True}]
 

@@ -14,12 +14,14 @@ from config.versions import AMI_RELEASES
 from . import autoscaling, dcgm_exporter, efa, monitoring, opencost, queueing, secrets, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
-from .autoscaling import Autoscaling
+from .autoscaling import Autoscaling, model_access
+from .autoscaling.model_access import ModelAccess
 from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
 from .dra_nodes import DraNodeGroups
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
+from .headroom import Headroom
 from .karpenter import SPOT_ROLE_NAME, SPOT_SERVICE, Karpenter
 from .lib.account import account_has_service_linked_role
 from .lib.kubeconfig import KubeconfigCredentials
@@ -252,6 +254,7 @@ class GpuPlatform(pulumi.ComponentResource):
             opts=self._opts(),
         )
         self._tenant_secrets(config, account, controllers_ready)
+        self._model_access(config, account)
 
     def _tenants_and_queues(self, config: PlatformConfig, scraped_controllers_ready: list[pulumi.Resource]) -> None:
         """Tenants' namespaces, quotas, network rules and access; their admission policies; Kueue and its queues.
@@ -325,6 +328,27 @@ class GpuPlatform(pulumi.ComponentResource):
             else None
         )
 
+    def _model_access(self, config: PlatformConfig, account: _Account) -> None:
+        """Read-only roles for tenants whose servers stream weights from the model store."""
+        model_store = config.autoscaling.model_store
+        self.model_access = (
+            ModelAccess(
+                f"{config.cluster.name}-model-access",
+                config.tenants,
+                model_store,
+                cluster_name=config.cluster.name,
+                account_id=account.account_id,
+                partition=account.partition,
+                provider=self.cluster.provider,
+                namespaces=self.tenants.namespaces,
+                tags=config.tags,
+                depends_on=[self.cluster.eks],
+                opts=self._opts(),
+            )
+            if model_store is not None and model_access.readers(config.tenants)
+            else None
+        )
+
     def _capacity(
         self, config: PlatformConfig, controllers_ready: list[pulumi.Resource], scraped_controllers_ready: list[pulumi.Resource]
     ) -> None:
@@ -380,6 +404,18 @@ class GpuPlatform(pulumi.ComponentResource):
             depends_on=self.karpenter.destroy_after,
             opts=self._opts(),
         )
+        # Placeholder pods holding each pool's warm headroom, after the NodePools that launch their nodes.
+        self.headroom = (
+            Headroom(
+                f"{name}-headroom",
+                config.gpu_pools,
+                provider=provider,
+                depends_on=[self.node_pools, self.gpu_operator.release],
+                opts=self._opts(),
+            )
+            if any(pool.headroom_pods for pool in config.gpu_pools)
+            else None
+        )
 
     def _serving(self, config: PlatformConfig, scraped_controllers_ready: list[pulumi.Resource]) -> None:
         """KEDA, and each tenant's inference deployments: their scalers and the model servers the platform runs.
@@ -390,6 +426,7 @@ class GpuPlatform(pulumi.ComponentResource):
         tenant_workloads_ready = [
             *(self.supply_chain.policies.values() if self.supply_chain else ()),
             *(self.secrets.external_secrets.values() if self.secrets else ()),
+            *(self.model_access.ready if self.model_access else ()),
         ]
         self.autoscaling = Autoscaling(
             config.cluster.name,
@@ -424,6 +461,8 @@ class GpuPlatform(pulumi.ComponentResource):
             platform_namespaces[namespaces.KYVERNO] = [self.supply_chain.release]
         if self.secrets is not None:
             platform_namespaces[namespaces.EXTERNAL_SECRETS] = [self.secrets.release]
+        if self.headroom is not None:
+            platform_namespaces[namespaces.HEADROOM] = [self.headroom]
         self.platform_network = PlatformNetwork(
             f"{config.cluster.name}-platform-network",
             platform_namespaces,

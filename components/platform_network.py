@@ -74,6 +74,8 @@ ACCESS: dict[str, NamespaceAccess] = {
     namespaces.KYVERNO: NamespaceAccess(api_server_ports=(9443,)),
     # external-secrets 2.9.0 values.yaml webhook.port: the webhook that validates ExternalSecrets and stores.
     namespaces.EXTERNAL_SECRETS: NamespaceAccess(api_server_ports=(10250,)),
+    # Pause containers listen on nothing; the policy keeps the namespace closed like every other.
+    namespaces.HEADROOM: NamespaceAccess(),
 }
 
 

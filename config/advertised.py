@@ -59,7 +59,8 @@ def overlay_capacity(pool: GpuPoolPlan, instance_type: InstanceType) -> dict[str
 def limit_units(pool: GpuPoolPlan) -> dict[str, int]:
     """The NodePool's GPU limits, in the units Karpenter counts for this (device-plugin) pool (the module's table)."""
     assert not pool.is_dra, f"DRA pool {pool.name} has no NodePool"
-    return device_plugin.device_plugin_resources(pool.sharing, pool.config.gpus)
+    # The declared GPUs plus the warm headroom: placeholders must fit under the limit beside full quotas.
+    return device_plugin.device_plugin_resources(pool.sharing, pool.nodepool_gpus)
 
 
 def nodepool_limits(pool: GpuPoolPlan) -> dict[str, str]:

@@ -7,11 +7,18 @@ A deployment scales on its own GPU utilisation and, when given a target, on its 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from models.keda import cron
+
 from .base import ConfigModel
+from .errors import Problems, item_labels, show
+
+if TYPE_CHECKING:
+    from .tenants import TenantConfig
 
 WorkloadClass = Literal["realtime", "batch", "interactive"]
 # An image pinned by tag (not `latest`) or digest; the tag may precede the digest.
@@ -49,6 +56,45 @@ CLASS_PRESETS: dict[WorkloadClass, ClassPreset] = {
 }
 
 
+# S3 bucket names (Amazon S3 User Guide, "General purpose bucket naming rules"): 3-63 lowercase letters,
+# digits, '.' and '-', starting and ending with a letter or digit.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$")
+# `modelSource`: the Hub, or a folder of safetensors files in S3 (`s3://<bucket>/<key prefix>/`).
+HUB = "hub"
+_S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<key>[A-Za-z0-9!_.*'()/-]+)/$")
+# The service account a tenant's model servers run as when they read weights from S3: its Pod Identity
+# association gives it the tenant's model-reader role (components/autoscaling/model_access.py).
+MODEL_READER_SERVICE_ACCOUNT = "model-reader"
+
+
+class ModelStoreConfig(ConfigModel):
+    """The S3 bucket tenants stage model weights in, each under its own prefix `<tenant>/`."""
+
+    bucket: str = Field(description="Bucket name; a tenant's servers may read `s3://<bucket>/<tenant>/*` only.")
+    region: str = Field(description="The bucket's region (the model streamer's S3 client is sent there), e.g. `us-east-1`.")
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, bucket: str) -> str:
+        if not _BUCKET.match(bucket) or ".." in bucket:
+            raise ValueError("is not an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-'")
+        return bucket
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, region: str) -> str:
+        if not _REGION.match(region):
+            raise ValueError("is not an AWS region such as 'us-east-1'")
+        return region
+
+
+def s3_model_location(source: str) -> tuple[str, str] | None:
+    """`s3://bucket/tenant/model/` -> ("bucket", "tenant/model"); None for the Hub."""
+    found = _S3_URI.match(source)
+    return None if found is None else (found["bucket"], found["key"])
+
+
 class AutoscalingConfig(ConfigModel):
     """KEDA, and per-class overrides of the scaling presets."""
 
@@ -58,6 +104,9 @@ class AutoscalingConfig(ConfigModel):
     )
     fallback_replicas: int = Field(
         1, ge=1, le=100, description="Replicas KEDA holds when its Prometheus queries keep failing."
+    )
+    model_store: ModelStoreConfig | None = Field(
+        None, description="Where `serving.modelSource: s3://...` weights are staged; needed by any such source."
     )
 
     def preset(self, workload_class: WorkloadClass) -> ClassPreset:
@@ -83,6 +132,13 @@ class ServingConfig(ConfigModel):
         description="Name of an AWS Secrets Manager secret under the tenant's path `/<cluster>/<tenant>/` whose "
         "value is a Hugging Face token (e.g. `hf-token` for `/gpu-prod/inference/hf-token`); the server gets it as "
         "`HF_TOKEN`. Needs `gpu-platform:secrets.enabled`.",
+    )
+    model_source: str = Field(
+        HUB,
+        description="`hub`: download `model` from the Hugging Face Hub at each start. Or `s3://<bucket>/<tenant>/<path>/`: "
+        "the model's safetensors staged under the tenant's prefix of `autoscaling.modelStore`, streamed to the GPU "
+        "by vLLM's Run:ai model streamer (`--load-format runai_streamer`) with the tenant's own read-only role; "
+        "clients still call it `model`.",
     )
     port: int = Field(8000, ge=1024, le=65535, description="Port the server listens on (non-root: above 1023).")
     # runAsUser is an int64 in the API, but the API server refuses a UID above 2^31-1
@@ -119,6 +175,19 @@ class ServingConfig(ConfigModel):
             )
         return model
 
+    @field_validator("model_source")
+    @classmethod
+    def _model_source(cls, source: str) -> str:
+        if source != HUB and s3_model_location(source) is None:
+            raise ValueError("is neither 'hub' nor a folder in S3 such as 's3://acme-models/inference/llama-3.1-8b/'")
+        return source
+
+    @model_validator(mode="after")
+    def _revision_is_the_hubs(self) -> ServingConfig:
+        if self.revision is not None and self.model_source != HUB:
+            raise ValueError("revision names a Hub commit; weights from S3 are the staged copy: remove revision")
+        return self
+
     @field_validator("revision")
     @classmethod
     def _revision(cls, revision: str | None) -> str | None:
@@ -144,6 +213,45 @@ class ServingConfig(ConfigModel):
 SERVER_STARTUP_PROBE_FAILURES = 90
 SERVER_PROBE_PERIOD_SECONDS = 10
 SERVER_STARTUP_SECONDS = SERVER_STARTUP_PROBE_FAILURES * SERVER_PROBE_PERIOD_SECONDS
+
+
+class WorkingHoursConfig(ConfigModel):
+    """When a deployment keeps more replicas warm: KEDA's cron trigger (models/keda/cron.py).
+
+    Between `start` and `end` the deployment keeps at least `replicas`; outside, its `minReplicas`. Its
+    other triggers still add replicas above either floor.
+    """
+
+    start: str = Field(description="Cron schedule (5 fields, in `timezone`) that opens the window, e.g. `0 8 * * mon-fri`.")
+    end: str = Field(description="Cron schedule that closes it, e.g. `0 20 * * mon-fri`.")
+    timezone: str = Field(description="IANA time zone both schedules are read in, e.g. `Europe/Berlin`.")
+    replicas: int = Field(
+        ge=1, le=1000, description="Fewest replicas inside the window (KEDA's `desiredReplicas`); above minReplicas."
+    )
+
+    @field_validator("start", "end")
+    @classmethod
+    def _schedule(cls, schedule: str) -> str:
+        try:
+            cron.parse(schedule)
+        except cron.CronError as error:
+            raise ValueError(f"is not a schedule KEDA's cron scaler accepts: {error}") from None
+        return schedule
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, timezone: str) -> str:
+        try:
+            cron.check_timezone(timezone)
+        except cron.CronError as error:
+            raise ValueError(str(error).replace(f"{timezone!r} ", "", 1)) from None
+        return timezone
+
+    @model_validator(mode="after")
+    def _start_differs_from_end(self) -> WorkingHoursConfig:
+        if self.start == self.end:
+            raise ValueError("start and end are the same schedule; KEDA refuses a window that opens when it closes")
+        return self
 
 
 class InferenceDeploymentConfig(ConfigModel):
@@ -172,6 +280,11 @@ class InferenceDeploymentConfig(ConfigModel):
         None, ge=1, le=10000, description="Requests waiting per replica (vllm:num_requests_waiting) that adds a replica."
     )
     serving: ServingConfig | None = Field(None, description="Declare the model server too; otherwise the tenant deploys it.")
+    working_hours: WorkingHoursConfig | None = Field(
+        None,
+        description="Keep `replicas` warm during working hours only; outside, the minimum drops to minReplicas and "
+        "consolidation gives the nodes back.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -194,4 +307,41 @@ class InferenceDeploymentConfig(ConfigModel):
     def _min_below_max(self) -> InferenceDeploymentConfig:
         if self.min_replicas > self.max_replicas:
             raise ValueError(f"minReplicas {self.min_replicas} exceeds maxReplicas {self.max_replicas}")
+        hours = self.working_hours
+        if hours is not None and not self.min_replicas < hours.replicas <= self.max_replicas:
+            raise ValueError(
+                f"workingHours.replicas {hours.replicas} must be above minReplicas {self.min_replicas} (the off-hours "
+                f"floor) and at most maxReplicas {self.max_replicas}"
+            )
         return self
+
+
+def check_model_sources(tenants: Sequence[TenantConfig], autoscaling: AutoscalingConfig, root: str, problems: Problems) -> None:
+    """Each `modelSource: s3://...` lies in the model store, under its own tenant's prefix, and can be reached."""
+    labels = item_labels(tenants)
+    for i, tenant in enumerate(tenants):
+        deployments = item_labels(tenant.inference)
+        for j, deployment in enumerate(tenant.inference):
+            source = deployment.serving.model_source if deployment.serving is not None else HUB
+            location = s3_model_location(source)
+            if location is None:
+                continue
+            key = f"{root}[{labels[i]}].inference[{deployments[j]}].serving.modelSource"
+            bucket, prefix = location
+            store = autoscaling.model_store
+            if store is None:
+                problems.add(key, f"{show(source)} needs gpu-platform:autoscaling.modelStore, the bucket weights are staged in")
+            elif bucket != store.bucket:
+                problems.add(key, f"{show(source)} is in bucket {bucket}, not the model store {store.bucket}")
+            elif prefix.split("/", 1)[0] != tenant.name:
+                problems.add(
+                    key,
+                    f"{show(source)} is outside the tenant's prefix: its servers may read only "
+                    f"s3://{store.bucket}/{tenant.name}/...",
+                )
+            if not tenant.network.internet_egress:
+                problems.add(
+                    key,
+                    f"{show(source)} needs network.internetEgress: true; S3 and the EKS Pod Identity agent "
+                    "(169.254.170.23) are outside the namespace",
+                )

@@ -25,6 +25,7 @@ from .labels import (
     GPU_ALLOCATION_LABEL,
     GPU_DEVICE_CLASS,
     GPU_MODEL_LABEL,
+    GPU_RESOURCE,
     MIG_CONFIG_LABEL,
     MIG_DEVICE_CLASS,
     OPERANDS_DEPLOY_LABEL,
@@ -54,6 +55,43 @@ class GpuPoolPlan:
     def gpu_limit(self) -> int:
         """The pool's declared physical GPUs; its NodePool limits derive from it (config/advertised.py)."""
         return self.config.gpus
+
+    @property
+    def headroom_gpus(self) -> int:
+        """Physical GPUs kept warm for surges (`warmStart.headroom.gpus`), on top of the declared ones."""
+        return self.config.warm_start.headroom.gpus
+
+    @property
+    def nodepool_gpus(self) -> int:
+        """The physical GPUs the NodePool limit allows: the declared capacity, which quotas share, plus the headroom."""
+        return self.gpu_limit + self.headroom_gpus
+
+    @property
+    def headroom_capacity_type(self) -> str:
+        """Where the placeholders run: the configured type, else on-demand when the pool has it, else its first type."""
+        chosen = self.config.warm_start.headroom.capacity_type
+        if chosen is not None:
+            return chosen
+        return "on-demand" if "on-demand" in self.config.capacity_types else self.config.capacity_types[0]
+
+    @property
+    def headroom_pods(self) -> int:
+        """Placeholder pods holding the headroom."""
+        headroom = self.config.warm_start.headroom
+        return headroom.gpus // headroom.gpus_per_pod
+
+    @property
+    def headroom_pod_requests(self) -> dict[str, int]:
+        """What one placeholder pod requests, in the units the pool's nodes advertise: slices on a time-sliced pool."""
+        gpus = self.config.warm_start.headroom.gpus_per_pod
+        replicas = self.config.sharing.replicas if self.config.sharing.mode == "timeSlicing" else None
+        return {GPU_RESOURCE: gpus * (replicas or 1)}
+
+    @property
+    def headroom_hourly_cost(self) -> float | None:
+        """On-demand USD/hour the idle headroom costs at the pool's cheapest price per GPU; None without a price."""
+        per_gpu = self.cheapest_on_demand_per_gpu
+        return None if per_gpu is None else round(per_gpu * self.headroom_gpus, 2)
 
     @property
     def ami_release(self) -> str:
@@ -175,12 +213,15 @@ class GpuPoolPlan:
     @property
     def hourly_cost_at_limit(self) -> float | None:
         """On-demand USD/hour with the pool full of its cheapest-per-GPU type; None when a type has no price."""
+        per_gpu = self.cheapest_on_demand_per_gpu
+        return None if per_gpu is None else round(per_gpu * self.gpu_limit, 2)
+
+    @property
+    def cheapest_on_demand_per_gpu(self) -> float | None:
+        """On-demand USD/hour per GPU of the pool's cheapest type in the stack's region; None when no type has a price."""
         prices = [t.on_demand_usd_per_hour if self.prices is None else self.prices.get(t.name) for t in self.instance_types]
         per_gpu_prices = [price / t.gpus for t, price in zip(self.instance_types, prices, strict=True) if price is not None]
-        if not per_gpu_prices:
-            return None
-        per_gpu = min(per_gpu_prices)
-        return round(per_gpu * self.gpu_limit, 2)
+        return min(per_gpu_prices) if per_gpu_prices else None
 
 
 def plan_gpu_pools(

@@ -26,6 +26,8 @@ TRAINER = "kubeflow-system"
 KYVERNO = "kyverno"
 OPENCOST = "opencost"
 EXTERNAL_SECRETS = "external-secrets"
+# The placeholder pods that hold each GPU pool's warm headroom (config/headroom.py).
+HEADROOM = "gpu-headroom"
 
 # The namespaces the platform creates for its controllers, each with the one Pod Security level it
 # enforces, audits and warns at.
@@ -53,6 +55,8 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
     # `restricted` refuses; nothing of it needs more than `baseline`.
     OPENCOST: "baseline",
     EXTERNAL_SECRETS: "restricted",
+    # Pause containers only: non-root, no capabilities, no privilege escalation, RuntimeDefault seccomp.
+    HEADROOM: "restricted",
 }
 
 # The platform's controllers that create objects in tenant namespaces, each owned by the tenant's object it

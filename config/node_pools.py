@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 
 from .base import ConfigModel
 from .catalog import CPU_FAMILIES
+from .headroom import WarmStartConfig
 from .labels import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -349,6 +350,11 @@ class NodePoolConfig(ConfigModel):
         "launches no node for a pod with resource claims, so the pool is an EKS managed node group of gpus / (largest "
         "type's GPUs) nodes, always running; one capacity type, AL2023, no MIG or EFA. The device plugin and the GPU "
         "Operator's operands are off on its nodes.",
+    )
+
+    warm_start: WarmStartConfig = Field(
+        default_factory=WarmStartConfig,
+        description="Warm GPUs kept for surges and images already on new nodes (docs/time-to-gpu.md).",
     )
 
     @field_validator("name")

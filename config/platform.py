@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, RootModel, ValidationError
 
-from .autoscaling import AutoscalingConfig
+from .autoscaling import HUB, AutoscalingConfig, check_model_sources
 from .capacity import GpuPoolPlan, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .headroom import check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
@@ -246,6 +247,7 @@ def _rule_gpu_pools(parsed: ParsedConfig, problems: Problems) -> None:
         protected = cluster.protect if cluster is not None else True
         planned = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
         parsed.gpu_pools = tuple(replace(pool, prices=on_demand_prices(parsed.region or "")) for pool in planned)
+        check_warm_start(parsed.gpu_pools, f"{CONFIG_NAMESPACE}:nodePools", problems)
     parsed.pools_ok = pools is not None and len(problems.lines) == problems_before_pools
 
 
@@ -311,6 +313,12 @@ def _rule_serving(parsed: ParsedConfig, problems: Problems) -> None:
         _check_serving(tenants, supply_chain, secrets, problems)
 
 
+def _rule_model_sources(parsed: ParsedConfig, problems: Problems) -> None:
+    tenants, autoscaling = parsed.section("tenants", TenantsConfig), parsed.section("autoscaling", AutoscalingConfig)
+    if tenants is not None and autoscaling is not None:
+        check_model_sources(tenants.root, autoscaling, f"{CONFIG_NAMESPACE}:tenants", problems)
+
+
 def _rule_secrets_roles(parsed: ParsedConfig, problems: Problems) -> None:
     tenants, secrets = parsed.section("tenants", TenantsConfig), parsed.section("secrets", SecretsConfig)
     cluster = parsed.section("cluster", ClusterConfig)
@@ -330,6 +338,7 @@ RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_cpu_pool_quotas,
     _rule_claim_templates,
     _rule_serving,
+    _rule_model_sources,
     _rule_secrets_roles,
 )
 
@@ -569,7 +578,7 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secr
                     f"{show(serving.image)} has no @sha256: digest and supplyChain.requireDigests is true: "
                     f"pin it as '{serving.image}@sha256:<digest>' (`crane digest {serving.image}` prints it)",
                 )
-            if supply_chain.require_model_revisions and serving.revision is None:
+            if supply_chain.require_model_revisions and serving.revision is None and serving.model_source == HUB:
                 problems.add(
                     f"{key}.revision",
                     f"not set and supplyChain.requireModelRevisions is true: name the commit of {serving.model} "

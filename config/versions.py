@@ -216,6 +216,12 @@ CHARTS: dict[str, ChartPin] = {
 BOTOCORE = "1.43.67"
 KARPENTER_PRICING = "v1.14.1"
 
+# The image of the headroom's placeholder pods (components/headroom.py): the pause container kubeadm pins
+# for the cluster's newest Kubernetes (kubernetes/kubernetes v1.35, cmd/kubeadm/app/constants/constants.go
+# PauseVersion), by the digest of its image index as registry.k8s.io serves it (`crane digest
+# registry.k8s.io/pause:3.10.1`). It sleeps until SIGTERM and runs as UID 65535 (build/pause/Dockerfile).
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10.1@sha256:278fb9dbcca9518083ad1e11276933a2e96f23de604a3a08cc3c80002767d24c"
+
 # The vLLM release whose metrics the queue-depth trigger and the dashboards read (vllm/v1/metrics/loggers.py,
 # vendored in upstream/metrics/vllm/). A stack's `serving.image` picks the image it runs; one of another
 # release may name its metrics differently.

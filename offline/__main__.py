@@ -83,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     simulate.add_argument("--baseline", choices=["static"], help="also run each tenant's nominal quota as fixed capacity")
     simulate.add_argument("--seed", type=int, default=0)
     simulate.add_argument("--out", type=Path, help="output directory (default build/sim-<stack>-<workload>)")
+    simulate.add_argument(
+        "--without", action="append", default=[], choices=["headroom", "image-snapshot", "model-source", "working-hours"],
+        help="a what-if: run as if the stack's warm-start feature were off (repeatable)",
+    )
     commands.add_parser("metrics-inventory", help="regenerate upstream/metrics-inventory.json from upstream/metrics/")
     args = parser.parse_args(argv)
 
@@ -145,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sim_out = args.out or Path("build") / f"sim-{args.stack}-{args.workload.stem}"
         return simulate_main(config, args.stack, args.workload, sim_out, seed=args.seed, baseline=args.baseline,
-                             project_dir=PROJECT_DIR)
+                             project_dir=PROJECT_DIR, without=frozenset(args.without))
     if args.command == "kubernetes-version":
         print(config.cluster.kubernetes_version)
         return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -12,7 +13,8 @@ from components import dra_nodes, queueing, training
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
-from config import PlatformConfig
+from config import PlatformConfig, time_to_gpu
+from config.advertised import limit_units
 from config.capacity import HOURS_PER_MONTH
 from config.catalog_prices import PRICE_DATES, price_region
 from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total
@@ -25,6 +27,7 @@ from config.labels import (
     SYSTEM_NODE_TAINT,
 )
 from config.schedulability import promises, unpromised
+from models.keda import cron
 from models.kueue.integrations import INTEGRATIONS
 from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
 
@@ -48,6 +51,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _schedulability(config),
         _alerts(config),
         _autoscaling(config),
+        _warm_start(config),
         _job_kinds(recording),
         _supply_chain(config),
         _addons(config),
@@ -457,6 +461,89 @@ def _autoscaling(config: PlatformConfig) -> str:
     return "## Autoscaling\n\n" + table(
         ["deployment", "class", "replicas", "GPU units at max", "GPU target", "queue target", "cooldown", "model server"], rows
     ) + note
+
+
+# The week off-hours floors are counted over: Monday 2026-11-30 00:00 UTC, seven days.
+_WEEK = (datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 7, tzinfo=UTC))
+
+
+def _warm_start(config: PlatformConfig) -> str:
+    """Per pool: standing headroom and its cost, image snapshot, time to GPU by step; then working-hours floors."""
+    rows, steps_rows = [], []
+    for pool in config.gpu_pools:
+        warm = pool.config.warm_start
+        cost = pool.headroom_hourly_cost
+        cost_text = "-" if not pool.headroom_gpus else (
+            "n/a" if cost is None else f"${cost:,.2f}/h, ${cost * HOURS_PER_MONTH:,.0f}/month"
+        )
+        limits = (
+            "- (managed node group)"
+            if pool.is_dra
+            else ", ".join(f"{units} `{resource}`" for resource, units in limit_units(pool).items())
+        )
+        rows.append([
+            f"`{pool.name}`",
+            pool.headroom_gpus or "-",
+            f"{pool.headroom_pods} x {pool.config.warm_start.headroom.gpus_per_pod} on {pool.headroom_capacity_type}"
+            if pool.headroom_pods else "-",
+            limits,
+            cost_text,
+            f"`{warm.image_snapshot}`" if warm.image_snapshot else "-",
+        ])
+        node, image, model = time_to_gpu.steps(pool, s3_weights=True)
+        cold = node.cold + image.cold + model.cold
+        warm_total = node.warm + image.warm + model.warm
+        steps_rows.append([
+            f"`{pool.name}`",
+            f"{node.cold:.0f} s / {node.warm:.0f} s",
+            f"{image.cold:.0f} s / {image.warm:.0f} s ({image.how})",
+            f"{model.cold:.0f} s / {model.warm:.0f} s ({model.how})",
+            f"{cold / 60:.1f} min",
+            f"{warm_total / 60:.1f} min",
+        ])
+    text = "## Warm start and time to GPU\n\n" + table(
+        ["pool", "headroom GPUs", "placeholders", "NodePool GPU limit", "headroom standing cost", "image snapshot"], rows
+    )
+    text += (
+        "\nHeadroom: placeholder pods in `gpu-headroom` at PriorityClass `gpu-headroom` (below every tenant pod, "
+        "`preemptionPolicy: Never`), outside Kueue and every quota; a surge replica evicts one and Karpenter "
+        "launches its replacement. The NodePool limit is the pool's GPUs plus the headroom; quotas share the "
+        "GPUs only. Standing cost: the headroom at the pool's cheapest on-demand price per GPU.\n\n"
+    )
+    text += table(
+        ["pool", "node (cold / warm)", "image (cold / warm)", "model (Hub / S3)", "cold total", "warm total"], steps_rows
+    )
+    text += (
+        f"\nA surge replica's path to Ready, per step (config/time_to_gpu.py; docs/time-to-gpu.md). Cold: a new node, "
+        f"the image pulled, the reference {time_to_gpu.MODEL.value:g} GiB model from the Hugging Face Hub. Warm: the "
+        "pool's headroom and image snapshot as configured, and the weights streamed from the model store "
+        "(`modelSource: s3://...`). Each model time includes the engine start.\n"
+    )
+    floors = [(t, d) for t in config.tenants for d in t.config.inference if d.working_hours is not None]
+    if floors:
+        floor_rows = []
+        for tenant, d in floors:
+            hours = d.working_hours
+            assert hours is not None
+            inside = cron.hours_inside(cron.parse(hours.start), cron.parse(hours.end), hours.timezone, *_WEEK)
+            saved = (hours.replicas - d.min_replicas) * d.gpus_per_replica * (7 * 24 - inside)
+            floor_rows.append([
+                f"`{tenant.name}/{d.name}`",
+                f"`{hours.start}` to `{hours.end}` ({hours.timezone})",
+                f"{hours.replicas} / {d.min_replicas}",
+                f"{inside:g} h",
+                f"{saved:g}",
+            ])
+        text += "\n" + table(
+            ["deployment", "working hours", "floor in / out", "open per week", "floor GPU-hours released per week"],
+            floor_rows,
+        )
+        text += (
+            "\nKEDA's cron trigger proposes the in-hours floor; the HPA keeps the largest proposal, so load still "
+            "scales above either floor. Released GPU-hours count the floor only (GPU units); consolidation then "
+            "gives the nodes back.\n"
+        )
+    return text
 
 
 def _job_kinds(recording: Recording) -> str:

@@ -18,16 +18,17 @@ EXIT_INVALID = 2
 
 
 def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path, *, seed: int, baseline: str | None,
-        project_dir: Path) -> int:
+        project_dir: Path, without: frozenset[str] = frozenset()) -> int:
     try:
         workload = load_workload(workload_path)
         started = time.perf_counter()
-        result = simulate(config, workload, kueue_for, source=str(workload_path), seed=seed, project_dir=project_dir)
+        result = simulate(config, workload, kueue_for, source=str(workload_path), seed=seed, project_dir=project_dir,
+                          without=without)
         result.wall_seconds = time.perf_counter() - started
         static: Result | None = None
         if baseline == "static":
             static = simulate(config, workload, kueue_for, source=str(workload_path), seed=seed, static_baseline=True,
-                              project_dir=project_dir)
+                              project_dir=project_dir, without=without)
     except WorkloadError as err:
         print(f"{workload_path}: invalid workload ({len(err.problems)} problems):", file=sys.stderr)
         for problem in err.problems:

@@ -35,6 +35,7 @@ from models.karpenter.provisioning import (
 )
 from models.kueue import requeue_wait_seconds
 
+from . import warm_start
 from .clock import Clock
 from .events import Record
 from .queueing import Kueue, QueuedWorkload
@@ -52,6 +53,7 @@ BUDGET_RETRY_SECONDS = 60.0
 class Options:
     seed: int = 0
     static_baseline: bool = False
+    without: frozenset[str] = frozenset()  # warm-start features turned off for a what-if (sim/warm_start.py)
 
 
 class Simulation:
@@ -77,6 +79,7 @@ class Simulation:
             **{family: LaunchTime(o.median_seconds, o.p95_seconds) for family, o in workload.launch_to_ready.items()},
         }
         self.on_ready: list[Callable[[Group], None]] = []  # serving's time-to-GPU hook
+        self.s3_models: set[str] = set()  # deployments whose servers stream weights from S3
 
     # --- workloads ------------------------------------------------------------------------------
     @property
@@ -198,7 +201,13 @@ class Simulation:
         for pod in self.pending_pods:
             candidates = [node for node in self._pool_of(pod.group).nodes if self._fits(node, pod)]
             if not candidates:
-                left.append(pod)
+                # kube-scheduler's preemption: a tenant pod may evict the headroom's placeholders.
+                reachable = [node for node in self._pool_of(pod.group).nodes if self._could_fit(node, pod)]
+                target = warm_start.preempt_for(self, pod, reachable)
+                if target is None:
+                    left.append(pod)
+                else:
+                    self._bind(pod, target, preempted=True)
                 continue
             node = min(candidates, key=lambda n: (n.used / n.units, n.id))
             self._bind(pod, node)
@@ -207,7 +216,22 @@ class Simulation:
             self._provision_requested = True
             self.clock.call(PROVISIONING_BATCH_SECONDS, self._provision)
 
-    def _bind(self, pod: Pod, node: Node) -> None:
+    def _could_fit(self, node: Node, pod: Pod) -> bool:
+        """`_fits` but for the free room: a node the pod could use once pods are evicted from it."""
+        flavor = pod.group.flavor
+        assert flavor is not None
+        return (
+            node.ready and not node.deleting and node.pool.name == flavor.pool.name
+            and (flavor.capacity_type is None or node.capacity_type == flavor.capacity_type)
+        )
+
+    def evict_placeholder(self, pod: Pod) -> None:
+        """A headroom placeholder evicted by kube-scheduler's preemption (its Deployment recreates it)."""
+        self._unbind(pod)
+        pod.group.pods.remove(pod)
+        pod.group.started_at = None
+
+    def _bind(self, pod: Pod, node: Node, preempted: bool = False) -> None:
         pod.node = node
         pod.node_id = node.id
         pod.bound_at = self.now
@@ -216,7 +240,7 @@ class Simulation:
             node.nominated.remove(pod)
         self._pod_event(node)
         group = pod.group
-        self.clock.call(group.start_delay, self._pod_ready, pod, group.generation)
+        self.clock.call(warm_start.start_delay(self, pod, node, preempted), self._pod_ready, pod, group.generation)
 
     def _pod_ready(self, pod: Pod, generation: int) -> None:
         group = pod.group
@@ -276,7 +300,7 @@ class Simulation:
             pool = self.pools[pool_name]
             slices = pool.slices_per_gpu
             options = [InstanceOption(o.name, o.gpus * slices, o.on_demand_usd_per_hour) for o in pool.options]
-            remaining = (pool.plan.gpu_limit - pool.gpus_in_use()) * slices
+            remaining = (warm_start.limit_gpus(self, pool) - pool.gpus_in_use()) * slices
             claims, _unplaced = pack([pod.units for pod in pods], options, remaining)
             queue = sorted(pods, key=lambda p: -p.units)
             for claim in claims:

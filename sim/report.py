@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from .events import percentile
 from .run import Result
 from .trace import TraceStats
+from .warm_start import HEADROOM_TENANT
 
 # What the model leaves out, and which way each omission moves the numbers.
 LIMITS: tuple[str, ...] = (
@@ -28,6 +29,11 @@ LIMITS: tuple[str, ...] = (
     "a region dearer than us-east-1 costs more than shown.",
     "Launch to Ready and server start are stated assumptions (models/karpenter/provisioning.py "
     "LAUNCH_TO_READY, the workload's serverStartSeconds), not measurements.",
+    "Warm start (sim/warm_start.py): a replica's serverStartSeconds loses the image pull on a node that "
+    "already has the image, and what a pool's image snapshot and S3 weights save per config/time_to_gpu.py; "
+    "headroom placeholders are evicted by kube-scheduler's preemption on GPUs alone, a preempting pod "
+    "starts 5 s later, and an evicted placeholder's replacement waits for a node like any pod. Saved time "
+    "is an upper bound where the figures are optimistic (snapshot reads, S3 throughput).",
     "A job's pods lost with their node restart the job's whole run once all are Ready again (no "
     "checkpoints): lost GPU-hours are an upper bound for jobs that checkpoint.",
     "Inference traffic is a fluid queue: a Ready replica serves a fixed rate, requests never time out, "
@@ -87,6 +93,11 @@ def tenant_rows(result: Result) -> list[list[str]]:
             str(record.preemptions),
             str(record.evictions),
         ])
+    headroom = result.sim.record.tenants.get(HEADROOM_TENANT)
+    if headroom is not None:
+        # The placeholders' GPUs: idle by design, what the warm headroom costs (sim/warm_start.py).
+        rows.append([HEADROOM_TENANT, _num(headroom.allocated_gpu_seconds / 3600), _num(headroom.cost, 2),
+                     "-", "-", "-", "-", "-"])
     idle = sum(p.cost for p in result.sim.pools.values()) - sum(r.cost for r in result.sim.record.tenants.values())
     rows.append(["(idle capacity)", "-", _num(idle, 2), "-", "-", "-", "-", "-"])
     return rows

@@ -16,8 +16,10 @@ from config import timing
 from config.autoscaling import InferenceDeploymentConfig
 from config.fair_share import TenantPlan
 from models import keda
+from models.keda import cron
 from models.kubernetes import hpa
 
+from . import warm_start
 from .engine import Simulation
 from .state import Group
 from .workload import InferenceLoad, RateCurve, seconds
@@ -106,6 +108,12 @@ class Deployment:
         if self.spec.queue_depth_target is not None:
             depth = keda.prometheus_value([self.waiting] if ready else [])
             recommendations.append(hpa.external_average_replicas(max(current, 1), depth, self.spec.queue_depth_target))
+        hours = self.spec.working_hours
+        if hours is not None and warm_start.WORKING_HOURS not in self.sim.options.without:
+            # KEDA's cron trigger: desiredReplicas inside the window against a target of 1 per replica, else 0.
+            value = cron.metric_value(cron.parse(hours.start), cron.parse(hours.end), hours.timezone, hours.replicas,
+                                      self.sim.clock.wall())
+            recommendations.append(hpa.external_average_replicas(max(current, 1), value, 1))
         desired = self.autoscaler.normalize(self.sim.now, current, max(recommendations))
         if desired > current:
             self.add(desired - current, scale_up=True)
@@ -126,8 +134,13 @@ def deployments(sim: Simulation) -> list[Deployment]:
         declared = {d.name: d for d in tenant.config.inference}
         spec = declared.get(load.deployment) or load.spec
         assert spec is not None  # sim.run checks the workload against the stack first
+        if warm_start.reads_from_s3(spec):
+            sim.s3_models.add(f"{tenant.name}/{spec.name}")
+        floor = spec.min_replicas
+        if spec.working_hours is not None and warm_start.WORKING_HOURS in sim.options.without:
+            floor = spec.working_hours.replicas  # no schedule: the working-hours floor all the time
         scaler = hpa.Autoscaler(
-            keda.hpa_min_replicas(spec.min_replicas),
+            keda.hpa_min_replicas(floor),
             spec.max_replicas,
             _rules(timing.HPA_SCALE_UP, hpa.DEFAULT_SCALE_UP),
             _rules(timing.HPA_SCALE_DOWN, hpa.DEFAULT_SCALE_DOWN),

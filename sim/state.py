@@ -94,6 +94,7 @@ class Node:
     pods: list[Pod] = field(default_factory=list)
     nominated: list[Pod] = field(default_factory=list)  # pending pods Karpenter launched this node for
     check_at: float | None = None  # the next disruption check scheduled for it
+    images: set[str] = field(default_factory=set)  # deployments whose server image this node has pulled
 
     @property
     def units(self) -> int:

@@ -61,6 +61,12 @@ REQUEST = S(
     resource="nvidia_com_gpu", unit="integer",
 )
 RUNNING = S("kube_pod_status_phase", namespace="team-a", pod="train-0", uid="u1", phase="Running")
+# A placeholder of a pool's warm headroom (components/headroom.py).
+PLACEHOLDER = {"namespace": "gpu-headroom", "pod": "gpu-l40s-headroom-7d9f8b4d5c-q2w8r", "container": "pause"}
+PLACEHOLDER_REQUEST = S(
+    "kube_pod_container_resource_requests", **PLACEHOLDER, node="gpu-node-1", resource="nvidia_com_gpu", unit="integer"
+)
+PLACEHOLDER_RUNNING = S("kube_pod_status_phase", namespace="gpu-headroom", pod=PLACEHOLDER["pod"], uid="u9", phase="Running")
 # An inference server's pod, its ReplicaSet and Deployment, and KEDA's HPA holding it at minReplicas.
 SERVER = {"namespace": "inference", "pod": "chat-5c7d9f8b4d-x7k2p", "container": "vllm"}
 SERVER_REQUEST = S(
@@ -143,6 +149,9 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
             SERVER_OWNER: "1x90", REPLICASET_OWNER: "1x90", HPA_INFO: "1x90",
             S("kube_horizontalpodautoscaler_status_current_replicas", **HPA): "1x90",
             S("kube_horizontalpodautoscaler_spec_min_replicas", **HPA): "1x90",
+            # A warm headroom placeholder holds its GPU idle on purpose.
+            S("DCGM_FI_DEV_GPU_UTIL", **GPU1, **PLACEHOLDER): "0x90", PLACEHOLDER_REQUEST: "1x90",
+            PLACEHOLDER_RUNNING: "1x90",
         },
     ),
     # A mixed-MIG pool is limited per profile (config/advertised.py); its nodes report no nvidia.com/gpu, so

@@ -218,7 +218,8 @@ def test_each_pool_limits_gpus_to_what_it_declares_in_the_units_karpenter_counts
         "nvidia.com/mig-2g.20gb": "32",
         "nvidia.com/mig-3g.40gb": "32",
     }
-    assert pools["gpu-a100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": "16"}
+    # 16 declared A100s plus the fixture's 6 of warm headroom (warmStart.headroom), which quotas never see.
+    assert pools["gpu-a100"].inputs["spec"]["limits"] == {"nvidia.com/gpu": "22"}
     assert pools["cpu"].inputs["spec"]["limits"] == {"cpu": 512, "memory": "2048Gi"}
 
 

@@ -190,9 +190,11 @@ def test_a_surge_scales_the_deployment_up_and_each_new_replica_is_timed_to_its_g
     result = run(dev(), workload(duration="3h", inference=[SURGE]))
     record = result.sim.record
     times = record.time_to_gpu["inference/chat"]
-    # 20 req/s at 4 per replica: at least 4 replicas added; each waits at least for its server to start.
+    # 20 req/s at 4 per replica: at least 4 replicas added; each waits at least for its server to start,
+    # less the image pull when an earlier replica already pulled it onto the same node (sim/warm_start.py;
+    # config/time_to_gpu.py: 10 GiB at 150 MiB/s).
     assert len(times) >= 4
-    assert min(times) >= 120
+    assert min(times) >= 120 - 10 * 1024 / 150 - 1e-6
     # A replica on a new node waits for the batch, the launch and its server; none waits longer than that
     # plus the HPA's own pacing (nodes come one launch after the decision).
     assert max(times) <= BATCH + LAUNCH + 120 + 60

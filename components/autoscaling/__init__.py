@@ -35,7 +35,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from config import namespaces, timing
-from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig
+from config.autoscaling import AutoscalingConfig, InferenceDeploymentConfig, WorkingHoursConfig
 from config.fair_share import TenantPlan
 from config.labels import SERVING_METRICS_LABEL, SERVING_METRICS_PATH, SERVING_METRICS_PORT
 from config.system_capacity import KEDA_METRICS_SERVER, KEDA_OPERATOR
@@ -238,6 +238,8 @@ def scaled_object(tenant: TenantPlan, deployment: InferenceDeploymentConfig, aut
         triggers.append(
             _prometheus_trigger("queue-depth", found["queue-depth"], "AverageValue", threshold=deployment.queue_depth_target)
         )
+    if deployment.working_hours is not None:
+        triggers.append(cron_trigger(deployment.working_hours))
     return copy.deepcopy({
         "apiVersion": API_VERSION,
         "kind": "ScaledObject",
@@ -297,6 +299,25 @@ def _prometheus_trigger(
     return {"type": "prometheus", "name": name, "metricType": metric_type, "metadata": metadata}
 
 
+def cron_trigger(hours: WorkingHoursConfig) -> dict[str, Any]:
+    """KEDA's cron trigger: `replicas` from start to end, nothing outside (models/keda/cron.py).
+
+    The HPA takes the largest proposal of all triggers, so during working hours the deployment keeps at
+    least `replicas` and its load triggers add more; outside, the ScaledObject's `minReplicaCount` is
+    the floor, and the HPA's scale-down behaviour gives the replicas back.
+    """
+    return {
+        "type": "cron",
+        "name": "working-hours",
+        "metadata": {
+            "timezone": hours.timezone,
+            "start": hours.start,
+            "end": hours.end,
+            "desiredReplicas": str(hours.replicas),
+        },
+    }
+
+
 # --- scraping the model servers ---------------------------------------------------------------------
 
 def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
@@ -340,7 +361,7 @@ def deployment_manifests(
     tenant: TenantPlan, deployment: InferenceDeploymentConfig, autoscaling: AutoscalingConfig
 ) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: every object one inference deployment adds, in apply order."""
-    servers = server_manifests(tenant, deployment) if deployment.serving is not None else {}
+    servers = server_manifests(tenant, deployment, autoscaling.model_store) if deployment.serving is not None else {}
     return {**servers, "scaler": scaled_object(tenant, deployment, autoscaling)}
 
 

@@ -12,7 +12,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from config.autoscaling import SERVER_PROBE_PERIOD_SECONDS, SERVER_STARTUP_PROBE_FAILURES, InferenceDeploymentConfig
+from config.autoscaling import (
+    MODEL_READER_SERVICE_ACCOUNT,
+    SERVER_PROBE_PERIOD_SECONDS,
+    SERVER_STARTUP_PROBE_FAILURES,
+    InferenceDeploymentConfig,
+    ModelStoreConfig,
+    s3_model_location,
+)
 from config.fair_share import FlavorPlan, TenantPlan
 from config.labels import (
     APP_NAME_LABEL,
@@ -38,6 +45,9 @@ PRESTOP_DRAIN_SECONDS = 90
 # Longer than the whole warning (120 s + 30 s margin) so the kubelet never SIGKILLs a draining server
 # first; on on-demand nodes (consolidation, rollouts) it bounds drain + shutdown the same way.
 TERMINATION_GRACE_SECONDS = 150
+# vLLM's load format for the Run:ai model streamer, which takes an `s3://` model (vLLM docs/models/extensions/
+# runai_model_streamer.md: `vllm serve s3://<bucket>/<path> --load-format runai_streamer`).
+RUNAI_STREAMER = "runai_streamer"
 CACHE_DIR = "/cache"  # HOME and the Hugging Face cache: the image's /root is not writable as non-root
 
 # `pulumi up` does not wait for the server to serve. A replica becomes ready only after Kueue admits
@@ -75,11 +85,13 @@ def checkov_skips(with_token: bool) -> dict[str, str]:
     return {f"checkov.io/skip{n}": f"{check}={reason}" for n, (check, reason) in enumerate(accepted.items(), start=1)}
 
 
-def server_manifests(tenant: TenantPlan, deployment: InferenceDeploymentConfig) -> dict[str, dict[str, Any]]:
+def server_manifests(
+    tenant: TenantPlan, deployment: InferenceDeploymentConfig, model_store: ModelStoreConfig | None = None
+) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: the server's objects, in apply order."""
     flavor = tenant_flavor(tenant, deployment.flavor)
     return {
-        "server": server_deployment(tenant, deployment, flavor),
+        "server": server_deployment(tenant, deployment, flavor, model_store),
         "service": server_service(tenant, deployment),
         "pdb": server_disruption_budget(tenant, deployment),
     }
@@ -90,14 +102,21 @@ def tenant_flavor(tenant: TenantPlan, flavor_name: str) -> FlavorPlan:
     return next(quota.flavor for quota in tenant.quotas if quota.flavor.name == flavor_name)
 
 
-def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig, flavor: FlavorPlan) -> dict[str, Any]:
+def server_deployment(
+    tenant: TenantPlan, deployment: InferenceDeploymentConfig, flavor: FlavorPlan, model_store: ModelStoreConfig | None = None
+) -> dict[str, Any]:
     """The vLLM Deployment. No `replicas`: KEDA's HPA owns the scale subresource, and a declared count
     would be re-applied by every `pulumi up`, fighting it (server-side apply leaves unowned fields alone)."""
     serving = deployment.serving
     assert serving is not None
     gpus = deployment.gpus_per_replica
     cpu, memory = server_cpu_memory(flavor, gpus)
-    args = ["--model", serving.model, "--port", str(serving.port)]
+    from_s3 = s3_model_location(serving.model_source) is not None
+    args = ["--model", serving.model_source if from_s3 else serving.model, "--port", str(serving.port)]
+    if from_s3:
+        # vLLM v0.11.0 streams safetensors from an s3:// model with the Run:ai model streamer; clients keep
+        # calling the model by its name.
+        args += ["--load-format", RUNAI_STREAMER, "--served-model-name", serving.model]
     if serving.revision is not None:
         args += ["--revision", serving.revision]  # the Hub commit, branch or tag the weights come from
     if gpus > 1:
@@ -118,6 +137,11 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
         # huggingface_hub reads the Hub token from HF_TOKEN; the Secret is External Secrets Operator's copy.
         secret = {"name": hf_token_secret_name(deployment.name), "key": HF_TOKEN_ENV}
         env.append({"name": HF_TOKEN_ENV, "valueFrom": {"secretKeyRef": secret}})
+    if from_s3:
+        assert model_store is not None  # config refuses an s3 source without a model store
+        # The streamer's S3 client (AWS SDK) takes the bucket's region from the environment; its credentials
+        # come from the service account's Pod Identity association (the SDK's container credentials provider).
+        env.append({"name": "AWS_REGION", "value": model_store.region})
     probe = {"httpGet": {"path": HEALTH_PATH, "port": HTTP_PORT_NAME}, "periodSeconds": SERVER_PROBE_PERIOD_SECONDS}
     labels = deployment_labels(deployment)
     # Kueue admits each replica as its own workload, at the priority of the WorkloadPriorityClass this label
@@ -149,6 +173,9 @@ def server_deployment(tenant: TenantPlan, deployment: InferenceDeploymentConfig,
                 "metadata": {"labels": {**labels, **queued, SERVING_METRICS_LABEL: "true"}},
                 "spec": {
                     "automountServiceAccountToken": False,
+                    # EKS Pod Identity projects its own token (audience pods.eks.amazonaws.com) for a service
+                    # account with an association; the API token stays unmounted.
+                    **({"serviceAccountName": MODEL_READER_SERVICE_ACCOUNT} if from_s3 else {}),
                     "nodeSelector": dict(flavor.node_labels),
                     "tolerations": [gpu_toleration()],
                     # Spread over zones so topology-aware routing has a local replica in each.

@@ -38,6 +38,7 @@ _TYPED: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("v1", "Namespace"): k8s.core.v1.Namespace,
     ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
     ("v1", "Secret"): k8s.core.v1.Secret,
+    ("v1", "ServiceAccount"): k8s.core.v1.ServiceAccount,
     ("v1", "Service"): k8s.core.v1.Service,
     ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota,
     ("v1", "LimitRange"): k8s.core.v1.LimitRange,
@@ -52,6 +53,7 @@ _TYPED: dict[tuple[str, str], type[pulumi.CustomResource]] = {
         k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding
     ),
     ("storage.k8s.io/v1", "StorageClass"): k8s.storage.v1.StorageClass,
+    ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): k8s.resource.v1.ResourceClaimTemplate,
 }
 _BUILT_IN_GROUPS = frozenset(api_version.rpartition("/")[0] for api_version, _ in _TYPED)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from config import namespaces
 from config.labels import GPU_RESOURCE
 from config.monitoring import MonitoringConfig
 
@@ -260,14 +261,17 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
         (
             AlertRule(
                 "GPUsAllocatedButIdle",
-                f"{POD_GPU_UTILISATION} < 1 unless on (namespace, pod) {PODS_AT_MIN_REPLICAS}",
+                # The headroom's placeholders hold idle GPUs on purpose (components/headroom.py).
+                f'{POD_GPU_UTILISATION}{{namespace!="{namespaces.HEADROOM}"}} < 1 '
+                f"unless on (namespace, pod) {PODS_AT_MIN_REPLICAS}",
                 "info",
                 "Idle GPUs held by {{ $labels.namespace }}/{{ $labels.pod }}",
                 f"Pod {{{{ $labels.pod }}}} in {{{{ $labels.namespace }}}} holds GPUs it has not used (below 1% "
                 f"utilisation) for {idle_gpu_hours}h: capacity other tenants are waiting for.",
                 f"{idle_gpu_hours}h",
                 watches="running pods holding GPUs or MIG devices below 1% utilisation",
-                quiet="for the pods of a Deployment its autoscaler holds at minReplicas (an idle server kept warm)",
+                quiet="for the pods of a Deployment its autoscaler holds at minReplicas (an idle server kept warm), "
+                "and for the headroom's placeholders",
             ),
             AlertRule(
                 "NodePoolAtGPULimit",
