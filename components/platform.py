@@ -353,7 +353,7 @@ class GpuPlatform(pulumi.ComponentResource):
         self, config: PlatformConfig, controllers_ready: list[pulumi.Resource], scraped_controllers_ready: list[pulumi.Resource]
     ) -> None:
         """What makes GPU nodes usable and launches them: the GPU Operator (and DRA), the DCGM exporter for
-        Bottlerocket pools, the EFA device plugin, and Karpenter's NodePools."""
+        Bottlerocket pools, the EFA device plugin, then the GPU nodes (`_gpu_nodes`)."""
         name, provider = config.cluster.name, self.cluster.provider
         self.gpu_operator = GpuOperator(
             f"{name}-gpu",
@@ -391,6 +391,11 @@ class GpuPlatform(pulumi.ComponentResource):
             if config.uses_efa
             else None
         )
+        self._gpu_nodes(config)
+
+    def _gpu_nodes(self, config: PlatformConfig) -> None:
+        """Karpenter's NodePools, and the placeholder pods that keep each pool's warm headroom on running nodes."""
+        name, provider = config.cluster.name, self.cluster.provider
         self.node_pools = NodePools(
             f"{name}-pools",
             config.gpu_pools,
