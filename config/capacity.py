@@ -219,9 +219,13 @@ class GpuPoolPlan:
     @property
     def cheapest_on_demand_per_gpu(self) -> float | None:
         """On-demand USD/hour per GPU of the pool's cheapest type in the stack's region; None when no type has a price."""
-        prices = [t.on_demand_usd_per_hour if self.prices is None else self.prices.get(t.name) for t in self.instance_types]
-        per_gpu_prices = [price / t.gpus for t, price in zip(self.instance_types, prices, strict=True) if price is not None]
+        per_gpu_prices = [price / t.gpus for t in self.instance_types if (price := self.on_demand_price(t)) is not None]
         return min(per_gpu_prices) if per_gpu_prices else None
+
+    def on_demand_price(self, instance: InstanceType) -> float | None:
+        """On-demand USD/hour of one of the pool's types in the stack's region (config/catalog_prices.py), or the
+        catalog's when the plan carries no regional prices; None when neither has one."""
+        return instance.on_demand_usd_per_hour if self.prices is None else self.prices.get(instance.name)
 
 
 def plan_gpu_pools(

@@ -24,9 +24,10 @@ LIMITS: tuple[str, ...] = (
     "spot prices are a fixed share of on-demand; capacity reservations always have room; EC2 never runs "
     "out of capacity; consolidation deletes nodes but never replaces one with a cheaper type. Costs are "
     "an upper bound where replacement would save, time to GPU a lower bound where EC2 capacity is short.",
-    "Prices: on-demand from the catalog (config/catalog.py, us-east-1, whatever the stack's region), reserved "
-    "at the on-demand rate (what an On-Demand Capacity Reservation bills), spot at the workload's `spot.priceFactor`; "
-    "a region dearer than us-east-1 costs more than shown.",
+    "Prices: on-demand in the stack's region where a vendored list has it (config/catalog_prices.py: us-east-1 "
+    "and the GovCloud regions; any other region at us-east-1's, as the summary says), reserved at the on-demand "
+    "rate (what an On-Demand Capacity Reservation bills), spot at the workload's `spot.priceFactor`; a region "
+    "dearer than its price list costs more than shown.",
     "Launch to Ready and server start are stated assumptions (models/karpenter/provisioning.py "
     "LAUNCH_TO_READY, the workload's serverStartSeconds), not measurements.",
     "Warm start (sim/warm_start.py): a replica's serverStartSeconds loses the image pull on a node that "

@@ -45,10 +45,11 @@ class Pool:
     def from_plan(cls, plan: GpuPoolPlan) -> Pool:
         sharing = plan.config.sharing
         slices = sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
+        # Priced in the stack's region, as the summary prices the pool.
         options = tuple(
-            InstanceOption(t.name, t.gpus, t.on_demand_usd_per_hour)
+            InstanceOption(t.name, t.gpus, price)
             for t in plan.instance_types
-            if t.on_demand_usd_per_hour is not None
+            if (price := plan.on_demand_price(t)) is not None
         )
         disruption = plan.config.disruption
         budgets = tuple(

@@ -107,3 +107,13 @@ def test_a_stack_outside_the_price_lists_is_priced_at_us_east_1_and_the_summary_
     ) in summary
     assert "(us-east-1 prices, 2026-07-20" not in summary
 
+
+
+def test_the_simulator_prices_a_pools_nodes_in_the_stacks_region():
+    from sim.state import Pool
+
+    document = fixture_document("single-pool-dra")
+    document["aws:region"] = "us-gov-west-1"
+    [pool] = [p for p in load(document).gpu_pools if p.name == "gpu-l4-dra"]
+    # g6.xlarge in us-gov-west-1 (zz_generated.pricing_aws_us_gov.go): 1.0144 USD/hour; us-east-1's is 0.8048.
+    assert {o.name: o.on_demand_usd_per_hour for o in Pool.from_plan(pool).options}["g6.xlarge"] == 1.0144
