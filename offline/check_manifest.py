@@ -41,10 +41,10 @@ from models.kubernetes.quantity import parse_quantity
 from models.kubernetes.user import User, service_account
 from models.kueue.cohort import Snapshot
 from models.kueue.constants import QUEUE_NAME_LABEL
-from models.kueue.flavorassigner import best_case_admission
+from models.kueue.flavorassigner import best_case_admission, flavor_matches
 from models.kueue.integrations import is_queued
 from models.kueue.resources import resource_value
-from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_requests, pod_sets
+from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets
 
 from .validate import CustomResourceDefinitions, object_findings
 
@@ -242,14 +242,14 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
         reason = f"LocalQueue {queue} does not exist in {cluster.namespace}, so its Workload waits for it forever"
         return [*found, never(reason, f"set {QUEUE_NAME_LABEL}: {LOCAL_QUEUE} or drop the label")]
     try:
-        sets, selector = _pod_sets(obj, tenancy)
+        sets = _pod_sets(obj, tenancy)
     except Inadmissible as err:
         return [*found, never(str(err), _fix_for(str(err), cluster))]
     except (ValueError, KeyError) as err:
         return [*found, Finding(where, "kueue", f"not judged: {err}", True)]
-    cluster_queue = _eligible_flavors(cluster, selector)
+    whole_queue, cluster_queue, node_labels = _eligible_flavors(cluster, sets)
     try:
-        admission = best_case_admission(sets, cluster_queue)
+        admission = best_case_admission(sets, whole_queue, node_labels)
     except Inadmissible as err:
         reason = str(err)
         if reason.startswith("no flavor"):
@@ -263,39 +263,28 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
     return found
 
 
-def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> tuple[list[PodSet], dict[str, str]]:
-    """Kueue's PodSets of the workload and the node selector its pods carry (which filters flavors)."""
+def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
+    """Kueue's PodSets of the workload, each with the node selector and required affinity of its pods."""
     kind, spec = obj["kind"], obj.get("spec") or {}
-    selector: dict[str, str] = {}
-
-    def requests(pod: Mapping[str, Any]) -> dict[str, int]:
-        selector.update(pod.get("nodeSelector") or {})
-        return pod_requests({k: v for k, v in pod.items() if k != "nodeSelector"}, tenancy)
-
     if kind in ("Job", "TrainJob"):
-        stripped: dict[str, Any] = json.loads(json.dumps(obj))
-        if kind == "Job":
-            selector.update(stripped["spec"]["template"]["spec"].pop("nodeSelector", None) or {})
-        return pod_sets(stripped, tenancy), selector
+        return pod_sets(obj, tenancy)
     if kind == "JobSet":
-        sets = [
-            PodSet(r["name"], r.get("replicas", 1) * r["template"]["spec"].get("parallelism", 1),
-                   requests(r["template"]["spec"]["template"]["spec"]))
+        return [
+            pod_set_of(r["name"], r.get("replicas", 1) * r["template"]["spec"].get("parallelism", 1),
+                    r["template"]["spec"]["template"]["spec"], tenancy)
             for r in spec["replicatedJobs"]
         ]
-        return sets, selector
     if kind == "Deployment":
         # The pod integration: each replica is a Workload of its own, admitted one at a time.
-        return [PodSet("main", 1, requests(spec["template"]["spec"]))], selector
-    return [PodSet("main", 1, requests(spec))], selector
+        return [pod_set_of("main", 1, spec["template"]["spec"], tenancy)]
+    return [pod_set_of("main", 1, spec, tenancy)]
 
 
-def _eligible_flavors(cluster: Cluster, selector: Mapping[str, str]) -> dict[str, Any]:
-    """The tenant's ClusterQueue with only the flavors whose node labels the pods' node selector allows.
-
-    Kueue compares the selector's keys that some flavor of the group labels its nodes with
-    (pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector with the group's label keys).
-    """
+def _eligible_flavors(
+    cluster: Cluster, sets: Sequence[PodSet]
+) -> tuple[Mapping[str, Any], dict[str, Any], dict[str, dict[str, str]]]:
+    """The tenant's ClusterQueue; a copy with only the flavors whose node labels every PodSet's selector
+    allows (models.kueue.flavorassigner.flavor_matches), which the messages name; each flavor's node labels."""
     cluster_queue = cluster.one("ClusterQueue", cluster.tenant.name)
     if cluster_queue is None:
         raise Inadmissible(f"tenant {cluster.tenant.name} has no ClusterQueue")
@@ -305,10 +294,8 @@ def _eligible_flavors(cluster: Cluster, selector: Mapping[str, str]) -> dict[str
         f["name"]: dict(((cluster.one("ResourceFlavor", f["name"]) or {}).get("spec") or {}).get("nodeLabels") or {})
         for f in group["flavors"]
     }
-    keys = {key for flavor_labels in labels.values() for key in flavor_labels}
-    wanted = {key: value for key, value in selector.items() if key in keys}
-    group["flavors"] = [f for f in group["flavors"] if all(labels[f["name"]].get(k) == v for k, v in wanted.items())]
-    return queue
+    group["flavors"] = [f for f in group["flavors"] if all(flavor_matches(s, labels[f["name"]]) for s in sets)]
+    return cluster_queue, queue, labels
 
 
 def _admitted(

@@ -128,12 +128,13 @@ def test_gpus_within_nominal_then_by_borrowing_then_never():
 
 
 def test_a_node_selector_keeps_a_job_off_the_flavors_it_excludes():
-    """12 slices fit l40s-on-demand's nominal quota, but a selector on spot leaves only l40s-spot, which holds 4."""
+    """12 slices fit l40s-on-demand's nominal quota, but a selector on spot leaves l40s-spot, which holds 4, and
+    the cpu flavor, whose nodeLabels do not set the key (Kueue keeps only the keys each flavor sets), which holds 0."""
     job = fine_tune(gpus=12)
     job["spec"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/capacity-type": "spot"}
     [never] = said(lines("dev", "ml-research", job), "kueue")
     assert never.startswith("PROBLEM never admitted: no flavor of ClusterQueue ml-research that its node selector "
-                            "allows (l40s-spot) can ever hold its 1 pod(s)")
+                            "allows (cpu, l40s-spot) can ever hold its 1 pod(s)")
     job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = 4
     assert said(lines("dev", "ml-research", job), "kueue")[0].startswith("admitted on l40s-spot within")
 

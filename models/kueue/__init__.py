@@ -46,7 +46,17 @@ affinities against flavors' node labels, and the flavor search resuming where th
 from __future__ import annotations
 
 from .cohort import ClusterQueue, Cohort, Quota, Snapshot, lendable
-from .flavorassigner import FIT, NO_FIT, PREEMPT, Admission, Assignment, assign, best_case_admission, fits_queue
+from .flavorassigner import (
+    FIT,
+    NO_FIT,
+    PREEMPT,
+    Admission,
+    Assignment,
+    assign,
+    best_case_admission,
+    fits_queue,
+    flavor_matches,
+)
 from .preemption import Preemptor, Target
 from .requeue import requeue_wait_seconds
 from .scheduler import (
@@ -92,6 +102,7 @@ __all__ = [
     "assign",
     "best_case_admission",
     "fits_queue",
+    "flavor_matches",
     "heads",
     "lendable",
     "pod_requests",
