@@ -347,8 +347,8 @@ class NodePoolConfig(ConfigModel):
         "devicePlugin",
         description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled). Karpenter 1.14 "
         "launches no node for a pod with resource claims, so the pool is an EKS managed node group of gpus / (its types' "
-        "GPUs) nodes, always running; instance types of one GPU count, one capacity type, AL2023, no MIG or EFA. The device plugin and the GPU "
-        "Operator's operands are off on its nodes.",
+        "GPUs) nodes, always running; instance types of one GPU count, one capacity type, AL2023, no MIG or EFA. "
+        "The device plugin and the GPU Operator's operands are off on its nodes.",
     )
 
     @field_validator("name")
