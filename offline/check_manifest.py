@@ -31,7 +31,7 @@ import yaml
 from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
-from config.labels import LOCAL_QUEUE, TENANT_GROUP_PREFIX
+from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
 from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubeflow_trainer, kubelet
 from models.kubernetes.admission import Request, admission_denials
@@ -45,6 +45,7 @@ from models.kueue.flavorassigner import best_case_admission, flavor_matches
 from models.kueue.integrations import is_queued
 from models.kueue.resources import resource_value
 from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets
+from models.nvidia.labels import GPU_RESOURCE
 
 from .validate import CustomResourceDefinitions, object_findings
 
@@ -258,6 +259,7 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
                       f"can ever hold its {sum(s.count for s in sets)} pod(s): {_amounts(_totals(sets))}")
         return [*found, never(reason, _fix_for(reason, cluster, sets, cluster_queue))]
     found += _admitted(cluster, where, sets, admission.flavors, admission.borrowing, obj)
+    found += _mig_single_slices(cluster, where, sets, admission.flavors)
     found += _quota(cluster, where, obj, sets)
     found += _capacity(cluster, where, sets, admission.flavors)
     return found
@@ -309,6 +311,33 @@ def _admitted(
                         f"{each}, {_amounts(_totals(sets))}")]
     return [Finding(where, "kueue", f"admitted on {names} only by borrowing ({_amounts(_totals(sets))} is above the nominal "
                     f"quota there): it waits until the cohort has that much idle; {_lenders(cluster, sets, flavors)}")]
+
+
+def _mig_single(flavor: FlavorPlan) -> bool:
+    sharing = flavor.pool.sharing
+    return sharing.mode == "mig" and sharing.mig_strategy == "single"
+
+
+def _mig_single_slices(cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Sequence[str]) -> list[Finding]:
+    """A PodSet asking nvidia.com/gpu admitted on a flavor whose pool runs MIG with the single strategy gets MIG
+    devices: the device plugin advertises each as nvidia.com/gpu (models.nvidia.device_plugin), the name whole
+    GPUs have on the tenant's other pools, and Kueue takes the first flavor in queue order that holds it."""
+    plans = {f.name: f for f in cluster.config.flavors}
+    whole = sorted({
+        q.flavor.pool.name for q in cluster.tenant.quotas
+        if GPU_RESOURCE in q.flavor.resources_per_unit and q.flavor.pool.sharing.mode == "none"
+    })
+    found = []
+    for pod_set, name in zip(sets, flavors, strict=True):
+        plan = plans.get(name)
+        if plan is None or not _mig_single(plan) or GPU_RESOURCE not in pod_set.requests:
+            continue
+        profiles = ", ".join(sorted(plan.pool.sharing.mig_layout))
+        fix = (f"if you meant whole GPUs, add nodeSelector {POOL_LABEL}: {' or '.join(whole)}" if whole
+               else f"{cluster.tenant.name} has no quota on whole GPUs")
+        found.append(Finding(where, "kueue", f"on {name} each {GPU_RESOURCE} of PodSet {pod_set.name} is a MIG device "
+                             f"({profiles}; migStrategy single), not a whole GPU; {fix}"))
+    return found
 
 
 def _lenders(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -> str:
