@@ -10,8 +10,9 @@ Modules, each beside the upstream files it mirrors:
 - `cohort`: ClusterQueues and Cohorts with quotas and usage (`Snapshot.from_manifests`), and what a
   queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree,
   and who lends it what (`Snapshot.lenders`).
-- `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`) and the full flavor
-  search against a snapshot (`assign`: Fit / Preempt / NoFit and the borrowing level).
+- `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`), which flavors a PodSet's
+  node selector and required affinity allow (`flavor_matches`), and the full flavor search against a
+  snapshot (`assign`: Fit / Preempt / NoFit and the borrowing level).
 - `preemption`: which workloads are evicted so another fits (`Preemptor.targets`).
 - `fair_sharing`: dominant resource shares, the fair-sharing entry order and preemption strategies.
 - `scheduler`: one scheduling cycle (`schedule`, `apply`) and each queue's pending order
