@@ -256,11 +256,11 @@ def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...],
     one capacity type, on-demand or spot; no EFA; no MIG.
 
     The group has a fixed node count, `gpus` / the types' GPU count, but not a fixed type: EKS launches
-    on-demand nodes with the `prioritized` allocation strategy (the first listed type first, the next only
-    when that one has no capacity) and spot nodes by price and capacity (docs.aws.amazon.com/eks/latest/
-    userguide/managed-node-groups.html, "Managed node group capacity types"). With types of different
-    GPU counts no node count holds the declared GPUs: [g6.xlarge, g6.12xlarge] with gpus 9 would be two
-    nodes, which EKS fills with two 1-GPU g6.xlarge.
+    on-demand nodes with the `prioritized` allocation strategy, the first listed type first and the next
+    only for what that one cannot fill (docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html,
+    "Managed node group capacity types"), and any listed type may fill a spot group. With types of
+    different GPU counts no node count holds the declared GPUs: [g6.xlarge, g6.12xlarge] with gpus 9
+    would be two nodes, which EKS fills with two 1-GPU g6.xlarge.
     A managed node group takes one `capacityType` (ON_DEMAND or SPOT) and no capacity reservation
     without a launch template that names one; the GPU Operator's operands, its MIG manager among them,
     stay off DRA nodes (GpuPoolPlan.runs_operator_operands), so nothing would partition MIG GPUs.
