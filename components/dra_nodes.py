@@ -6,7 +6,7 @@ pkg/operator/options/options.go), and the chart's `{{- with }}` renders nothing 
 the provisioner skips every such pod ("pod has Dynamic Resource Allocation requirements that are not yet
 supported by Karpenter", pkg/controllers/provisioning/scheduling/scheduler.go); karpenter-provider-aws
 v1.14.1 has no DRA code with which it could predict a new node's ResourceSlices. So each DRA pool is a managed node group of
-fixed size (`GpuPoolPlan.node_group_size`: its `gpus` in nodes of its largest type), whose nodes publish
+fixed size (`GpuPoolPlan.node_group_size`: its `gpus` in nodes of its types' one GPU count), whose nodes publish
 their GPUs in ResourceSlices before any claim is allocated; the scheduler places a claiming pod on them.
 
 Each node group runs the EKS AL2023 NVIDIA AMI (driver and container toolkit; the toolkit hardened as on

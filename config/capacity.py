@@ -125,7 +125,8 @@ class GpuPoolPlan:
 
     @property
     def node_group_size(self) -> int:
-        """A DRA pool's standing node count: its declared GPUs in nodes of its largest type.
+        """A DRA pool's standing node count: its declared GPUs in nodes of its types' one GPU count
+        (`_check_dra_node_group` refuses types that differ in it).
 
         Karpenter v1.14.1 launches nothing for a pod with resource claims: `ignoreDRARequests` defaults to
         true in the chart and the binary (kubernetes-sigs/karpenter pkg/operator/options/options.go), and
@@ -133,7 +134,7 @@ class GpuPoolPlan:
         DRAError). So a DRA pool's capacity is a managed node group of fixed size, there before its pods.
         """
         assert self.is_dra
-        return self.config.gpus // max(t.gpus for t in self.instance_types)
+        return self.config.gpus // self.instance_types[0].gpus
 
     @property
     def standing_hourly_cost(self) -> float | None:
@@ -273,23 +274,15 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
     gpu = types[0].gpu
 
     smallest = min(t.gpus for t in types)
-    if pool.gpus < smallest:
+    if pool.gpus < smallest and pool.allocation != "dra":  # a DRA pool's node group: _check_dra_node_group
         problems.add(
             f"{key}.gpus",
             f"{pool.gpus} is less than the {smallest} GPUs of the pool's smallest instance type; Karpenter could never "
             f"launch a node: declare at least {smallest}",
         )
     _check_purchase_and_network(pool, types, key, problems)
-    largest = max(t.gpus for t in types)
     if pool.allocation == "dra":
-        _check_dra_node_group(pool, key, problems)
-    if pool.allocation == "dra" and pool.gpus < largest:
-        # Karpenter counts no DRA device against a limit, so a DRA pool is limited in nodes of its largest type.
-        problems.add(
-            f"{key}.gpus",
-            f"{pool.gpus} is less than the {largest} GPUs of the DRA pool's largest instance type; its node group "
-            f"holds gpus / {largest} nodes, which would be 0: declare at least {largest} or drop the larger types",
-        )
+        _check_dra_node_group(pool, types, key, problems)
     if pool.ami_version == "latest" and protected:
         problems.add(
             f"{key}.amiVersion",
@@ -303,13 +296,36 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
     return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu, mig_strategy=mig_strategy)
 
 
-def _check_dra_node_group(pool: NodePoolConfig, key: str, problems: Problems) -> None:
-    """What a DRA pool's EKS managed node group can be: one capacity type, on-demand or spot; no EFA; no MIG.
+def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:
+    """What a DRA pool's EKS managed node group can be: instance types of one GPU count, at least one node;
+    one capacity type, on-demand or spot; no EFA; no MIG.
 
+    The group has a fixed node count, `gpus` / the types' GPU count, but not a fixed type: EKS launches
+    on-demand nodes with the `prioritized` allocation strategy, the first listed type first and the next
+    only for what that one cannot fill (docs.aws.amazon.com/eks/latest/userguide/managed-node-groups.html,
+    "Managed node group capacity types"), and any listed type may fill a spot group. With types of
+    different GPU counts no node count holds the declared GPUs: [g6.xlarge, g6.12xlarge] with gpus 9
+    would be two nodes, which EKS fills with two 1-GPU g6.xlarge.
     A managed node group takes one `capacityType` (ON_DEMAND or SPOT) and no capacity reservation
     without a launch template that names one; the GPU Operator's operands, its MIG manager among them,
     stay off DRA nodes (GpuPoolPlan.runs_operator_operands), so nothing would partition MIG GPUs.
     """
+    counts = sorted({t.gpus for t in types})
+    if len(counts) > 1:
+        field = "instanceFamilies" if pool.instance_families and not pool.instance_types else "instanceTypes"
+        problems.add(
+            f"{key}.{field}",
+            f"{', '.join(f'{t.name} ({t.gpus} GPUs)' for t in types)} on DRA pool {pool.name} differ in GPU count: its "
+            "EKS managed node group has a fixed node count but launches the first listed type it can get, so the node "
+            f"count cannot hold gpus {pool.gpus}; list types of one GPU count (e.g. only those with {counts[-1]})",
+        )
+    elif pool.gpus < counts[0]:
+        # Karpenter counts no DRA device against a limit, so the group's size is in whole nodes.
+        problems.add(
+            f"{key}.gpus",
+            f"{pool.gpus} is less than the {counts[0]} GPUs of each of the DRA pool's instance types; its node group "
+            f"holds gpus / {counts[0]} nodes, which would be 0: declare at least {counts[0]}",
+        )
     if len(pool.capacity_types) != 1 or RESERVED in pool.capacity_types:
         problems.add(
             f"{key}.capacityTypes",

@@ -92,8 +92,8 @@ def check_claim_templates(
                 problems.add(
                     f"{key}.count",
                     f"{template.count} devices of class {template.device_class} in one claim, but the node group of "
-                    f"pool {pool.name} may hold a {instance_type} with {devices}: lower it to {devices} or drop the "
-                    "smaller instance types from the pool",
+                    f"pool {pool.name} may hold a {instance_type} with {devices}: lower it to {devices} or give the pool "
+                    "instance types with more GPUs",
                 )
                 break
         tenant = by_namespace.get(template.namespace)

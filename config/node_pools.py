@@ -347,9 +347,9 @@ class NodePoolConfig(ConfigModel):
     allocation: Literal["devicePlugin", "dra"] = Field(
         "devicePlugin",
         description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled). Karpenter 1.14 "
-        "launches no node for a pod with resource claims, so the pool is an EKS managed node group of gpus / (largest "
-        "type's GPUs) nodes, always running; one capacity type, AL2023, no MIG or EFA. The device plugin and the GPU "
-        "Operator's operands are off on its nodes.",
+        "launches no node for a pod with resource claims, so the pool is an EKS managed node group of gpus / (its types' "
+        "GPUs) nodes, always running; instance types of one GPU count, one capacity type, AL2023, no MIG or EFA. "
+        "The device plugin and the GPU Operator's operands are off on its nodes.",
     )
 
     warm_start: WarmStartConfig = Field(

@@ -31,7 +31,7 @@ import yaml
 from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
-from config.labels import LOCAL_QUEUE, TENANT_GROUP_PREFIX
+from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
 from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubeflow_trainer, kubelet
 from models.kubernetes.admission import Request, admission_denials
@@ -41,10 +41,11 @@ from models.kubernetes.quantity import parse_quantity
 from models.kubernetes.user import User, service_account
 from models.kueue.cohort import Snapshot
 from models.kueue.constants import QUEUE_NAME_LABEL
-from models.kueue.flavorassigner import best_case_admission
+from models.kueue.flavorassigner import best_case_admission, flavor_matches
 from models.kueue.integrations import is_queued
 from models.kueue.resources import resource_value
-from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_requests, pod_sets
+from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets
+from models.nvidia.labels import GPU_RESOURCE
 
 from .validate import CustomResourceDefinitions, object_findings
 
@@ -242,14 +243,14 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
         reason = f"LocalQueue {queue} does not exist in {cluster.namespace}, so its Workload waits for it forever"
         return [*found, never(reason, f"set {QUEUE_NAME_LABEL}: {LOCAL_QUEUE} or drop the label")]
     try:
-        sets, selector = _pod_sets(obj, tenancy)
+        sets = _pod_sets(obj, tenancy)
     except Inadmissible as err:
         return [*found, never(str(err), _fix_for(str(err), cluster))]
     except (ValueError, KeyError) as err:
         return [*found, Finding(where, "kueue", f"not judged: {err}", True)]
-    cluster_queue = _eligible_flavors(cluster, selector)
+    whole_queue, cluster_queue, node_labels = _eligible_flavors(cluster, sets)
     try:
-        admission = best_case_admission(sets, cluster_queue)
+        admission = best_case_admission(sets, whole_queue, node_labels)
     except Inadmissible as err:
         reason = str(err)
         if reason.startswith("no flavor"):
@@ -258,44 +259,34 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
                       f"can ever hold its {sum(s.count for s in sets)} pod(s): {_amounts(_totals(sets))}")
         return [*found, never(reason, _fix_for(reason, cluster, sets, cluster_queue))]
     found += _admitted(cluster, where, sets, admission.flavors, admission.borrowing, obj)
+    found += _mig_single_slices(cluster, where, sets, admission.flavors)
     found += _quota(cluster, where, obj, sets)
     found += _capacity(cluster, where, sets, admission.flavors)
     return found
 
 
-def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> tuple[list[PodSet], dict[str, str]]:
-    """Kueue's PodSets of the workload and the node selector its pods carry (which filters flavors)."""
+def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
+    """Kueue's PodSets of the workload, each with the node selector and required affinity of its pods."""
     kind, spec = obj["kind"], obj.get("spec") or {}
-    selector: dict[str, str] = {}
-
-    def requests(pod: Mapping[str, Any]) -> dict[str, int]:
-        selector.update(pod.get("nodeSelector") or {})
-        return pod_requests({k: v for k, v in pod.items() if k != "nodeSelector"}, tenancy)
-
     if kind in ("Job", "TrainJob"):
-        stripped: dict[str, Any] = json.loads(json.dumps(obj))
-        if kind == "Job":
-            selector.update(stripped["spec"]["template"]["spec"].pop("nodeSelector", None) or {})
-        return pod_sets(stripped, tenancy), selector
+        return pod_sets(obj, tenancy)
     if kind == "JobSet":
-        sets = [
-            PodSet(r["name"], r.get("replicas", 1) * r["template"]["spec"].get("parallelism", 1),
-                   requests(r["template"]["spec"]["template"]["spec"]))
+        return [
+            pod_set_of(r["name"], r.get("replicas", 1) * r["template"]["spec"].get("parallelism", 1),
+                    r["template"]["spec"]["template"]["spec"], tenancy)
             for r in spec["replicatedJobs"]
         ]
-        return sets, selector
     if kind == "Deployment":
         # The pod integration: each replica is a Workload of its own, admitted one at a time.
-        return [PodSet("main", 1, requests(spec["template"]["spec"]))], selector
-    return [PodSet("main", 1, requests(spec))], selector
+        return [pod_set_of("main", 1, spec["template"]["spec"], tenancy)]
+    return [pod_set_of("main", 1, spec, tenancy)]
 
 
-def _eligible_flavors(cluster: Cluster, selector: Mapping[str, str]) -> dict[str, Any]:
-    """The tenant's ClusterQueue with only the flavors whose node labels the pods' node selector allows.
-
-    Kueue compares the selector's keys that some flavor of the group labels its nodes with
-    (pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector with the group's label keys).
-    """
+def _eligible_flavors(
+    cluster: Cluster, sets: Sequence[PodSet]
+) -> tuple[Mapping[str, Any], dict[str, Any], dict[str, dict[str, str]]]:
+    """The tenant's ClusterQueue; a copy with only the flavors whose node labels every PodSet's selector
+    allows (models.kueue.flavorassigner.flavor_matches), which the messages name; each flavor's node labels."""
     cluster_queue = cluster.one("ClusterQueue", cluster.tenant.name)
     if cluster_queue is None:
         raise Inadmissible(f"tenant {cluster.tenant.name} has no ClusterQueue")
@@ -305,10 +296,8 @@ def _eligible_flavors(cluster: Cluster, selector: Mapping[str, str]) -> dict[str
         f["name"]: dict(((cluster.one("ResourceFlavor", f["name"]) or {}).get("spec") or {}).get("nodeLabels") or {})
         for f in group["flavors"]
     }
-    keys = {key for flavor_labels in labels.values() for key in flavor_labels}
-    wanted = {key: value for key, value in selector.items() if key in keys}
-    group["flavors"] = [f for f in group["flavors"] if all(labels[f["name"]].get(k) == v for k, v in wanted.items())]
-    return queue
+    group["flavors"] = [f for f in group["flavors"] if all(flavor_matches(s, labels[f["name"]]) for s in sets)]
+    return cluster_queue, queue, labels
 
 
 def _admitted(
@@ -322,6 +311,33 @@ def _admitted(
                         f"{each}, {_amounts(_totals(sets))}")]
     return [Finding(where, "kueue", f"admitted on {names} only by borrowing ({_amounts(_totals(sets))} is above the nominal "
                     f"quota there): it waits until the cohort has that much idle; {_lenders(cluster, sets, flavors)}")]
+
+
+def _mig_single(flavor: FlavorPlan) -> bool:
+    sharing = flavor.pool.sharing
+    return sharing.mode == "mig" and sharing.mig_strategy == "single"
+
+
+def _mig_single_slices(cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Sequence[str]) -> list[Finding]:
+    """A PodSet asking nvidia.com/gpu admitted on a flavor whose pool runs MIG with the single strategy gets MIG
+    devices: the device plugin advertises each as nvidia.com/gpu (models.nvidia.device_plugin), the name whole
+    GPUs have on the tenant's other pools, and Kueue takes the first flavor in queue order that holds it."""
+    plans = {f.name: f for f in cluster.config.flavors}
+    whole = sorted({
+        q.flavor.pool.name for q in cluster.tenant.quotas
+        if GPU_RESOURCE in q.flavor.resources_per_unit and q.flavor.pool.sharing.mode == "none"
+    })
+    found = []
+    for pod_set, name in zip(sets, flavors, strict=True):
+        plan = plans.get(name)
+        if plan is None or not _mig_single(plan) or GPU_RESOURCE not in pod_set.requests:
+            continue
+        profiles = ", ".join(sorted(plan.pool.sharing.mig_layout))
+        fix = (f"if you meant whole GPUs, add nodeSelector {POOL_LABEL}: {' or '.join(whole)}" if whole
+               else f"{cluster.tenant.name} has no quota on whole GPUs")
+        found.append(Finding(where, "kueue", f"on {name} each {GPU_RESOURCE} of PodSet {pod_set.name} is a MIG device "
+                             f"({profiles}; migStrategy single), not a whole GPU; {fix}"))
+    return found
 
 
 def _lenders(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from config import PlatformConfig
+from config.fair_share import CPU_FLAVOR, cpu_flavor_labels
 from config.kueue_objects import cluster_queue, cohorts
 from models.kueue import (
     ADMITTED,
@@ -42,7 +43,10 @@ class ModelKueue:
         manifests = [cluster_queue(tenant) for tenant in config.tenants]
         if static_baseline:
             manifests = [_without_sharing(manifest) for manifest in manifests]
-        self.snapshot = Snapshot.from_manifests(manifests, cohorts(config.queueing), fair_sharing=True)
+        # The flavors' node labels, against which Kueue matches each workload's node affinity.
+        self.node_labels = {CPU_FLAVOR: cpu_flavor_labels(), **{f.name: dict(f.node_labels) for f in config.flavors}}
+        flavors = [{"metadata": {"name": name}, "spec": {"nodeLabels": labels}} for name, labels in self.node_labels.items()]
+        self.snapshot = Snapshot.from_manifests(manifests, cohorts(config.queueing), fair_sharing=True, flavors=flavors)
         self.queues = {name: PendingQueue(queue.queueing_strategy) for name, queue in self.snapshot.cluster_queues.items()}
         self.units = {flavor.name: dict(flavor.resources_per_unit) for flavor in config.flavors}
         self.workloads: dict[int, Workload] = {}
@@ -58,13 +62,20 @@ class ModelKueue:
         workload = Workload(
             str(queued.key),
             queued.cluster_queue,
-            (PodSet("main", queued.pods, per_pod),),
+            (PodSet("main", queued.pods, per_pod, node_affinity=self._affinity(queued.flavors)),),
             priority=queued.priority,
             timestamp=queued.timestamp,
-            allowed_flavors=frozenset(queued.flavors),
         )
         self.workloads[queued.key] = workload
         self.queues[queued.cluster_queue].push(workload)
+
+    def _affinity(self, flavors: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+        """A required node affinity whose terms (ORed) each select one of `flavors` by all its node labels: the
+        pods' constraint, which Kueue's flavor assigner matches against every flavor (models/kueue flavor_matches)."""
+        return tuple(
+            {"matchExpressions": [{"key": k, "operator": "In", "values": [v]} for k, v in sorted(self.node_labels[f].items())]}
+            for f in flavors
+        )
 
     def release(self, key: int) -> None:
         workload = self.workloads.pop(key, None)
@@ -160,7 +171,10 @@ class ModelKueue:
 
 def _shape(workload: Workload) -> tuple[object, ...]:
     pod_sets = tuple((p.count, tuple(sorted(p.requests.items()))) for p in workload.pod_sets)
-    return (workload.cluster_queue, workload.priority, workload.allowed_flavors, pod_sets)
+    affinity = tuple(
+        tuple((e["key"], *e["values"]) for e in term["matchExpressions"]) for p in workload.pod_sets for term in p.node_affinity
+    )
+    return (workload.cluster_queue, workload.priority, affinity, pod_sets)
 
 
 def _units(units: Mapping[str, Mapping[str, int]], flavors: tuple[str, ...], count: int) -> dict[str, int]:

@@ -92,7 +92,7 @@ def test_single_mig_advertises_mig_devices_as_gpus():
     assert limit_units(pool) == {GPU_RESOURCE: 32 * 7}
 
 
-def test_dra_nodes_advertise_no_gpu_and_are_a_node_group_of_gpus_over_the_largest_type():
+def test_dra_nodes_advertise_no_gpu_and_are_a_node_group_of_gpus_over_their_types_gpus():
     # The device plugin is off on DRA nodes; Karpenter v1.14.1 launches nothing for pods with resource
     # claims (scheduler.go, DRAError), so the pool is a managed node group: 2 GPUs in 1-GPU nodes.
     pool = pool_of(fixture_document("single-pool-dra"), "gpu-l4-dra")
@@ -103,8 +103,31 @@ def test_dra_nodes_advertise_no_gpu_and_are_a_node_group_of_gpus_over_the_larges
     with pytest.raises(AssertionError, match="has no NodePool"):
         nodepool_limits(pool)
     doc = fixture_document("single-pool-dra")
+    doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.12xlarge", "g6.24xlarge"], gpus=9)
+    assert pool_of(doc, "gpu-l4-dra").node_group_size == 2  # 9 // 4: two 4-GPU nodes, whichever type EKS gets
+
+
+def test_a_dra_pool_whose_types_differ_in_gpu_count_is_refused():
+    # EKS launches on-demand nodes first listed type first: 9 // 4 = 2 nodes would be two 1-GPU g6.xlarge.
+    doc = fixture_document("single-pool-dra")
     doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=9)
-    assert pool_of(doc, "gpu-l4-dra").node_group_size == 2  # 9 // 4
+    assert problems_of(doc) == [
+        "gpu-platform:nodePools[gpu-l4-dra].instanceTypes: g6.xlarge (1 GPUs), g6.12xlarge (4 GPUs) on DRA pool "
+        "gpu-l4-dra differ in GPU count: its EKS managed node group has a fixed node count but launches the first "
+        "listed type it can get, so the node count cannot hold gpus 9; list types of one GPU count (e.g. only those "
+        "with 4)"
+    ]
+    # A family expands to every size, 1 to 8 GPUs: refused on the key the user wrote.
+    del doc["gpu-platform:nodePools"][1]["instanceTypes"]
+    doc["gpu-platform:nodePools"][1]["instanceFamilies"] = ["g6"]
+    [line] = problems_of(doc)
+    assert line.startswith("gpu-platform:nodePools[gpu-l4-dra].instanceFamilies: g6.xlarge (1 GPUs), ")
+
+
+def test_a_karpenter_pool_may_mix_gpu_counts():
+    # Karpenter picks a type per pending pod, so gpu-l40s's g6e family (1, 4 and 8 GPUs) is fine.
+    doc = fixture_document("single-pool-dra")
+    assert sorted({t.gpus for t in pool_of(doc, "gpu-l40s").instance_types}) == [1, 4, 8]
 
 
 def test_cpu_and_memory_limits_follow_the_gpu_limits():
@@ -135,11 +158,11 @@ def test_a_pool_reaches_its_limit_less_what_no_type_fits_into(types, gpus, repli
     assert guaranteed_units(pool_of(doc, "gpu-l40s")) == {GPU_RESOURCE: reached}
 
 
-def test_a_dra_pool_smaller_than_its_largest_type_is_refused():
-    # Limited in nodes of its largest type, such a pool's NodePool would allow 0 nodes.
+def test_a_dra_pool_smaller_than_one_node_is_refused():
+    # Its node group holds gpus / 4 = 0 nodes.
     doc = fixture_document("single-pool-dra")
-    doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=2)
+    doc["gpu-platform:nodePools"][1].update(instanceTypes=["g6.12xlarge"], gpus=3)
     assert problems_of(doc) == [
-        "gpu-platform:nodePools[gpu-l4-dra].gpus: 2 is less than the 4 GPUs of the DRA pool's largest instance type; its "
-        "node group holds gpus / 4 nodes, which would be 0: declare at least 4 or drop the larger types"
+        "gpu-platform:nodePools[gpu-l4-dra].gpus: 3 is less than the 4 GPUs of each of the DRA pool's instance types; "
+        "its node group holds gpus / 4 nodes, which would be 0: declare at least 4"
     ]

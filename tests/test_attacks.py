@@ -836,6 +836,22 @@ def test_a_tenants_scrape_is_bounded():
     assert queue is not None and len(queue) <= 16
 
 
+@pytest.mark.parametrize("verb", ["create", "update", "patch", "delete"])
+def test_a_tenant_can_neither_add_nor_loosen_a_scrape(verb):
+    """The PodMonitor's limits bound every scrape of tenant pods only while tenants cannot write monitors; so
+    Prometheus needs no enforcedSampleLimit, which prometheus-operator v0.93 applies to every scrape
+    (pkg/prometheus/promcfg.go getLimit: the global sample_limit, and the cap on a monitor's own)."""
+    objects = rendered()
+    for resource in ("podmonitors", "servicemonitors", "probes", "scrapeconfigs"):
+        assert not rbac_allows(objects, ADMIN, verb, "monitoring.coreos.com", resource, TENANT), resource
+    # The chart's aggregated roles would add monitoring.coreos.com to admin and edit; they stay off.
+    recording = render_fixture("multi-pool")
+    [release] = [r for r in recording.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["name"] == "kube-prometheus-stack"]
+    chosen = ((release.inputs["values"].get("global") or {}).get("rbac") or {}).get("createAggregateClusterRoles")
+    assert chosen in (None, False)
+    assert chart_values("kube-prometheus-stack", "88.5.3")["global"]["rbac"]["createAggregateClusterRoles"] is False
+
+
 # --- the node side and the device plugin -------------------------------------------------------------
 
 

@@ -19,7 +19,9 @@ import yaml
 from offline import check_manifest
 from offline.check_manifest import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Cluster, Finding, check, rendered_objects, report
 
-from .conftest import render_fixture
+from .conftest import load, render_fixture
+from .test_big_gpus import document as big_gpu_document
+from .test_big_gpus import rendered as big_gpu_render
 from .test_doc_snippets import SNIPPETS, rendered, stack_config, stack_crds, stack_document
 
 EXAMPLES = [s for s in SNIPPETS if s.kind == "manifest" and s.where.startswith("docs/tenants.md")]
@@ -128,12 +130,13 @@ def test_gpus_within_nominal_then_by_borrowing_then_never():
 
 
 def test_a_node_selector_keeps_a_job_off_the_flavors_it_excludes():
-    """12 slices fit l40s-on-demand's nominal quota, but a selector on spot leaves only l40s-spot, which holds 4."""
+    """12 slices fit l40s-on-demand's nominal quota, but a selector on spot leaves l40s-spot, which holds 4, and
+    the cpu flavor, whose nodeLabels do not set the key (Kueue keeps only the keys each flavor sets), which holds 0."""
     job = fine_tune(gpus=12)
     job["spec"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/capacity-type": "spot"}
     [never] = said(lines("dev", "ml-research", job), "kueue")
     assert never.startswith("PROBLEM never admitted: no flavor of ClusterQueue ml-research that its node selector "
-                            "allows (l40s-spot) can ever hold its 1 pod(s)")
+                            "allows (cpu, l40s-spot) can ever hold its 1 pod(s)")
     job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = 4
     assert said(lines("dev", "ml-research", job), "kueue")[0].startswith("admitted on l40s-spot within")
 
@@ -256,3 +259,37 @@ def test_the_report_counts_objects_and_problems(capsys):
     findings = [Finding("a.yaml: Job/x", "schema", "valid"), Finding("a.yaml: Job/y", "kueue", "never", True)]
     assert report(findings) == EXIT_FINDINGS
     assert capsys.readouterr().out.splitlines()[-1] == "2 objects checked, 1 problems"
+
+
+# --- migStrategy single: nvidia.com/gpu names two things ---------------------------------------------------
+
+
+@functools.cache
+def big_gpu_cluster() -> Cluster:
+    """big-gpu's llm-training: quota on h100-on-demand (MIG single, 1g.10gb x 7) first, then h200-reserved."""
+    return Cluster.of(load(big_gpu_document()), "llm-training", rendered_objects(big_gpu_render()), stack_crds("dev"))
+
+
+def whole_gpu_job(node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    job = fine_tune(gpus=8)
+    job["metadata"]["namespace"] = "llm-training"
+    if node_selector:
+        job["spec"]["template"]["spec"]["nodeSelector"] = node_selector
+    return job
+
+
+def test_under_mig_single_a_pod_selecting_no_pool_gets_mig_devices_and_is_told_how_to_get_whole_gpus():
+    # Kueue tries h100-on-demand first; its 112 nvidia.com/gpu are 1g.10gb devices, and 8 of them fit.
+    findings = check(big_gpu_cluster(), [("job.yaml", whole_gpu_job())])
+    admitted, note = said(findings, "kueue")
+    assert admitted.startswith("admitted on h100-on-demand within llm-training's nominal quota")
+    assert note == (
+        "on h100-on-demand each nvidia.com/gpu of PodSet main is a MIG device (1g.10gb; migStrategy single), not a "
+        "whole GPU; if you meant whole GPUs, add nodeSelector gpu-platform/node-pool: gpu-h200"
+    )
+
+
+def test_under_mig_single_a_pod_selecting_the_whole_gpu_pool_gets_whole_gpus():
+    findings = check(big_gpu_cluster(), [("job.yaml", whole_gpu_job({"gpu-platform/node-pool": "gpu-h200"}))])
+    [admitted] = said(findings, "kueue")
+    assert admitted.startswith("admitted on h200-reserved within llm-training's nominal quota")

@@ -189,7 +189,7 @@ def test_a_claim_must_fit_the_smallest_node_the_node_group_may_hold():
     document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["count"] = 2
     assert problems_of(document) == [
         f"{ROOT}[l4-gpu].count: 2 devices of class gpu.nvidia.com in one claim, but the node group of pool gpu-l4-dra "
-        "may hold a g6.xlarge with 1: lower it to 1 or drop the smaller instance types from the pool"
+        "may hold a g6.xlarge with 1: lower it to 1 or give the pool instance types with more GPUs"
     ]
     # With only 4-GPU nodes (and quota for 4) a claim of 4 fits any node the pool launches.
     document["gpu-platform:nodePools"][1].update(instanceTypes=["g6.12xlarge"], gpus=4)

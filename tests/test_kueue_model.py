@@ -26,7 +26,7 @@ from models.kueue import (
 )
 from models.kueue.cohort import lendable
 from models.kueue.fair_sharing import dominant_resource_share
-from models.kueue.flavorassigner import FIT, NO_FIT, PREEMPT
+from models.kueue.flavorassigner import FIT, NO_FIT, PREEMPT, best_case_admission
 from models.kueue.requeue import deactivated, requeue_wait_seconds
 from models.kueue.scheduler import NO_CANDIDATES, NO_FIT_STATUS, SKIPPED
 
@@ -153,6 +153,66 @@ def test_a_tainted_flavor_is_skipped_unless_the_pods_tolerate_it():
     tolerant = Workload("j", "t", (PodSet("main", 1, {GPU: 1}, ({"key": "gpu", "operator": "Exists"},)),))
     [taken] = one_cycle(Snapshot.from_manifests(manifests, flavors=flavors), tolerant)
     assert taken.assignment.flavors() == ({GPU: "tainted"},)
+
+
+# Three flavors in this order; l4 sets no capacity-type label (as a cpu flavor sets none of the GPU keys).
+LABELLED = {
+    "a100-spot": {"karpenter.sh/capacity-type": "spot", "gpu": "a100"},
+    "h100-on-demand": {"karpenter.sh/capacity-type": "on-demand", "gpu": "h100"},
+    "l4": {"gpu": "l4"},
+}
+
+
+def selecting(node_selector: dict[str, str] | None = None, *terms: dict[str, Any]) -> Workload:
+    pod_set = PodSet("main", 1, {GPU: 1}, node_selector=node_selector or {}, node_affinity=terms)
+    return Workload("j", "t", (pod_set,))
+
+
+def admitted_flavor(workload: Workload) -> dict[str, str]:
+    flavors = [{"metadata": {"name": n}, "spec": {"nodeLabels": labels}} for n, labels in LABELLED.items()]
+    manifests = [queue("t", None, {name: {"nominalQuota": 4} for name in LABELLED})]
+    [entry] = one_cycle(Snapshot.from_manifests(manifests, flavors=flavors), workload)
+    return entry.assignment.flavors()[0]
+
+
+def test_a_node_selector_on_a_key_no_flavor_sets_is_ignored():
+    assert admitted_flavor(selecting({"topology.kubernetes.io/zone": "us-east-1a"})) == {GPU: "a100-spot"}
+
+
+def test_a_node_selector_matching_the_second_flavor_skips_the_first():
+    assert admitted_flavor(selecting({"karpenter.sh/capacity-type": "on-demand"})) == {GPU: "h100-on-demand"}
+
+
+def test_a_required_affinity_in_two_values_takes_the_first_flavor_labelled_with_either():
+    term = {"matchExpressions": [{"key": "gpu", "operator": "In", "values": ["l4", "h100"]}]}
+    assert admitted_flavor(selecting(None, term)) == {GPU: "h100-on-demand"}
+
+
+def test_only_the_keys_a_flavor_sets_are_compared_with_it():
+    # Kueue v0.19.2 keeps each flavor's own keys: l4 sets no capacity-type, so a reserved selector leaves it.
+    assert admitted_flavor(selecting({"karpenter.sh/capacity-type": "reserved"})) == {GPU: "l4"}
+
+
+def test_an_affinity_term_on_keys_no_flavor_sets_lets_every_flavor_match():
+    # Terms are ORed; one left empty after dropping unknown keys matches anything.
+    ruled_out = {"matchExpressions": [{"key": "gpu", "operator": "NotIn", "values": ["a100", "h100", "l4"]}]}
+    elsewhere = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1b"]}]}
+    assert admitted_flavor(selecting(None, ruled_out, elsewhere)) == {GPU: "a100-spot"}
+
+
+def test_a_selector_no_flavor_matches_is_no_fit_with_kueues_reason():
+    flavors = [{"metadata": {"name": n}, "spec": {"nodeLabels": labels}} for n, labels in LABELLED.items()]
+    manifests = [queue("t", None, {name: {"nominalQuota": 4} for name in LABELLED})]
+    [entry] = one_cycle(Snapshot.from_manifests(manifests, flavors=flavors), selecting({"gpu": "t4"}))
+    assert (entry.status, entry.assignment.mode) == (NO_FIT_STATUS, NO_FIT)
+    assert entry.assignment.reasons() == [
+        "flavor a100-spot doesn't match node affinity",
+        "flavor h100-on-demand doesn't match node affinity",
+        "flavor l4 doesn't match node affinity",
+    ]
+    with pytest.raises(Inadmissible, match=r"\(flavor a100-spot doesn't match node affinity, flavor h100-on-demand "
+                       r"doesn't match node affinity, flavor l4 doesn't match node affinity\)$"):
+        best_case_admission(selecting({"gpu": "t4"}).pod_sets, manifests[0], LABELLED)
 
 
 # --- preemption ------------------------------------------------------------------------------------------------

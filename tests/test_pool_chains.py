@@ -139,22 +139,12 @@ def tenancy(case: Case) -> Tenancy:
 # --- 1. Kueue ------------------------------------------------------------------------------------------------
 
 def admitted_flavor(case: Case) -> dict[str, Any]:
-    """The ResourceFlavor Kueue admits the pod on (flavorassigner.go), within the tenant's nominal quota.
-
-    A pod's nodeSelector rules out the flavors whose nodeLabels give one of its keys another value
-    (flavorassigner.go, checkFlavorForPodSets: the flavor's nodeLabels must match the pod's node affinity);
-    the rest are tried in order.
-    """
-    job = {"kind": "Job", "spec": {"parallelism": 1, "template": {"spec": pod_spec(case)}}}
-    queue = named(case, "ClusterQueue", case.tenant)
+    """The ResourceFlavor Kueue admits the pod on (models.kueue.flavorassigner, which skips the flavors whose
+    nodeLabels the pod's nodeSelector rules out), within the tenant's nominal quota."""
+    pod = {**pod_spec(case), "nodeSelector": dict(case.node_selector)}
+    job = {"kind": "Job", "spec": {"parallelism": 1, "template": {"spec": pod}}}
     labels = {f["metadata"]["name"]: f["spec"].get("nodeLabels", {}) for f in objects(case, "ResourceFlavor")}
-    [group] = queue["spec"]["resourceGroups"]
-    group = {**group, "flavors": [
-        f for f in group["flavors"]
-        if all(labels[f["name"]].get(k, v) == v for k, v in case.node_selector.items())
-    ]}
-    queue = {**queue, "spec": {**queue["spec"], "resourceGroups": [group]}}
-    admission = best_case_admission(pod_sets(job, tenancy(case)), queue)
+    admission = best_case_admission(pod_sets(job, tenancy(case)), named(case, "ClusterQueue", case.tenant), labels)
     assert not admission.borrowing, f"{case.kind}: admitted only by borrowing"
     [flavor] = admission.flavors
     return named(case, "ResourceFlavor", flavor)

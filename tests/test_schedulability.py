@@ -78,13 +78,15 @@ def test_a_mig_pool_whose_limit_splits_a_node_is_refused_per_profile():
     ]
 
 
-def test_a_dra_pool_reaches_its_node_limit_times_the_smallest_nodes_devices():
+def test_a_dra_pool_reaches_its_node_limit_times_its_nodes_devices():
     document = fixture_document("single-pool-dra")
-    # Nodes of 1 or 4 L4s; 5 GPUs make a limit of 5 // 4 = 1 node, which may be a 1-GPU g6.xlarge.
-    document[P][1].update(instanceTypes=["g6.xlarge", "g6.12xlarge"], gpus=5)
+    # Nodes of 4 L4s (a DRA pool's types share one GPU count); 5 GPUs make a node group of 5 // 4 = 1 node.
+    document[P][1].update(instanceTypes=["g6.12xlarge", "g6.24xlarge"], gpus=5)
+    [tenant] = [t for t in document["gpu-platform:tenants"] if "l4-dra-on-demand" in (t.get("gpu") or {})]
+    tenant["gpu"]["l4-dra-on-demand"]["nominal"] = 5
     assert problems_of(document) == [
-        f"{P}[gpu-l4-dra].gpus: pool gpu-l4-dra is promised 2 {DRA_GPU} (nominal quotas on its flavors), but its node "
-        "group of 1 nodes surely holds only 1 on g6.xlarge, g6.12xlarge: lower the quotas to 1 or "
+        f"{P}[gpu-l4-dra].gpus: pool gpu-l4-dra is promised 5 {DRA_GPU} (nominal quotas on its flavors), but its node "
+        "group of 1 nodes surely holds only 4 on g6.12xlarge, g6.24xlarge: lower the quotas to 4 or "
         "declare gpus that its instance types fill"
     ]
 

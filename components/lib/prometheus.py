@@ -65,7 +65,10 @@ KEDA_JOB = f'job="{EXPORTER_JOBS["keda"]}"'
 # `modelName`, `exported_job`, ...) is dropped before it can pose as a platform series.
 POD_MONITOR_TARGET_LABELS = ("job", "instance", "namespace", "pod", "container", "endpoint")
 # Samples one tenant pod may leave after relabeling (a scrape above it fails whole): the kept metrics
-# have one series per served model and engine.
+# have one series per served model and engine. The limits sit on the platform's PodMonitor, which tenants
+# cannot write, and not in Prometheus' enforcedSampleLimit/enforcedLabelLimit: prometheus-operator v0.93
+# makes those the global scrape limits and caps every monitor's own with them (pkg/prometheus/promcfg.go
+# getLimit), so at these values every kubelet, DCGM and kube-state-metrics scrape would fail.
 TENANT_SAMPLE_LIMIT = 200
 # Labels per sample after relabeling: the target's six, __name__ and the kept metrics' own.
 TENANT_LABEL_LIMIT = 16

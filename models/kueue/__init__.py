@@ -10,8 +10,9 @@ Modules, each beside the upstream files it mirrors:
 - `cohort`: ClusterQueues and Cohorts with quotas and usage (`Snapshot.from_manifests`), and what a
   queue may take now (`ClusterQueue.available`) or at most (`potential_available`) through the tree,
   and who lends it what (`Snapshot.lenders`).
-- `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`) and the full flavor
-  search against a snapshot (`assign`: Fit / Preempt / NoFit and the borrowing level).
+- `flavorassigner`: the fit rule alone (`fits_queue`, `best_case_admission`), which flavors a PodSet's
+  node selector and required affinity allow (`flavor_matches`), and the full flavor search against a
+  snapshot (`assign`: Fit / Preempt / NoFit and the borrowing level).
 - `preemption`: which workloads are evicted so another fits (`Preemptor.targets`).
 - `fair_sharing`: dominant resource shares, the fair-sharing entry order and preemption strategies.
 - `scheduler`: one scheduling cycle (`schedule`, `apply`) and each queue's pending order
@@ -39,15 +40,25 @@ and with requeuingStrategy.timestamp Eviction give it the eviction time as `time
 
 The model is plain dataclasses and integers; a cycle copies nothing and undoes what it simulates.
 Not modelled: topology-aware scheduling, partial admission (PodSet minCount), admission checks,
-MultiKueue, elastic workload slices, admission fair sharing (LocalQueue usage), matching node selectors
-and affinities against flavors' node labels (the caller passes the matching flavors as
-`Workload.allowed_flavors`), and the flavor search resuming where the last cycle stopped.
+MultiKueue, elastic workload slices, admission fair sharing (LocalQueue usage), and the flavor search
+resuming where the last cycle stopped. Node selectors and required node affinity are matched against the
+flavors' node labels (`flavor_matches`).
 """
 
 from __future__ import annotations
 
 from .cohort import ClusterQueue, Cohort, Quota, Snapshot, lendable
-from .flavorassigner import FIT, NO_FIT, PREEMPT, Admission, Assignment, assign, best_case_admission, fits_queue
+from .flavorassigner import (
+    FIT,
+    NO_FIT,
+    PREEMPT,
+    Admission,
+    Assignment,
+    assign,
+    best_case_admission,
+    fits_queue,
+    flavor_matches,
+)
 from .preemption import Preemptor, Target
 from .requeue import requeue_wait_seconds
 from .scheduler import (
@@ -93,6 +104,7 @@ __all__ = [
     "assign",
     "best_case_admission",
     "fits_queue",
+    "flavor_matches",
     "heads",
     "lendable",
     "pod_requests",

@@ -272,6 +272,8 @@ class Snapshot:
     # Each ResourceFlavor's NoSchedule and NoExecute nodeTaints, and the tolerations it adds to pods.
     flavor_taints: dict[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
     flavor_tolerations: dict[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    # Each ResourceFlavor's nodeLabels, which the pods' node selector and required affinity must match.
+    flavor_labels: dict[str, Mapping[str, str]] = field(default_factory=dict)
 
     def add_workload(self, workload: Workload) -> None:
         """An admitted workload's usage is charged to its queue (and what exceeds it, up the tree)."""
@@ -341,7 +343,8 @@ class Snapshot:
 
         A cohort named by a ClusterQueue or Cohort but not declared exists implicitly with no quota, as in
         Kueue. With `flavors`, a ClusterQueue naming a flavor not among them is inactive, and the flavors'
-        taints and tolerations are read; without, every flavor is taken to exist untainted.
+        taints, tolerations and node labels are read; without, every flavor is taken to exist untainted and
+        unlabelled.
         """
         snapshot = cls({}, {}, fair_sharing)
         if flavors is not None:
@@ -352,6 +355,7 @@ class Snapshot:
                     t for t in spec.get("nodeTaints") or [] if t.get("effect") in ("NoSchedule", "NoExecute")
                 )
                 snapshot.flavor_tolerations[name] = tuple(spec.get("tolerations") or [])
+                snapshot.flavor_labels[name] = dict(spec.get("nodeLabels") or {})
         for manifest in cohorts:
             spec = manifest.get("spec") or {}
             cohort = snapshot._cohort(manifest["metadata"]["name"])

@@ -11,6 +11,12 @@ MayStopSearch, apis/kueue/v1beta2/clusterqueue_types.go, so a flavor that fits b
 search). Borrowing needs idle quota in the cohort; admission within nominal quota is what the tenant
 is guaranteed.
 
+Before quota, a flavor must suit the PodSet's pods (checkFlavorForPodSets): its NoSchedule/NoExecute
+nodeTaints tolerated, and its nodeLabels matching the pods' nodeSelector and required node affinity
+restricted to the label keys that flavor sets (flavorSelector, with `sets.KeySet(flavor.Spec.NodeLabels)`;
+a key only other flavors set says nothing about this one). A flavor that does not match is skipped with
+"flavor <name> doesn't match node affinity" (`flavor_matches`).
+
 `assign` runs the whole search against a cohort's live usage (`models.kueue.cohort.Snapshot`): per
 PodSet and resource group, each flavor in order gets a mode per resource (fitsResourceQuota: Fit
 within `available`, NoFit beyond `potentialAvailable`, else Preempt or NoFit as preemption could
@@ -63,9 +69,51 @@ def _quota(resource: str, entry: Mapping[str, Any], key: str) -> int | None:
     return None if key not in entry else resource_value(resource, entry[key])
 
 
-def best_case_admission(sets: Sequence[PodSet], cluster_queue: Mapping[str, Any]) -> Admission:
+def flavor_matches(pod_set: PodSet, node_labels: Mapping[str, str]) -> bool:
+    """flavorSelector, then RequiredNodeAffinity.Match against a node carrying the flavor's nodeLabels.
+
+    Only the keys the flavor's nodeLabels set are kept: of the nodeSelector, its pairs with those keys;
+    of the required node affinity, each term's matchExpressions with those keys (matchFields never), and
+    a term left empty makes the affinity match any flavor, its terms being ORed
+    (kubernetes-sigs/kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go, flavorSelector;
+    k8s.io/component-helpers/scheduling/corev1/nodeaffinity: the nodeSelector's pairs and then any one
+    term whose expressions all hold).
+    """
+    if any(node_labels.get(key, value) != value for key, value in pod_set.node_selector.items()):
+        return False
+    terms = [[e for e in term.get("matchExpressions") or () if e["key"] in node_labels] for term in pod_set.node_affinity]
+    # An emptied term holds vacuously, which is Kueue's "matches any flavor".
+    return not terms or any(all(_requirement_holds(e, node_labels[e["key"]]) for e in term) for term in terms)
+
+
+def _requirement_holds(expression: Mapping[str, Any], value: str) -> bool:
+    """A NodeSelectorRequirement on a label the node has (k8s.io/apimachinery pkg/labels/selector.go
+    Requirement.Matches: Gt and Lt compare integers, and a label that is not one matches neither)."""
+    operator, values = expression["operator"], list(expression.get("values") or ())
+    if operator in ("Gt", "Lt"):
+        try:
+            have, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if operator == "Gt" else have < bound
+    return {"In": value in values, "NotIn": value not in values, "Exists": True, "DoesNotExist": False}[operator]
+
+
+def mismatch_reason(flavor: str) -> str:
+    """checkFlavorForPodSets' reason for a flavor whose node labels the pods' selector rules out."""
+    return f"flavor {flavor} doesn't match node affinity"
+
+
+def best_case_admission(
+    sets: Sequence[PodSet], cluster_queue: Mapping[str, Any], node_labels: Mapping[str, Mapping[str, str]] | None = None
+) -> Admission:
     """The flavor each PodSet gets when the cohort can lend the queue its whole borrowingLimit, or
-    Inadmissible when no flavor can ever hold it."""
+    Inadmissible when no flavor can ever hold it.
+
+    `node_labels`: each ResourceFlavor's spec.nodeLabels by name; a flavor missing from it sets none, so no
+    selector rules it out.
+    """
+    labels = node_labels or {}
     [group] = cluster_queue["spec"]["resourceGroups"]
     name = cluster_queue["metadata"]["name"]
     used: dict[tuple[str, str], int] = {}
@@ -75,7 +123,11 @@ def best_case_admission(sets: Sequence[PodSet], cluster_queue: Mapping[str, Any]
         undeclared = sorted(set(total) - set(group["coveredResources"]))
         if undeclared:
             raise Inadmissible(f"resources not covered by ClusterQueue {name}: {undeclared}")
+        reasons: list[str] = []
         for flavor in group["flavors"]:
+            if not flavor_matches(pod_set, labels.get(flavor["name"], {})):
+                reasons.append(mismatch_reason(flavor["name"]))
+                continue
             quotas = {r["name"]: r for r in flavor["resources"]}
             nominal = {resource: _quota(resource, r, "nominalQuota") or 0 for resource, r in quotas.items()}
             after = {resource: used.get((flavor["name"], resource), 0) + amount for resource, amount in total.items()}
@@ -85,7 +137,8 @@ def best_case_admission(sets: Sequence[PodSet], cluster_queue: Mapping[str, Any]
                 used.update({(flavor["name"], resource): amount for resource, amount in after.items()})
                 break
         else:
-            raise Inadmissible(f"no flavor of ClusterQueue {name} holds PodSet {pod_set.name}: {total}")
+            skipped = f" ({', '.join(sorted(reasons))})" if reasons else ""
+            raise Inadmissible(f"no flavor of ClusterQueue {name} holds PodSet {pod_set.name}: {total}{skipped}")
     return Admission(tuple(flavors), borrowing)
 
 
@@ -218,13 +271,13 @@ def _find_flavor(
     best_mode = _WORST
     reasons: list[str] = []
     for flavor in group.flavors:
-        if workload.allowed_flavors is not None and flavor not in workload.allowed_flavors:
-            reasons.append(f"flavor {flavor} doesn't match node affinity")
-            continue
         tolerations = (*pod_set.tolerations, *snapshot.flavor_tolerations.get(flavor, ()))
         taint = _untolerated(snapshot.flavor_taints.get(flavor, ()), tolerations)
         if taint is not None:
             reasons.append(f"untolerated taint {taint.get('key')}:{taint.get('effect')} in flavor {flavor}")
+            continue
+        if not flavor_matches(pod_set, snapshot.flavor_labels.get(flavor, {})):
+            reasons.append(mismatch_reason(flavor))
             continue
         assignments: dict[str, FlavorAssignment] = {}
         mode = _BEST

@@ -11,8 +11,11 @@
   `resources.excludeResourcePrefixes` are not charged (pkg/workload/workload.go, dropExcludedResources).
   Amounts are in Kueue's units (`models.kueue.resources`).
 
-Not modelled, and refused rather than guessed at: node selectors and affinities (which filter flavors by
-their node labels), init containers, pod overhead, CEL device selectors.
+- What narrows its flavors: each PodSet carries its pods' `nodeSelector`, the terms of their required node
+  affinity and their tolerations, as Kueue copies the pod template into the Workload's PodSet; the flavor
+  assigner compares them with each flavor (`models.kueue.flavorassigner.flavor_matches`).
+
+Not modelled, and refused rather than guessed at: init containers, pod overhead, CEL device selectors.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ class PodSet:
     count: int
     requests: Mapping[str, int]  # per pod, in Kueue's units
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    node_selector: Mapping[str, str] = field(default_factory=dict)  # the pod's nodeSelector
+    # nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms (ORed)
+    node_affinity: tuple[Mapping[str, Any], ...] = ()
 
     def total(self) -> dict[str, int]:
         return {resource: amount * self.count for resource, amount in self.requests.items()}
@@ -60,9 +66,6 @@ class Workload:
     flavors: tuple[Mapping[str, str], ...] = ()  # per PodSet, resource -> flavor, while admitted
     reserved_at: float = 0.0
     evicted: bool = False
-    # Flavors whose nodeLabels the pods' node selector matches, as the caller worked out (flavorassigner.go
-    # checkFlavorForPodSets: "flavor X doesn't match node affinity"); None: every flavor of the queue.
-    allowed_flavors: frozenset[str] | None = None
     namespace_labels: Mapping[str, str] | None = None  # None: the ClusterQueue's namespaceSelector is not checked
 
     def total_requests(self) -> list[dict[str, int]]:
@@ -87,7 +90,7 @@ def pod_sets(job: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
     kind = job["kind"]
     if kind == "Job":
         spec = job["spec"]
-        return [PodSet("main", spec.get("parallelism", 1), pod_requests(spec["template"]["spec"], tenancy))]
+        return [pod_set_of("main", spec.get("parallelism", 1), spec["template"]["spec"], tenancy)]
     if kind == "TrainJob":
         return _train_job_pod_sets(job, tenancy)
     raise ValueError(f"{kind}: not a kind this model reads")
@@ -103,13 +106,26 @@ def _train_job_pod_sets(job: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet
         if kubeflow_trainer.is_trainer_step(replicated):
             parallelism = kubeflow_trainer.trainer_nodes(job, runtime)
             pod = kubeflow_trainer.trainer_pod(pod, job)
-        found.append(PodSet(replicated["name"], replicated.get("replicas", 1) * parallelism, pod_requests(pod, tenancy)))
+        found.append(pod_set_of(replicated["name"], replicated.get("replicas", 1) * parallelism, pod, tenancy))
     return found
+
+
+def pod_set_of(name: str, count: int, pod: Mapping[str, Any], tenancy: Tenancy) -> PodSet:
+    """The PodSet of `count` pods shaped like `pod`: what each is charged and what narrows its flavors."""
+    affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+    return PodSet(
+        name,
+        count,
+        pod_requests(pod, tenancy),
+        tuple(pod.get("tolerations") or ()),
+        dict(pod.get("nodeSelector") or {}),
+        tuple((affinity or {}).get("nodeSelectorTerms") or ()),
+    )
 
 
 def pod_requests(pod: Mapping[str, Any], tenancy: Tenancy) -> dict[str, int]:
     """What Kueue charges one pod."""
-    for refused in ("nodeSelector", "affinity", "initContainers", "overhead"):
+    for refused in ("initContainers", "overhead"):
         if refused in pod:
             raise ValueError(f"the model does not read a pod's {refused}")
     charged: dict[str, int] = {}
