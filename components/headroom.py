@@ -103,8 +103,9 @@ def placeholders(pool: GpuPoolPlan) -> dict[str, Any]:
         "name": "pause",
         "image": PAUSE_IMAGE,
         # Extended resources must be requested and limited alike. The pause process itself needs next to
-        # nothing; asking for it keeps the node's CPU and memory for the surge replica that evicts it.
-        "resources": {"requests": {**PAUSE_RESOURCES, **gpus}, "limits": {"memory": PAUSE_RESOURCES["memory"], **gpus}},
+        # nothing; asking for it keeps the node's CPU and memory for the surge replica that evicts it, and
+        # limiting it to the same (Guaranteed QoS) keeps it from ever taking more.
+        "resources": {"requests": {**PAUSE_RESOURCES, **gpus}, "limits": {**PAUSE_RESOURCES, **gpus}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},

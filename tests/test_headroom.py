@@ -111,6 +111,8 @@ def test_placeholders_hold_the_headroom_on_the_pools_nodes_in_its_units():
     assert deployment["spec"]["replicas"] == 3  # 6 GPUs, 2 per pod
     resources = template["containers"][0]["resources"]
     assert (resources["requests"][GPU], resources["limits"][GPU]) == ("2", "2")
+    # Guaranteed: the pause container is limited to what it asks, so it never takes a surge replica's CPU.
+    assert resources["limits"] == resources["requests"] == {"cpu": "10m", "memory": "16Mi", GPU: "2"}
     assert template["nodeSelector"] == {POOL_LABEL: "gpu-a100", CAPACITY_TYPE_LABEL: "spot"}
     taints = one("NodePool", "gpu-a100")["spec"]["template"]["spec"]["taints"]
     assert taints == [GPU_TAINT]
