@@ -259,7 +259,10 @@ class Simulation:
         assert node is not None and pod.bound_at is not None
         held = self.now - pod.bound_at
         gpus = pod.units / node.pool.slices_per_gpu
-        node.pool.allocated_gpu_seconds += held * gpus
+        # The headroom's placeholders hold GPUs idle by design: what they hold is the headroom's cost, never
+        # allocation (the report shows them as a tenant row of their own).
+        if not warm_start.is_placeholder(pod.group):
+            node.pool.allocated_gpu_seconds += held * gpus
         tenant = self.record.tenants[pod.group.tenant]
         tenant.allocated_gpu_seconds += held * gpus
         tenant.cost += held / 3600 * node.price_per_hour * pod.units / node.units

@@ -56,6 +56,10 @@ def test_a_pod_evicts_a_warm_placeholder_and_karpenter_replaces_the_headroom():
     # One GPU held from the first node's Ready to 1 h, and from the replacement's Ready to the end (6 h).
     held = (3600 - (BATCH + LAUNCH)) + (6 * 3600 - (3600 + BATCH + LAUNCH))
     assert headroom.allocated_gpu_seconds == pytest.approx(held)
+    # The placeholders' GPUs are idle: the pool's allocation is the job's 2 slices (half a GPU at 4 slices per
+    # GPU), bound at 1 h and held to the end, nothing of the headroom's.
+    assert pool.slices_per_gpu == 4
+    assert pool.allocated_gpu_seconds == pytest.approx((6 * 3600 - 3600) * 2 / 4)
     assert result.sim.record.tenants["ml-research"].preemptions == 0  # kube-scheduler's, not Kueue's
     assert limit_gpus(result.sim, pool) == 8 + 1  # Karpenter may launch the headroom beside the declared GPUs
 
