@@ -939,3 +939,26 @@ def test_the_thousand_and_first_object_of_each_counted_kind_is_refused(api_group
     over = exceeded(objects, TENANT, api_group, resource, {}, used={counted: "1000"})
     assert [name.split("/", 1)[1] for name in over] == [counted]
     assert exceeded(objects, TENANT, "batch", "jobs", {}, used={"count/jobs.batch": "100000"}) == []
+
+
+def test_every_tenant_admission_policy_fails_closed_and_denies():
+    """kubernetes/kubernetes v1.35.0 staging/src/k8s.io/api/admissionregistration/v1 types.go: with
+    `failurePolicy: Ignore` a CEL error (a field the expression does not guard, a type the request did not
+    expect) admits the request; a guard must fail closed. `validationActions: [Deny]` refuses, where
+    `Warn` or `Audit` would only report."""
+    objects = rendered()
+    policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+    tenant_policies = {
+        "tenant-network-policies-are-platform-owned",
+        "tenant-controller-owners-from-controllers",
+        "tenant-pods-keep-the-kueue-gate",
+        "tenant-pods-no-nvidia-env",
+        "tenant-pods-canonical-image-registries",
+        "tenant-services-no-external-ips",
+    }
+    assert tenant_policies <= set(policies)
+    for name in tenant_policies:
+        assert policies[name]["failurePolicy"] == "Fail", name
+        assert bindings[name]["policyName"] == name
+        assert bindings[name]["validationActions"] == ["Deny"], name
