@@ -107,3 +107,10 @@ def test_a_stack_outside_the_price_lists_is_priced_at_us_east_1_and_the_summary_
     ) in summary
     assert "(us-east-1 prices, 2026-07-20" not in summary
 
+
+
+def test_no_stack_takes_a_zone_eks_refuses_for_its_control_plane():
+    """EKS refuses control-plane subnets in us-east-1's use1-az3 (named us-east-1e in the accounts the
+    table follows; EKS user guide, "Subnet requirements": UnsupportedAvailabilityZoneException), so a stack
+    spreading over every listed zone must still create its cluster."""
+    assert "us-east-1e" not in AVAILABILITY_ZONES["us-east-1"]
