@@ -256,3 +256,30 @@ def test_the_report_counts_objects_and_problems(capsys):
     findings = [Finding("a.yaml: Job/x", "schema", "valid"), Finding("a.yaml: Job/y", "kueue", "never", True)]
     assert report(findings) == EXIT_FINDINGS
     assert capsys.readouterr().out.splitlines()[-1] == "2 objects checked, 1 problems"
+
+
+def test_only_the_resources_above_nominal_are_borrowed_and_name_their_lenders():
+    """dev's ml-research on l40s-on-demand: nominal cpu 192 and 12 GPUs. A job asking exactly the nominal cpu
+    and 16 GPUs borrows GPUs only; cpu at its nominal is its own (Kueue borrows what exceeds nominalQuota,
+    pkg/cache/scheduler/clusterqueue_snapshot.go Borrowing)."""
+    job = fine_tune(gpus=16)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"]["cpu"] = "192"
+    container["resources"]["limits"]["cpu"] = "192"
+    [borrowing] = said(lines("dev", "ml-research", job), "kueue")
+    assert borrowing.startswith("admitted on l40s-on-demand only by borrowing (cpu 192, memory 16Gi, nvidia.com/gpu 16")
+    assert borrowing.endswith("lenders: nvidia.com/gpu on l40s-on-demand from inference 4")
+
+
+def test_a_workload_aimed_at_another_tenants_namespace_is_a_problem():
+    """`kubectl apply` of a manifest naming another tenant's namespace is refused there by RBAC; the check
+    says so before, with the fix. Its own namespace, or none, is not a problem."""
+    job = fine_tune(gpus=1)
+    job["metadata"]["namespace"] = "inference"
+    assert said(lines("dev", "ml-research", job), "namespace") == [
+        "PROBLEM inference is not tenant ml-research's namespace (ml-research): set metadata.namespace to ml-research"
+    ]
+    job["metadata"]["namespace"] = "ml-research"
+    assert said(lines("dev", "ml-research", job), "namespace") == []
+    del job["metadata"]["namespace"]
+    assert said(lines("dev", "ml-research", job), "namespace") == ["none set: apply it with `kubectl -n ml-research`"]
