@@ -27,6 +27,7 @@ from models.kueue import (
 from models.kueue.cohort import lendable
 from models.kueue.fair_sharing import dominant_resource_share
 from models.kueue.flavorassigner import FIT, NO_FIT, PREEMPT
+from models.kueue.preemption import LOWER_OR_NEWER_EQUAL_PRIORITY, LOWER_PRIORITY, satisfies_policy
 from models.kueue.requeue import deactivated, requeue_wait_seconds
 from models.kueue.scheduler import NO_CANDIDATES, NO_FIT_STATUS, SKIPPED
 
@@ -421,3 +422,16 @@ def test_a_jobs_priority_comes_from_its_workload_priority_class_then_its_pods_cl
 def test_a_job_naming_a_priority_class_that_does_not_exist_gets_no_workload():
     with pytest.raises(Inadmissible, match="WorkloadPriorityClass urgent does not exist"):
         workload_priority({"kueue.x-k8s.io/priority-class": "urgent"}, [{}], {"production": 1000}, {})
+
+
+def test_lower_or_newer_equal_priority_needs_a_strictly_older_preemptor_at_equal_priority():
+    """kubernetes-sigs/kueue pkg/scheduler/preemption/common SatisfiesPreemptionPolicy: at equal priority the
+    preemptor must be queued strictly before the candidate (`Timestamp.Before`); a tie preempts nothing."""
+    def job(priority: int, timestamp: float) -> Workload:
+        return Workload("w", "q", (PodSet("main", 1, {GPU: 1}),), priority=priority, timestamp=timestamp)
+
+    assert satisfies_policy(job(100, 5.0), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert not satisfies_policy(job(100, 7.5), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert not satisfies_policy(job(100, 9.0), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert satisfies_policy(job(101, 9.0), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert not satisfies_policy(job(100, 5.0), job(100, 7.5), LOWER_PRIORITY)
