@@ -87,6 +87,24 @@ def test_a_lending_limit_caps_what_others_can_borrow_and_keeps_the_rest_for_its_
     assert (a.available(("x", GPU)), b.available(("x", GPU))) == (0, 3)
 
 
+def test_a_lending_limit_of_zero_lends_nothing():
+    """`lendingLimit: 0` is a limit, not an absent one (pkg/cache/scheduler resource_node.go: the local
+    quota is the subtree quota less lendingLimit): b keeps all 3 of its GPUs, c lends its 2, so a reaches
+    its 1 and 2 borrowed."""
+    snapshot = Snapshot.from_manifests(
+        [
+            queue("a", "org", {"x": {"nominalQuota": 1, "borrowingLimit": 6}}),
+            queue("b", "org", {"x": {"nominalQuota": 3, "lendingLimit": 0}}),
+            queue("c", "org", {"x": {"nominalQuota": 2}}),
+        ]
+    )
+    a, b = snapshot.cluster_queues["a"], snapshot.cluster_queues["b"]
+    assert (a.available(("x", GPU)), a.potential_available(("x", GPU))) == (3, 3)
+    assert b.available(("x", GPU)) == 6  # its own 3, a's 1 and c's 2
+    [too_big] = one_cycle(snapshot, job("four", "a", 4))
+    assert (too_big.status, too_big.assignment.mode) == (NO_FIT_STATUS, NO_FIT)
+
+
 def test_without_a_borrowing_limit_a_queue_may_take_everything_idle_in_the_cohort():
     snapshot = Snapshot.from_manifests(
         [queue("a", "org", {"x": {"nominalQuota": 2}}), queue("b", "org", {"x": {"nominalQuota": 6}})]
