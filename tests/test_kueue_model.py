@@ -247,6 +247,28 @@ def test_borrowing_while_preempting_stops_above_the_max_priority_threshold(victi
     assert got == ([("victim", "InCohortReclaimWhileBorrowing")] if preempted else [])
 
 
+@pytest.mark.parametrize(("victim_priority", "preempted"), [(9, True), (10, False), (11, False)])
+def test_borrowing_while_preempting_takes_only_strictly_lower_priorities(victim_priority, preempted):
+    # reclaimWithinCohort Any lets `taker` consider `other`'s workload at any priority, but preempting to
+    # borrow (classifyPreemptionVariant, borrowWithinCohort) needs a priority strictly below its own 10.
+    snapshot = Snapshot.from_manifests(
+        [
+            queue(
+                "taker",
+                "org",
+                {"x": {"nominalQuota": 0}},
+                preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}},
+            ),
+            queue("other", "org", {"x": {"nominalQuota": 0}}),
+            queue("bank", "org", {"x": {"nominalQuota": 3}}),
+        ]
+    )
+    hold_quota(snapshot, job("victim", "other", 3, priority=victim_priority), "x")
+    [entry] = one_cycle(snapshot, job("incoming", "taker", 3, priority=10))
+    got = [(t.workload.name, t.reason) for t in entry.targets]
+    assert got == ([("victim", "InCohortReclaimWhileBorrowing")] if preempted else [])
+
+
 def test_only_as_many_victims_as_needed_are_taken_and_needless_ones_given_back():
     snapshot = Snapshot.from_manifests(
         [queue("t", None, {"x": {"nominalQuota": 6}}, preemption={"withinClusterQueue": "LowerPriority"})]
