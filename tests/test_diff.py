@@ -163,7 +163,8 @@ def test_the_review_warns_of_a_downgrade_in_the_direction_of_the_change():
     """`diff` reads the base render's cluster version as before and the working tree's as after: 1.35 in
     the base and 1.34 now is a downgrade EKS refuses; 1.34 -> 1.35 is an ordinary upgrade."""
     def cluster_at(version: str) -> Render:
-        return Render(resources={"urn:c": {"urn": "urn:c", "type": "eks:index:Cluster", "inputs": {"version": version}}}, sections={})
+        cluster = {"urn": "urn:c", "type": "eks:index:Cluster", "inputs": {"version": version}}
+        return Render(resources={"urn:c": cluster}, sections={})
 
     found = warnings("dev", cluster_at("1.35"), cluster_at("1.34"))
     assert [line.split(" (docs")[0] for line in found] == [

@@ -437,7 +437,8 @@ def test_sts_allows_a_service_only_when_every_condition_of_its_statement_holds()
     # One key of a block wrong, or absent, is enough to refuse.
     assert not trust_allows(trust, "pods.eks.amazonaws.com", {**context, "aws:RequestTag/kubernetes-namespace": "team-a"})
     assert not trust_allows(trust, "pods.eks.amazonaws.com", {k: v for k, v in context.items() if k != "aws:SourceAccount"})
-    assert not trust_allows(trust, "pods.eks.amazonaws.com", {**context, "aws:SourceArn": "arn:aws:eks:us-west-2:210987654321:cluster/cpu-prod"})
+    other_cluster = "arn:aws:eks:us-west-2:210987654321:cluster/cpu-prod"
+    assert not trust_allows(trust, "pods.eks.amazonaws.com", {**context, "aws:SourceArn": other_cluster})
     # A statement with an operator outside the model never allows, even when the modelled blocks hold.
     unmodelled = json.loads(json.dumps(trust))
     unmodelled["Statement"][0]["Condition"]["StringLike"] = {"aws:PrincipalTag/team": "*"}

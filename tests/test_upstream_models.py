@@ -12,6 +12,8 @@ from models.kubernetes.labels import selects
 from models.nvidia.gpu_operator import DCGM_EXPORTER_OPERAND, DEVICE_PLUGIN_OPERAND, runs_operand
 from models.prometheus.scrape import relabel, scraped
 
+NOT_SYSTEM = {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["system"]}]}
+
 NAMESPACE = {"kubernetes.io/metadata.name": "team-a", "gpu-platform/tenant": "team-a"}
 
 
@@ -20,9 +22,9 @@ NAMESPACE = {"kubernetes.io/metadata.name": "team-a", "gpu-platform/tenant": "te
     [
         # staging/src/k8s.io/apimachinery/pkg/labels/selector.go Requirement.Matches: NotIn and
         # DoesNotExist hold when the key is absent; In and Exists need it.
-        ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["system"]}]}, NAMESPACE, True),
-        ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["system"]}]}, {**NAMESPACE, "tier": "system"}, False),
-        ({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["system"]}]}, {**NAMESPACE, "tier": "batch"}, True),
+        (NOT_SYSTEM, NAMESPACE, True),
+        (NOT_SYSTEM, {**NAMESPACE, "tier": "system"}, False),
+        (NOT_SYSTEM, {**NAMESPACE, "tier": "batch"}, True),
         ({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["system"]}]}, NAMESPACE, False),
         ({"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]}, NAMESPACE, True),
         ({"matchExpressions": [{"key": "gpu-platform/tenant", "operator": "Exists"}]}, NAMESPACE, True),
@@ -65,7 +67,8 @@ def test_relabel_regexes_are_anchored_at_both_ends():
     labels = {"__name__": "vllm:num_requests_running_total", "namespace": "team-a", "exported_pod": "x"}
     keep = [{"action": "keep", "sourceLabels": ["__name__"], "regex": "vllm:num_requests_running"}]
     assert relabel(labels, keep) is None
-    assert relabel({**labels, "__name__": "vllm:num_requests_running"}, keep) == {**labels, "__name__": "vllm:num_requests_running"}
+    exact = {**labels, "__name__": "vllm:num_requests_running"}
+    assert relabel(exact, keep) == exact
     # labelkeep keeps only the names the regex matches whole: `pod` does not keep `exported_pod`.
     assert relabel(labels, [{"action": "labelkeep", "regex": "__name__|namespace|pod"}]) == {
         "__name__": "vllm:num_requests_running_total", "namespace": "team-a",
