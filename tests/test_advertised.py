@@ -19,6 +19,7 @@ from config.advertised import (
 )
 from config.catalog import INSTANCE_TYPES
 from config.labels import GPU_RESOURCE
+from models.karpenter.capacity import apply_overlay
 from tests.conftest import fixture_document, load, problems_of
 
 P5 = INSTANCE_TYPES["p5.48xlarge"]
@@ -166,3 +167,14 @@ def test_a_dra_pool_smaller_than_one_node_is_refused():
         "gpu-platform:nodePools[gpu-l4-dra].gpus: 3 is less than the 4 GPUs of each of the DRA pool's instance types; "
         "its node group holds gpus / 4 nodes, which would be 0: declare at least 4"
     ]
+
+
+def test_an_overlay_wins_over_the_instance_types_capacity_per_resource():
+    # kubernetes-sigs/karpenter pkg/cloudprovider/types.go ApplyCapacityOverlay (`lo.Assign`): the overlay's
+    # value replaces the provider's for each resource it names, a zero included, and adds the ones it
+    # alone knows; resources it does not name keep the provider's value.
+    native = {GPU_RESOURCE: 8, "vpc.amazonaws.com/efa": 32}
+    overlay = {GPU_RESOURCE: 0, "nvidia.com/mig-1g.10gb": 56}
+    assert apply_overlay(native, overlay) == {GPU_RESOURCE: 0, "vpc.amazonaws.com/efa": 32, "nvidia.com/mig-1g.10gb": 56}
+    assert apply_overlay({GPU_RESOURCE: 4}, {GPU_RESOURCE: 12}) == {GPU_RESOURCE: 12}
+    assert apply_overlay({GPU_RESOURCE: 4}, None) == {GPU_RESOURCE: 4}

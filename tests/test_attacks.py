@@ -893,3 +893,88 @@ def test_every_attack_row_is_in_the_security_table_and_every_table_row_is_an_att
     assert [n for n in names if not any(fnmatch.fnmatchcase(n, d) for d in documented)] == []
     tests = {n.removeprefix("test_") for n in globals() if n.startswith("test_")}
     assert [d for d in documented if not any(fnmatch.fnmatchcase(n, d) for n in names) and d not in tests] == []
+
+
+def test_a_container_without_resources_gets_the_namespaces_default_requests_and_limits_by_value():
+    """The LimitRanger fills each missing request from `defaultRequest` and each missing limit from `default`
+    (kubernetes/kubernetes v1.35.0 plugin/pkg/admission/limitranger/admission.go); what a container sets is
+    kept. A tenant's bare container runs with a 1Gi memory limit and a 10Gi scratch limit, not its requests."""
+    objects = rendered()
+    bare = {"name": "main", "image": "busybox:1.36"}
+    sized = {"name": "side", "image": "busybox:1.36", "resources": {"limits": {"memory": "3Gi"}, "requests": {"cpu": "2"}}}
+    defaulted = with_container_defaults(objects, pod(containers=[bare, sized]), TENANT)
+    main, side = defaulted["spec"]["containers"]
+    assert main["resources"] == {
+        "requests": {"cpu": "100m", "memory": "256Mi", "ephemeral-storage": "1Gi"},
+        "limits": {"memory": "1Gi", "ephemeral-storage": "10Gi"},
+    }
+    assert side["resources"] == {
+        "requests": {"cpu": "2", "memory": "256Mi", "ephemeral-storage": "1Gi"},
+        "limits": {"memory": "3Gi", "ephemeral-storage": "10Gi"},
+    }
+
+
+def test_a_tenants_internet_egress_reaches_public_addresses_only():
+    """llm-training sets network.internetEgress: its pods reach public addresses, but the allowance's
+    `except` (the private ranges and the instance metadata address) still holds: an ipBlock matches its
+    CIDR minus every `except` (k8s.io/api networking/v1 types.go, IPBlock). The destinations here sit in a
+    namespace no policy selects, so only the tenant's egress decides."""
+    objects = rendered()
+    trainer = Endpoint(OTHER_TENANT, "10.30.70.21", {"app": "trainer"})
+
+    def reaches(ip: str, port: int) -> bool:
+        return connection_allowed(objects, trainer, Endpoint("outside", ip, {"app": "x"}), port)
+
+    assert reaches("52.94.236.248", 443)
+    assert reaches("3.5.140.2", 80)
+    for private in ("10.0.5.5", "172.20.0.10", "192.168.1.5"):
+        assert not reaches(private, 443), private
+    assert not reaches("169.254.169.254", 80)
+    # data-science does not set internetEgress: nothing outside the cluster.
+    notebook = Endpoint(TENANT, "10.30.64.10", {"app": "notebook"}, tenant_labels(objects))
+    assert not connection_allowed(objects, notebook, Endpoint("outside", "52.94.236.248", {"app": "x"}), 443)
+
+
+@pytest.mark.parametrize(
+    ("api_group", "resource", "counted"),
+    [
+        ("", "configmaps", "configmaps"),
+        ("", "secrets", "secrets"),
+        ("", "services", "services"),
+        ("apps", "deployments", "count/deployments.apps"),
+        ("apps", "statefulsets", "count/statefulsets.apps"),
+        ("batch", "cronjobs", "count/cronjobs.batch"),
+    ],
+)
+def test_the_thousand_and_first_object_of_each_counted_kind_is_refused(api_group, resource, counted):
+    """The tenant quota bounds each kind a tenant creates freely at 1000 (kubernetes/kubernetes v1.35.0
+    pkg/quota/v1/evaluator/core/registry.go: core kinds under their short name; generic/evaluator.go
+    `count/<resource>.<group>` for the rest); Jobs are not counted."""
+    objects = rendered()
+    assert exceeded(objects, TENANT, api_group, resource, {}, used={counted: "999"}) == []
+    over = exceeded(objects, TENANT, api_group, resource, {}, used={counted: "1000"})
+    assert [name.split("/", 1)[1] for name in over] == [counted]
+    assert exceeded(objects, TENANT, "batch", "jobs", {}, used={"count/jobs.batch": "100000"}) == []
+
+
+def test_every_tenant_admission_policy_fails_closed_and_denies():
+    """kubernetes/kubernetes v1.35.0 staging/src/k8s.io/api/admissionregistration/v1 types.go: with
+    `failurePolicy: Ignore` a CEL error (a field the expression does not guard, a type the request did not
+    expect) admits the request; a guard must fail closed. `validationActions: [Deny]` refuses, where
+    `Warn` or `Audit` would only report."""
+    objects = rendered()
+    policies = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    bindings = {o["metadata"]["name"]: o["spec"] for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"}
+    tenant_policies = {
+        "tenant-network-policies-are-platform-owned",
+        "tenant-controller-owners-from-controllers",
+        "tenant-pods-keep-the-kueue-gate",
+        "tenant-pods-no-nvidia-env",
+        "tenant-pods-canonical-image-registries",
+        "tenant-services-no-external-ips",
+    }
+    assert tenant_policies <= set(policies)
+    for name in tenant_policies:
+        assert policies[name]["failurePolicy"] == "Fail", name
+        assert bindings[name]["policyName"] == name
+        assert bindings[name]["validationActions"] == ["Deny"], name

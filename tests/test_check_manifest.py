@@ -293,3 +293,30 @@ def test_under_mig_single_a_pod_selecting_the_whole_gpu_pool_gets_whole_gpus():
     findings = check(big_gpu_cluster(), [("job.yaml", whole_gpu_job({"gpu-platform/node-pool": "gpu-h200"}))])
     [admitted] = said(findings, "kueue")
     assert admitted.startswith("admitted on h200-reserved within llm-training's nominal quota")
+
+
+def test_only_the_resources_above_nominal_are_borrowed_and_name_their_lenders():
+    """dev's ml-research on l40s-on-demand: nominal cpu 192 and 12 GPUs. A job asking exactly the nominal cpu
+    and 16 GPUs borrows GPUs only; cpu at its nominal is its own (Kueue borrows what exceeds nominalQuota,
+    pkg/cache/scheduler/clusterqueue_snapshot.go Borrowing)."""
+    job = fine_tune(gpus=16)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["requests"]["cpu"] = "192"
+    container["resources"]["limits"]["cpu"] = "192"
+    [borrowing] = said(lines("dev", "ml-research", job), "kueue")
+    assert borrowing.startswith("admitted on l40s-on-demand only by borrowing (cpu 192, memory 16Gi, nvidia.com/gpu 16")
+    assert borrowing.endswith("lenders: nvidia.com/gpu on l40s-on-demand from inference 4")
+
+
+def test_a_workload_aimed_at_another_tenants_namespace_is_a_problem():
+    """`kubectl apply` of a manifest naming another tenant's namespace is refused there by RBAC; the check
+    says so before, with the fix. Its own namespace, or none, is not a problem."""
+    job = fine_tune(gpus=1)
+    job["metadata"]["namespace"] = "inference"
+    assert said(lines("dev", "ml-research", job), "namespace") == [
+        "PROBLEM inference is not tenant ml-research's namespace (ml-research): set metadata.namespace to ml-research"
+    ]
+    job["metadata"]["namespace"] = "ml-research"
+    assert said(lines("dev", "ml-research", job), "namespace") == []
+    del job["metadata"]["namespace"]
+    assert said(lines("dev", "ml-research", job), "namespace") == ["none set: apply it with `kubectl -n ml-research`"]

@@ -15,10 +15,12 @@ import json
 import pulumi
 import pytest
 
+from components.admission import deployer_request
 from components.lib.iam import cluster_access_policy, managed_policy
 from components.lib.kubeconfig import KubeconfigCredentials, kubeconfig
 from components.platform import GpuPlatform
 from config import ConfigError
+from models.aws_eks import access_entry_username
 from offline import cloud
 from offline.engine import Recording, run_program
 
@@ -246,3 +248,22 @@ def test_a_profile_alone_goes_to_get_token():
     config = kubeconfig("gpu-dev", "https://example", "Q0E=", "us-west-2", credentials)
     assert config["users"][0]["user"]["exec"]["args"][-2:] == ["--profile", "platform"]
     assert config["clusters"][0]["cluster"] == {"server": "https://example", "certificate-authority-data": "Q0E="}
+
+
+def test_an_admin_roles_sessions_authenticate_as_sts_assumed_role_without_the_path_and_in_its_partition():
+    """EKS CreateAccessEntry `username` default: a role's sessions are
+    `arn:<partition>:sts::<account>:assumed-role/<role name>/{{SessionName}}`, the role's path dropped as STS
+    writes it; an IAM user is its own ARN. The tenant NetworkPolicy guard lets exactly these sessions write."""
+    assert access_entry_username(SSO_ADMIN) == (
+        f"arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/{{{{SessionName}}}}"
+    )
+    assert access_entry_username("arn:aws-us-gov:iam::123456789012:role/ops/GovDeploy") == (
+        "arn:aws-us-gov:sts::123456789012:assumed-role/GovDeploy/{{SessionName}}"
+    )
+    assert access_entry_username(f"arn:aws:iam::{ACCOUNT}:user/ci") == f"arn:aws:iam::{ACCOUNT}:user/ci"
+    expression = deployer_request([SSO_ADMIN, "arn:aws-us-gov:iam::123456789012:role/ops/GovDeploy"])
+    assert (
+        f"['arn:aws-us-gov:sts::123456789012:assumed-role/GovDeploy/', "
+        f"'arn:aws:sts::{ACCOUNT}:assumed-role/AWSReservedSSO_Admin_0123456789abcdef/']"
+        ".exists(p, request.userInfo.username.startsWith(p))"
+    ) in expression

@@ -93,7 +93,7 @@ import yaml  # noqa: E402
 
 from config.versions import CHARTS, ChartPin  # noqa: E402
 from offline.__main__ import main as cli  # noqa: E402
-from offline.diff import kubernetes_version  # noqa: E402
+from offline.diff import kubernetes_version, warnings  # noqa: E402
 from offline.stack import load_stack  # noqa: E402
 from offline.versions_check import chart_override_problems, kubernetes_change_warnings  # noqa: E402
 
@@ -157,3 +157,17 @@ def test_check_refuses_an_unvendored_chart_override_with_exit_2(tmp_path, monkey
     assert cli(["check", "--stack", "bumped"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and all(line.startswith("Pulumi.bumped.yaml: gpu-platform:versions.charts") for line in err)
+
+
+def test_the_review_warns_of_a_downgrade_in_the_direction_of_the_change():
+    """`diff` reads the base render's cluster version as before and the working tree's as after: 1.35 in
+    the base and 1.34 now is a downgrade EKS refuses; 1.34 -> 1.35 is an ordinary upgrade."""
+    def cluster_at(version: str) -> Render:
+        cluster = {"urn": "urn:c", "type": "eks:index:Cluster", "inputs": {"version": version}}
+        return Render(resources={"urn:c": cluster}, sections={})
+
+    found = warnings("dev", cluster_at("1.35"), cluster_at("1.34"))
+    assert [line.split(" (docs")[0] for line in found] == [
+        "Kubernetes 1.35 -> 1.34 is a downgrade: EKS never moves a control plane back a minor"
+    ]
+    assert warnings("dev", cluster_at("1.34"), cluster_at("1.35")) == []

@@ -11,6 +11,7 @@ import base64
 
 import pytest
 
+from components.dra_nodes import node_group_args
 from config.errors import ConfigError
 from offline.summary import render_summary
 
@@ -45,6 +46,8 @@ def test_the_dra_pool_is_a_node_group_of_its_gpus_and_no_nodepool():
     assert group["instanceTypes"] == ["g6.xlarge", "g6.2xlarge"]
     # 2 GPUs in 1-GPU nodes: two nodes, standing, never scaled by anything.
     assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 2}
+    # A version or template rollout takes one node at a time: half of this pool, never all of it.
+    assert group["updateConfig"] == {"maxUnavailable": 1}
     assert group["labels"] == {
         "gpu-platform/gpu-allocation": "dra",
         "gpu-platform/gpu-model": "l4",
@@ -109,3 +112,17 @@ def test_the_summary_shows_the_standing_cost_and_the_shared_gpu_series():
         "Time-sliced pools (gpu-l40s): the DCGM exporter writes a copy of each GPU series per pod sharing the GPU, "
         "with that pod's own value only for DCGM_FI_DEV_FB_USED, DCGM_FI_DEV_GPU_UTIL" in summary
     )
+
+
+def test_a_spot_dra_pool_asks_eks_for_spot_capacity():
+    """EKS CreateNodegroup `capacityType`: ON_DEMAND or SPOT; a spot DRA pool billed on-demand would cost
+    the on-demand rate its owner chose spot to avoid."""
+    document = dra_pool(capacityTypes=["spot"])
+    for tenant in document["gpu-platform:tenants"]:
+        gpu = tenant.get("gpu") or {}
+        if "l4-dra-on-demand" in gpu:
+            gpu["l4-dra-spot"] = gpu.pop("l4-dra-on-demand")
+    [pool] = [p for p in load(document).gpu_pools if p.is_dra]
+    assert node_group_args(pool, {"team": "ml"})["capacity_type"] == "SPOT"
+    [on_demand] = [p for p in load(dra_pool()).gpu_pools if p.is_dra]
+    assert node_group_args(on_demand, {})["capacity_type"] == "ON_DEMAND"

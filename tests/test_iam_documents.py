@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from models.aws_iam import trust_allows
 from offline.engine import Recording
 
 from .conftest import render_fixture
@@ -407,3 +408,42 @@ def test_each_pod_identity_role_trusts_only_the_service_account_its_association_
             namespace,
             service_account,
         )
+
+
+def test_sts_allows_a_service_only_when_every_condition_of_its_statement_holds():
+    """AWS IAM User Guide, "Policy evaluation logic" and "Condition operators": within a statement every
+    key of every block must match, and a key the request lacks fails. An operator the model does not
+    know (here StringLike) must never allow, so an unmodelled condition cannot pass a policy by accident."""
+    trust = {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": "210987654321", "aws:RequestTag/kubernetes-namespace": "kueue-system"},
+                    "ArnLike": {"aws:SourceArn": "arn:aws:eks:us-west-2:210987654321:cluster/gpu-*"},
+                },
+            }
+        ]
+    }
+    context = {
+        "aws:SourceAccount": "210987654321",
+        "aws:RequestTag/kubernetes-namespace": "kueue-system",
+        "aws:SourceArn": "arn:aws:eks:us-west-2:210987654321:cluster/gpu-prod",
+    }
+    assert trust_allows(trust, "pods.eks.amazonaws.com", context)
+    assert not trust_allows(trust, "ec2.amazonaws.com", context)
+    # One key of a block wrong, or absent, is enough to refuse.
+    assert not trust_allows(trust, "pods.eks.amazonaws.com", {**context, "aws:RequestTag/kubernetes-namespace": "team-a"})
+    assert not trust_allows(trust, "pods.eks.amazonaws.com", {k: v for k, v in context.items() if k != "aws:SourceAccount"})
+    other_cluster = "arn:aws:eks:us-west-2:210987654321:cluster/cpu-prod"
+    assert not trust_allows(trust, "pods.eks.amazonaws.com", {**context, "aws:SourceArn": other_cluster})
+    # A statement with an operator outside the model never allows, even when the modelled blocks hold.
+    unmodelled = json.loads(json.dumps(trust))
+    unmodelled["Statement"][0]["Condition"]["StringLike"] = {"aws:PrincipalTag/team": "*"}
+    assert not trust_allows(unmodelled, "pods.eks.amazonaws.com", context)
+    # A Deny statement never allows.
+    denied = json.loads(json.dumps(trust))
+    denied["Statement"][0]["Effect"] = "Deny"
+    assert not trust_allows(denied, "pods.eks.amazonaws.com", context)

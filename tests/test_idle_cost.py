@@ -73,3 +73,27 @@ def test_interface_endpoints_bill_per_zone_and_a_type_without_a_price_is_left_ou
     assert by_item["interface endpoints (endpoint x zone)"].usd_per_month == pytest.approx(6 * 0.01 * 730)
     assert by_item["system nodes (x9z.large)"].usd_per_month is None
     assert idle_total(lines) == pytest.approx(73 + 43.8)
+
+
+def test_every_idle_line_counts_its_own_input():
+    """Irregular counts, so no line can borrow another's: a network with more public IPv4 addresses than
+    NAT gateways (an Elastic IP kept for a bastion, say), two keys, nodes of a 2xlarge."""
+    inputs = IdleInputs(
+        nat_gateways=2, public_ipv4=5, interface_endpoint_zones=4, system_nodes=3, system_node_type="m6g.2xlarge",
+        system_disk_gib=80, prometheus_volume_gib=250, kms_keys=2,
+    )
+    lines = {line.item: (line.count, line.usd_per_month) for line in idle_lines(inputs, idle_prices("us-east-1"))}
+    expected = {
+        "EKS control plane": (1, 73.0),
+        "NAT gateways": (2, 65.7),  # 2 x 0.045 x 730
+        "public IPv4 addresses": (5, 18.25),  # 5 x 0.005 x 730
+        "interface endpoints (endpoint x zone)": (4, 29.2),  # 4 x 0.01 x 730
+        "system nodes (m6g.2xlarge)": (3, 674.52),  # 3 x 0.308 x 730
+        "gp3 volumes (GiB)": (490, 39.2),  # (3 x 80 + 250) x 0.08
+        "KMS keys": (2, 2.0),
+    }
+    assert set(lines) == set(expected)
+    for item, (count, usd) in expected.items():
+        assert lines[item][0] == count, item
+        assert lines[item][1] == pytest.approx(usd), item
+    assert idle_total(idle_lines(inputs, idle_prices("us-east-1"))) == pytest.approx(901.87)

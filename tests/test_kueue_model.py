@@ -27,6 +27,7 @@ from models.kueue import (
 from models.kueue.cohort import lendable
 from models.kueue.fair_sharing import dominant_resource_share
 from models.kueue.flavorassigner import FIT, NO_FIT, PREEMPT, best_case_admission
+from models.kueue.preemption import LOWER_OR_NEWER_EQUAL_PRIORITY, LOWER_PRIORITY, satisfies_policy
 from models.kueue.requeue import deactivated, requeue_wait_seconds
 from models.kueue.scheduler import NO_CANDIDATES, NO_FIT_STATUS, SKIPPED
 
@@ -84,6 +85,24 @@ def test_a_lending_limit_caps_what_others_can_borrow_and_keeps_the_rest_for_its_
     assert (too_big.status, too_big.assignment.mode) == (NO_FIT_STATUS, NO_FIT)
     hold_quota(snapshot, job("five", "a", 5), "x")
     assert (a.available(("x", GPU)), b.available(("x", GPU))) == (0, 3)
+
+
+def test_a_lending_limit_of_zero_lends_nothing():
+    """`lendingLimit: 0` is a limit, not an absent one (pkg/cache/scheduler resource_node.go: the local
+    quota is the subtree quota less lendingLimit): b keeps all 3 of its GPUs, c lends its 2, so a reaches
+    its 1 and 2 borrowed."""
+    snapshot = Snapshot.from_manifests(
+        [
+            queue("a", "org", {"x": {"nominalQuota": 1, "borrowingLimit": 6}}),
+            queue("b", "org", {"x": {"nominalQuota": 3, "lendingLimit": 0}}),
+            queue("c", "org", {"x": {"nominalQuota": 2}}),
+        ]
+    )
+    a, b = snapshot.cluster_queues["a"], snapshot.cluster_queues["b"]
+    assert (a.available(("x", GPU)), a.potential_available(("x", GPU))) == (3, 3)
+    assert b.available(("x", GPU)) == 6  # its own 3, a's 1 and c's 2
+    [too_big] = one_cycle(snapshot, job("four", "a", 4))
+    assert (too_big.status, too_big.assignment.mode) == (NO_FIT_STATUS, NO_FIT)
 
 
 def test_without_a_borrowing_limit_a_queue_may_take_everything_idle_in_the_cohort():
@@ -288,6 +307,28 @@ def test_borrowing_while_preempting_stops_above_the_max_priority_threshold(victi
     assert got == ([("victim", "InCohortReclaimWhileBorrowing")] if preempted else [])
 
 
+@pytest.mark.parametrize(("victim_priority", "preempted"), [(9, True), (10, False), (11, False)])
+def test_borrowing_while_preempting_takes_only_strictly_lower_priorities(victim_priority, preempted):
+    # reclaimWithinCohort Any lets `taker` consider `other`'s workload at any priority, but preempting to
+    # borrow (classifyPreemptionVariant, borrowWithinCohort) needs a priority strictly below its own 10.
+    snapshot = Snapshot.from_manifests(
+        [
+            queue(
+                "taker",
+                "org",
+                {"x": {"nominalQuota": 0}},
+                preemption={"reclaimWithinCohort": "Any", "borrowWithinCohort": {"policy": "LowerPriority"}},
+            ),
+            queue("other", "org", {"x": {"nominalQuota": 0}}),
+            queue("bank", "org", {"x": {"nominalQuota": 3}}),
+        ]
+    )
+    hold_quota(snapshot, job("victim", "other", 3, priority=victim_priority), "x")
+    [entry] = one_cycle(snapshot, job("incoming", "taker", 3, priority=10))
+    got = [(t.workload.name, t.reason) for t in entry.targets]
+    assert got == ([("victim", "InCohortReclaimWhileBorrowing")] if preempted else [])
+
+
 def test_only_as_many_victims_as_needed_are_taken_and_needless_ones_given_back():
     snapshot = Snapshot.from_manifests(
         [queue("t", None, {"x": {"nominalQuota": 6}}, preemption={"withinClusterQueue": "LowerPriority"})]
@@ -481,3 +522,16 @@ def test_a_jobs_priority_comes_from_its_workload_priority_class_then_its_pods_cl
 def test_a_job_naming_a_priority_class_that_does_not_exist_gets_no_workload():
     with pytest.raises(Inadmissible, match="WorkloadPriorityClass urgent does not exist"):
         workload_priority({"kueue.x-k8s.io/priority-class": "urgent"}, [{}], {"production": 1000}, {})
+
+
+def test_lower_or_newer_equal_priority_needs_a_strictly_older_preemptor_at_equal_priority():
+    """kubernetes-sigs/kueue pkg/scheduler/preemption/common SatisfiesPreemptionPolicy: at equal priority the
+    preemptor must be queued strictly before the candidate (`Timestamp.Before`); a tie preempts nothing."""
+    def job(priority: int, timestamp: float) -> Workload:
+        return Workload("w", "q", (PodSet("main", 1, {GPU: 1}),), priority=priority, timestamp=timestamp)
+
+    assert satisfies_policy(job(100, 5.0), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert not satisfies_policy(job(100, 7.5), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert not satisfies_policy(job(100, 9.0), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert satisfies_policy(job(101, 9.0), job(100, 7.5), LOWER_OR_NEWER_EQUAL_PRIORITY)
+    assert not satisfies_policy(job(100, 5.0), job(100, 7.5), LOWER_PRIORITY)

@@ -387,6 +387,19 @@ def test_bottlerocket_keeps_its_index_device_ids_and_its_gpus_still_name_their_p
     assert not dcgm.names_pod(listed, dcgm.GPU_ID_TYPE_DEVICE_NAME, 0, UUID)
 
 
+def test_pods_sharing_a_time_sliced_gpu_see_their_own_value_only_for_utilisation_and_framebuffer_used():
+    """NVIDIA/dcgm-exporter (the release GPU Operator v26.7.0 deploys) internal/pkg/transformation/
+    process_metrics.go isPerProcessMetric: GPU utilisation and framebuffer used are split per process;
+    every other series is copied whole to each pod sharing the GPU."""
+    exposed = {
+        "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_XID_ERRORS",
+    }
+    assert dcgm.whole_gpu_metrics_when_shared(exposed) == {
+        "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_XID_ERRORS",
+    }
+
+
 PROMTOOL_CASE = """
   - name: {name}
     interval: 1m

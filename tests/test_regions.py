@@ -117,3 +117,10 @@ def test_the_simulator_prices_a_pools_nodes_in_the_stacks_region():
     [pool] = [p for p in load(document).gpu_pools if p.name == "gpu-l4-dra"]
     # g6.xlarge in us-gov-west-1 (zz_generated.pricing_aws_us_gov.go): 1.0144 USD/hour; us-east-1's is 0.8048.
     assert {o.name: o.on_demand_usd_per_hour for o in Pool.from_plan(pool).options}["g6.xlarge"] == 1.0144
+
+
+def test_no_stack_takes_a_zone_eks_refuses_for_its_control_plane():
+    """EKS refuses control-plane subnets in us-east-1's use1-az3 (named us-east-1e in the accounts the
+    table follows; EKS user guide, "Subnet requirements": UnsupportedAvailabilityZoneException), so a stack
+    spreading over every listed zone must still create its cluster."""
+    assert "us-east-1e" not in AVAILABILITY_ZONES["us-east-1"]

@@ -91,6 +91,8 @@ MISTAKES: list[tuple[str, tuple[Any, ...], Any, str]] = [
     ("tenant name in capitals", (T, 1, "name"), "Inference", "gpu-platform:tenants[Inference].name"),
     ("tenant admin a group", (T, 1, "admins", 1), "arn:aws:iam::111122223333:group/OnCall",
      "gpu-platform:tenants[inference].admins[1]"),
+    ("tenant admin listed twice", (T, 0, "admins"), ["arn:aws:iam::111122223333:role/LLMTrainingAdmin"] * 2,
+     "gpu-platform:tenants[llm-training].admins"),
     ("tenant viewer listed twice", (T, 2, "viewers"), ["arn:aws:iam::111122223333:role/DataScienceAnalyst"] * 2,
      "gpu-platform:tenants[data-science].viewers"),
     ("Pod Security privileged", (T, 2, "podSecurity"), "privileged", "gpu-platform:tenants[data-science].podSecurity"),
