@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from models.kubernetes.labels import selects
+from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 from models.nvidia.gpu_operator import DCGM_EXPORTER_OPERAND, DEVICE_PLUGIN_OPERAND, runs_operand
 from models.prometheus.scrape import relabel, scraped
 
@@ -87,3 +88,26 @@ def test_the_gpu_operator_keeps_a_nodes_own_deploy_label_and_strips_them_all_whe
     operands_off = {"nvidia.com/gpu.deploy.operands": "false", "nvidia.com/gpu.deploy.dcgm-exporter": "true"}
     assert not runs_operand(operands_off, DCGM_EXPORTER_OPERAND)
     assert not runs_operand(operands_off, DEVICE_PLUGIN_OPERAND)
+
+
+def test_a_policy_without_policy_types_governs_egress_only_when_it_has_egress_rules():
+    """The API server defaults policyTypes to Ingress, plus Egress when the policy has egress rules
+    (kubernetes/kubernetes pkg/apis/networking/v1/defaults.go, SetDefaults_NetworkPolicy)."""
+    source = Endpoint("team-a", "10.0.1.5", {"app": "job"})
+    dns = Endpoint("kube-system", "10.0.2.9", {"k8s-app": "kube-dns"})
+    other = Endpoint("team-b", "10.0.3.7", {"app": "web"})
+    only_dns = {
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "egress-dns", "namespace": "team-a"},
+        "spec": {
+            "podSelector": {},
+            "egress": [{"to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}]}],
+        },
+    }
+    # Egress rules and no policyTypes: egress is governed, so only DNS is reachable.
+    assert connection_allowed([only_dns], source, dns, 53)
+    assert not connection_allowed([only_dns], source, other, 80)
+    # The same policy without egress rules governs ingress only: egress stays open.
+    ingress_only = {**only_dns, "spec": {"podSelector": {}}}
+    assert connection_allowed([ingress_only], source, other, 80)
+

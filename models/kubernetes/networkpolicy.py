@@ -38,13 +38,22 @@ def connection_allowed(objects: Sequence[Mapping[str, Any]], source: Endpoint, d
     )
 
 
+def policy_types(spec: Mapping[str, Any]) -> list[str]:
+    """The directions a policy governs. Unset, the API server defaults them (kubernetes/kubernetes v1.35.0
+    pkg/apis/networking/v1/defaults.go SetDefaults_NetworkPolicy): Ingress always, and Egress too when the
+    policy has egress rules."""
+    if spec.get("policyTypes"):
+        return list(spec["policyTypes"])
+    return ["Ingress", "Egress"] if spec.get("egress") else ["Ingress"]
+
+
 def _direction_allows(objects: Sequence[Mapping[str, Any]], pod: Endpoint, peer: Endpoint, port: int, direction: str) -> bool:
     selecting = [
         o["spec"]
         for o in objects
         if o["kind"] == "NetworkPolicy"
         and o["metadata"]["namespace"] == pod.namespace
-        and direction in o["spec"].get("policyTypes", ["Ingress"])
+        and direction in policy_types(o["spec"])
         and selects(o["spec"]["podSelector"], pod.labels)
     ]
     if not selecting:
