@@ -2,10 +2,15 @@
 
 Rules from kubernetes/kubernetes at the cluster's version (1.35; config/versions.py KUBERNETES_VERSIONS):
 - pkg/controller/podautoscaler/replica_calculator.go
-  - `calcPlainMetricReplicas` (Pods and Object metrics, resource utilisation): the usage ratio of the
-    ready pods' metrics to the target; within the tolerance (0.1, `--horizontal-pod-autoscaler-tolerance`)
-    nothing changes; missing pods count as at-target on a scale-down and as zero on a scale-up, unready
-    pods as zero on a scale-up; a rebalanced ratio that flips direction keeps the current replicas.
+  - `calcPlainMetricReplicas` (Pods metrics): the usage ratio of the ready pods' metrics to the target;
+    within the tolerance (0.1, `--horizontal-pod-autoscaler-tolerance`) nothing changes; missing pods
+    count as at-target on a scale-down and as zero otherwise, unready pods as zero on a scale-up; a
+    rebalanced ratio that flips direction keeps the current replicas.
+  - `GetResourceReplicas` (Resource, target Utilization): the same shape on the ready pods' summed usage
+    over their summed requests, as whole percent (`GetResourceUtilizationRatio` in metrics/utilization.go
+    truncates); a missing pod counts as max(100, target) % of its request on a scale-down, as zero only
+    on a scale-up (`else if usageRatio > 1.0`: at a ratio of exactly 1 it is left out).
+  - `GetObjectMetricReplicas` (Object, target Value) as `GetExternalMetricReplicas` below.
   - `GetExternalMetricReplicas` (External, target Value): ceil(ratio x ready pods) outside the tolerance.
   - `GetExternalPerPodMetricReplicas` (External, target AverageValue): ratio = usage / (target x
     current replicas); outside the tolerance, ceil(usage / target).
@@ -74,6 +79,55 @@ def plain_metric_replicas(
     if (new_ratio < 1.0 and replicas > current_replicas) or (new_ratio > 1.0 and replicas < current_replicas):
         return current_replicas
     return replicas
+
+
+def resource_utilisation_replicas(
+    current_replicas: int,
+    usage: Mapping[str, int],
+    requests: Mapping[str, int],
+    target_percent: int,
+    unready: Sequence[str] = (),
+    tolerance: float = TOLERANCE,
+) -> tuple[int, int]:
+    """`GetResourceReplicas`: (replicas, utilisation in whole percent).
+
+    `requests` holds every counted pod (failed and deleting pods are not counted) with its request,
+    `usage` the metrics reported (milli-units; a metric for a pod not in `requests` is ignored);
+    `unready` pods (pending, or CPU not yet ready) have their metrics dropped, a pod without a metric
+    is missing."""
+    unready_set = set(unready)
+    missing = [pod for pod in requests if pod not in usage and pod not in unready_set]
+    used = {pod: value for pod, value in usage.items() if pod not in unready_set}
+
+    def utilisation(metrics: Mapping[str, int]) -> int:
+        counted = [pod for pod in metrics if pod in requests]
+        if not counted:
+            raise ValueError("no metrics for ready pods")
+        return sum(metrics[pod] for pod in counted) * 100 // sum(requests[pod] for pod in counted)
+
+    current = utilisation(used)
+    ratio = current / target_percent
+    ready = sum(1 for pod in used if pod in requests)
+    scale_up_with_unready = bool(unready_set) and ratio > 1.0
+    if not scale_up_with_unready and not missing:
+        if within_tolerance(ratio, tolerance):
+            return current_replicas, current
+        return math.ceil(ratio * ready), current
+    filled = dict(used)
+    if ratio < 1.0:
+        fallback = max(100, target_percent)
+        filled.update({pod: requests[pod] * fallback // 100 for pod in missing})
+    elif ratio > 1.0:
+        filled.update({pod: 0 for pod in missing})
+    if scale_up_with_unready:
+        filled.update({pod: 0 for pod in unready_set if pod in requests})
+    new_ratio = utilisation(filled) / target_percent
+    if within_tolerance(new_ratio, tolerance) or (ratio > 1.0 > new_ratio) or (ratio < 1.0 < new_ratio):
+        return current_replicas, current
+    replicas = math.ceil(new_ratio * len(filled))
+    if (new_ratio < 1.0 and replicas > current_replicas) or (new_ratio > 1.0 and replicas < current_replicas):
+        return current_replicas, current
+    return replicas, current
 
 
 def external_value_replicas(
