@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from . import warm_start
 from .engine import Simulation
 from .serving import Deployment
 
@@ -16,7 +17,9 @@ def start_sampling(sim: Simulation, deployments: list[Deployment], interval: flo
             series.times.append(hours)
         for name, pool in sorted(sim.pools.items()):
             provisioned = sum(node.instance.gpus for node in pool.nodes if node.ready)
-            allocated = sum(pod.units for node in pool.nodes for pod in node.pods) / pool.slices_per_gpu
+            # The headroom's placeholders are idle GPUs, as in the report's allocation.
+            held = (pod.units for node in pool.nodes for pod in node.pods if not warm_start.is_placeholder(pod.group))
+            allocated = sum(held) / pool.slices_per_gpu
             record.allocation.values[name].append(100 * allocated / provisioned if provisioned else 0.0)
             record.nodes.values[name].append(float(len(pool.nodes)))
         pending = sim.kueue.pending()

@@ -154,3 +154,11 @@ def surge_p95(without: frozenset[str] = frozenset()) -> float:
 def test_with_headroom_and_staging_a_surge_replica_is_ready_within_three_minutes_at_p95():
     assert surge_p95() <= 180
     assert surge_p95(frozenset({"headroom", "image-snapshot", "model-source"})) > 180
+
+
+def test_the_allocation_plot_counts_no_placeholder_as_allocated():
+    # No tenant work at all: the headroom's node is up, its one GPU held by a placeholder, and nothing is allocated.
+    result = run(with_headroom(), workload())
+    series = result.sim.record.allocation.values["gpu-l40s"]
+    assert result.sim.pools["gpu-l40s"].launched == 1
+    assert series and set(series) == {0.0}
