@@ -98,12 +98,15 @@ WALKTHROUGH = pytest.StashKey[Any]()
 SESSION_GC_THRESHOLDS = (10_000, 10, 100)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    gc.set_threshold(*SESSION_GC_THRESHOLDS)  # before collection imports the test modules and all they load
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
     gc.collect()
     gc.freeze()
-    gc.set_threshold(*SESSION_GC_THRESHOLDS)
     for item in session.items:
         if isinstance(item, pytest.Function) and item.path.name == "test_readme_steps.py":
             session.config.stash[WALKTHROUGH] = item.module.start_walkthrough()
