@@ -9,7 +9,6 @@ from pathlib import Path
 from config import PlatformConfig
 
 from .admission import kueue_for
-from .plots import write_plots
 from .report import render_report
 from .run import Result, simulate
 from .workload import WorkloadError, load_workload
@@ -36,6 +35,9 @@ def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path, 
         return EXIT_INVALID
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.md").write_text(render_report(result, stack, workload_path.stem, static))
+    # matplotlib takes a good part of a second to load; only a run that gets this far draws.
+    from .plots import write_plots
+
     plots = write_plots(result, out_dir)
     hours = result.sim.clock.end / 3600
     print(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +90,23 @@ def recorded(request) -> Recording:
 WALKTHROUGH = pytest.StashKey[Any]()
 
 
+# The session keeps every module, cached config and cached render alive to its end, and the cyclic
+# collector's full passes walk all of them again and again: at CPython's default thresholds, a quarter
+# of the CPU time of the render-heavy test files. What collection has loaded moves out of the
+# collector's sight (gc.freeze), and collections run less often; a render sets its own threshold
+# (offline/engine.py).
+SESSION_GC_THRESHOLDS = (10_000, 10, 100)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    gc.set_threshold(*SESSION_GC_THRESHOLDS)  # before collection imports the test modules and all they load
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
+    gc.collect()
+    gc.freeze()
     for item in session.items:
         if isinstance(item, pytest.Function) and item.path.name == "test_readme_steps.py":
             session.config.stash[WALKTHROUGH] = item.module.start_walkthrough()

@@ -61,10 +61,10 @@ def modules(root: Path) -> dict[str, Module]:
     return found
 
 
-def imports(module: Module, known: set[str]) -> Iterator[tuple[int, str]]:
+def imports(module: Module, known: frozenset[str]) -> Iterator[tuple[int, str]]:
     """(line, dotted name) of everything `module` imports, relative imports resolved; `from a import b`
     is `a.b` when that is one of ours (`known`), else `a`."""
-    for node in ast.walk(module.tree):
+    for node in _statements(module.tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
@@ -79,8 +79,26 @@ def imports(module: Module, known: set[str]) -> Iterator[tuple[int, str]]:
                 yield node.lineno, candidate if _is_ours_module(candidate, known) else base
 
 
-def _is_ours_module(name: str, known: set[str]) -> bool:
-    return name in known or any(other.startswith(f"{name}.") for other in known)
+def _statements(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every statement in `body` and the blocks nested in it; an import is a statement, so expressions are skipped."""
+    for node in body:
+        yield node
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, block, None)
+            if isinstance(inner, list):
+                for child in inner:
+                    # an except clause or a match case is no statement, but holds a block of them
+                    yield from _statements([child]) if isinstance(child, ast.stmt) else _statements(child.body)
+
+
+def _is_ours_module(name: str, known: frozenset[str]) -> bool:
+    return name in known or name in _packages(frozenset(known))
+
+
+@functools.cache
+def _packages(known: frozenset[str]) -> frozenset[str]:
+    """Every dotted prefix of a known module's name: the packages above it."""
+    return frozenset(".".join(parts[:i]) for parts in (name.split(".") for name in known) for i in range(1, len(parts)))
 
 
 def layer(name: str) -> str:
@@ -114,7 +132,7 @@ def allowed(importer: str, imported: str) -> bool:
 
 def layering_violations(root: Path) -> list[str]:
     found = modules(root)
-    known = set(found)
+    known = frozenset(found)
     violations = []
     for module in found.values():
         importer = layer(module.name)
@@ -146,11 +164,12 @@ def helper_violations(root: Path) -> list[str]:
         return []  # without models/ there is no model to name behaviour after, nor to delegate to
     names = behaviour_names(root)
     found = modules(root)
+    known = frozenset(found)
     violations = []
     for module in found.values():
         if layer(module.name) != "tests" or module.path.name.startswith("test_"):
             continue
-        from_models = _names_imported_from_models(module, set(found))
+        from_models = _names_imported_from_models(module, known)
         defined = [node for node in module.tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
         for node in defined:
             if node.name in names and not (isinstance(node, ast.FunctionDef) and _delegates(node, from_models)):
@@ -158,10 +177,10 @@ def helper_violations(root: Path) -> list[str]:
     return sorted(violations)
 
 
-def _names_imported_from_models(module: Module, known: set[str]) -> set[str]:
+def _names_imported_from_models(module: Module, known: frozenset[str]) -> set[str]:
     """The local names `module` binds to something of models/."""
     names = set()
-    for node in ast.walk(module.tree):
+    for node in _statements(module.tree.body):
         if isinstance(node, ast.ImportFrom):
             resolved = dict(zip((alias.name for alias in node.names), imports(_only(module, node), known), strict=True))
             for alias in node.names:

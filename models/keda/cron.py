@@ -140,9 +140,15 @@ def _value(text: str, name: str, names: dict[str, int]) -> int:
     return int(text)
 
 
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    """The IANA names the installed tz database holds; `available_timezones` walks the whole database each call."""
+    return frozenset(available_timezones())
+
+
 def check_timezone(name: str) -> None:
     """A zone `time.LoadLocation` finds: an IANA name. An empty name would be UTC upstream, but the key is required."""
-    if name not in available_timezones():
+    if name not in _zone_names():
         raise CronError(f"{name!r} is not an IANA time zone name such as 'Europe/Berlin' or 'America/New_York'")
 
 
