@@ -40,16 +40,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
-from pulumi_aws import ec2, iam
+from pulumi_aws import ec2
 from pulumi_aws import eks as aws_eks
 
 from config.capacity import GpuPoolPlan
 from config.labels import GPU_TAINT
 
-from .lib import iam as policies
 from .lib.gpu_nodes import toolkit_user_data
-from .lib.iam import NODE_ROLE_POLICIES
-from .lib.node_groups import METADATA_OPTIONS, lifecycle_args
+from .lib.node_groups import METADATA_OPTIONS, lifecycle_args, node_role
 from .lib.resources import Children
 
 # The EKS-optimized AL2023 NVIDIA AMI (driver and toolkit); Bottlerocket DRA pools are refused in config,
@@ -89,22 +87,7 @@ class DraNodeGroups(pulumi.ComponentResource):
         """
         super().__init__("gpu-platform:nodes:DraNodeGroups", name, None, opts)
         dra_pools = [pool for pool in pools if pool.is_dra]
-        role = iam.Role(
-            f"{name}-node",
-            name=f"{cluster_name}-dra-node",
-            assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
-            tags=dict(tags),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        attachments = [
-            iam.RolePolicyAttachment(
-                f"{name}-node-{policy}",
-                role=role.name,
-                policy_arn=policies.managed_policy(partition, policy),
-                opts=pulumi.ResourceOptions(parent=role),
-            )
-            for policy in NODE_ROLE_POLICIES
-        ]
+        role, attachments = node_role(name, f"{cluster_name}-dra-node", partition, tags, self)
         self.node_groups = {}
         for pool in dra_pools:
             template = ec2.LaunchTemplate(

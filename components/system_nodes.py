@@ -10,15 +10,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
-from pulumi_aws import ec2, iam
+from pulumi_aws import ec2
 from pulumi_aws import eks as aws_eks
 
 from config.cluster import SystemNodesConfig
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 
-from .lib import iam as policies
-from .lib.iam import NODE_ROLE_POLICIES
-from .lib.node_groups import METADATA_OPTIONS, lifecycle_args
+from .lib.node_groups import METADATA_OPTIONS, lifecycle_args, node_role
 from .lib.resources import Children
 
 # The group names itself `<cluster>-sys-<suffix>`.
@@ -51,22 +49,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
         """
         super().__init__("gpu-platform:nodes:SystemNodeGroup", name, None, opts)
 
-        role = iam.Role(
-            f"{name}-node",
-            name=f"{cluster_name}-system-node",
-            assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
-            tags=dict(tags),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        attachments = [
-            iam.RolePolicyAttachment(
-                f"{name}-node-{policy}",
-                role=role.name,
-                policy_arn=policies.managed_policy(partition, policy),
-                opts=pulumi.ResourceOptions(parent=role),
-            )
-            for policy in NODE_ROLE_POLICIES
-        ]
+        role, attachments = node_role(name, f"{cluster_name}-system-node", partition, tags, self)
 
         template = ec2.LaunchTemplate(
             f"{name}-nodes",

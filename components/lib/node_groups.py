@@ -22,12 +22,17 @@ pods move.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from pulumi_aws import ec2
+import pulumi
+from pulumi_aws import ec2, iam
 from pulumi_aws import eks as aws_eks
 
 from config.versions import node_group_release_version
+
+from . import iam as policies
+from .iam import NODE_ROLE_POLICIES
 
 # EKS takes node group names of up to 63 characters, and the provider appends a 26-character unique
 # suffix to a prefix (terraform-provider-aws internal/service/eks/node_group.go validates
@@ -74,3 +79,31 @@ def lifecycle_args(
             id=template.id, version=template.latest_version.apply(str)
         ),
     }
+
+
+def node_role(
+    name: str, role_name: str, partition: str, tags: Mapping[str, str], parent: pulumi.Resource
+) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
+    """A managed node group's IAM role, trusted by EC2 only, with the managed policies every EKS node needs.
+
+    Returns the role and its attachments: a node group waits for them, or its nodes boot without the
+    permissions to join.
+    """
+    role = iam.Role(
+        f"{name}-node",
+        name=role_name,
+        assume_role_policy=policies.to_json(policies.service_trust_policy(policies.EC2_SERVICE)),
+        tags=dict(tags),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    attachments = [
+        iam.RolePolicyAttachment(
+            f"{name}-node-{policy}",
+            role=role.name,
+            policy_arn=policies.managed_policy(partition, policy),
+            opts=pulumi.ResourceOptions(parent=role),
+        )
+        for policy in NODE_ROLE_POLICIES
+    ]
+    return role, attachments
+
