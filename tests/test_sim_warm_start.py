@@ -6,6 +6,9 @@ the multi-pool fixture (notebook-assist's 22:00-06:00 Tokyo floor).
 
 from __future__ import annotations
 
+import functools
+import re
+
 import pytest
 import yaml
 
@@ -142,11 +145,17 @@ def test_the_working_hours_floor_holds_only_inside_its_window():
 # --- the design's surge on prod ---------------------------------------------------------------------------
 
 
-def surge_p95(without: frozenset[str] = frozenset()) -> float:
+@functools.cache
+def surge_times(without: frozenset[str] = frozenset()) -> tuple[float, ...]:
+    """Model A's time to GPU per scale-up, prod with workloads/surge-warm-start.yaml at seed 0 (`make simulate`)."""
     config = load(yaml.safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
     workload_ = load_workload(project_path("workloads", "surge-warm-start.yaml"))
-    result = simulate(config, workload_, kueue_for, project_dir=project_path(), without=without)
-    p95 = percentile(result.sim.record.time_to_gpu["inference/model-a"], 95)
+    result = simulate(config, workload_, kueue_for, seed=0, project_dir=project_path(), without=without)
+    return tuple(result.sim.record.time_to_gpu["inference/model-a"])
+
+
+def surge_p95(without: frozenset[str] = frozenset()) -> float:
+    p95 = percentile(list(surge_times(without)), 95)
     assert p95 is not None
     return p95
 
@@ -162,3 +171,21 @@ def test_the_allocation_plot_counts_no_placeholder_as_allocated():
     series = result.sim.record.allocation.values["gpu-l40s"]
     assert result.sim.pools["gpu-l40s"].launched == 1
     assert series and set(series) == {0.0}
+
+
+@pytest.mark.parametrize(
+    ("row", "without"),
+    [
+        ("| `WORKLOAD=workloads/surge-warm-start.yaml` |", frozenset()),
+        ('| `... WITHOUT="headroom image-snapshot model-source"` |', frozenset({"headroom", "image-snapshot", "model-source"})),
+    ],
+)
+def test_the_readme_quotes_the_surge_as_the_simulator_measures_it(row, without):
+    [line] = [line for line in project_path("README.md").read_text().splitlines() if line.startswith(row)]
+    quoted = re.search(r"(\d+) scale-ups, (?:time to GPU )?p50 ([\d.]+) min, \*\*p95 ([\d.]+) min", line)
+    assert quoted is not None, line
+    times = list(surge_times(without))
+    p50, p95 = percentile(times, 50), percentile(times, 95)
+    assert p50 is not None and p95 is not None
+    assert quoted.groups() == (str(len(times)), f"{p50 / 60:.1f}", f"{p95 / 60:.1f}")
+
