@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from models.kubernetes.duration import duration_seconds as duration_seconds
+
 from .base import ConfigModel
 from .catalog import CPU_FAMILIES
 from .headroom import WarmStartConfig
@@ -63,15 +65,6 @@ _ACCOUNT_ID = re.compile(r"^[0-9]{12}$")
 # awaitDrain, awaitVolumeDetachment, awaitInstanceTermination). The margin covers the instance's
 # termination and the node class's instance profile clean-up after the grace period runs out.
 DELETE_MARGIN_MINUTES = 15
-_DURATION_PART = re.compile(r"([0-9]+)(s|m|h)")
-_SECONDS = {"s": 1, "m": 60, "h": 3600}
-
-
-def duration_seconds(duration: str) -> int:
-    """'1h30m' -> 5400: a Karpenter duration (hours, minutes, seconds) in seconds."""
-    return sum(int(amount) * _SECONDS[unit] for amount, unit in _DURATION_PART.findall(duration))
-
-
 def delete_timeout(termination_grace_period: str) -> str:
     """How long `pulumi destroy` waits for a pool's NodePool and EC2NodeClass: its grace period plus the margin."""
     minutes = -(-duration_seconds(termination_grace_period) // 60) + DELETE_MARGIN_MINUTES

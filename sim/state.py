@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 from config.capacity import GpuPoolPlan
 from config.fair_share import FlavorPlan
-from models.karpenter.disruption import Budget, duration_seconds
+from models.karpenter.disruption import Budget
 from models.karpenter.provisioning import InstanceOption
+from models.kubernetes.duration import duration_seconds
 
 NEVER = "Never"
 

@@ -111,3 +111,20 @@ def test_a_policy_without_policy_types_governs_egress_only_when_it_has_egress_ru
     ingress_only = {**only_dns, "spec": {"podSelector": {}}}
     assert connection_allowed([ingress_only], source, other, 80)
 
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [("90s", 90), ("1h30m", 5400), ("30m1h", 5400), ("45m45m", 5400), ("720h", 2592000)]
+)
+def test_a_duration_sums_its_parts_in_any_order_as_go_parses_it(text, seconds):
+    from models.kubernetes.duration import duration_seconds
+
+    assert duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "8", "8 hours", "1.5h", "Never"])
+def test_a_duration_that_is_not_whole_hours_minutes_and_seconds_is_refused(text):
+    from models.kubernetes.duration import duration_seconds
+
+    with pytest.raises(ValueError):
+        duration_seconds(text)

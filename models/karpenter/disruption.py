@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,7 +40,6 @@ WHEN_EMPTY_OR_UNDERUTILIZED = "WhenEmptyOrUnderutilized"
 _DAY_NAMES = {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6}
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _MONTH_NAMES = {month: index + 1 for index, month in enumerate(_MONTHS)}
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
 
 @dataclass(frozen=True)
@@ -52,15 +50,6 @@ class Budget:
     schedule: str | None = None
     duration_seconds: int | None = None
     reasons: tuple[str, ...] | None = None
-
-
-def duration_seconds(text: str) -> int:
-    """`8h`, `1h30m`, `90s` -> seconds (Go's time.ParseDuration for the units budgets and TTLs use)."""
-    match = _DURATION.match(text)
-    if not match or not text:
-        raise ValueError(f"{text!r} is not a duration like '8h', '1h30m' or '90s'")
-    hours, minutes, seconds = (int(part or 0) for part in match.groups())
-    return hours * 3600 + minutes * 60 + seconds
 
 
 def _field(text: str, low: int, high: int, names: dict[str, int]) -> frozenset[int]:
