@@ -13,8 +13,17 @@ ServiceMonitor the monitoring stack's Prometheus selects (it selects every Servi
 
 Two releases, because one exporter cannot name the pods of both kinds: with KUBERNETES_VIRTUAL_GPUS (a
 time-sliced Bottlerocket pool) its Process returns before it reads DRA allocations (models/nvidia/
-dcgm_exporter.py). `dcgm-exporter` serves the Bottlerocket pools; `dcgm-exporter-dra` the DRA pools, with
-the chart's `kubernetesDRA.enabled` (KUBERNETES_ENABLE_DRA, and a ClusterRole reading ResourceSlices).
+dcgm_exporter.py). `dcgm-exporter` serves the Bottlerocket pools from the GPU Operator's namespace;
+`dcgm-exporter-dra` the DRA pools, with the chart's `kubernetesDRA.enabled` (KUBERNETES_ENABLE_DRA, and a
+ClusterRole reading ResourceSlices), from the DRA driver's namespace. Not one namespace: the chart names
+its Role `dcgm-exporter-read-cm` and its ConfigMap `exporter-metrics-config-map` whatever the release
+(templates/role.yaml, metrics-configmap.yaml; no value scopes them), and Helm refuses to install an
+object another release owns (offline/chart_objects.py reads every name the releases create).
+
+Each pod's own utilisation on a time-sliced GPU is keyed by its UID, which the exporter reads only
+through its pod informer: `kubernetes.enablePodUID` makes the chart mount the service-account token,
+set DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID and grant pods get/list/watch (models/nvidia/dcgm_exporter.py,
+attribution_gaps); without it every pod's share reads 0.
 
 How the exporter reaches the GPUs on Bottlerocket: the NVIDIA variants run every container through the
 NVIDIA container toolkit's hooks (bottlerocket-os/bottlerocket sources/shared-defaults/
@@ -42,6 +51,7 @@ from config import namespaces
 from config.capacity import GpuPoolPlan
 from config.labels import POOL_LABEL
 from config.versions import ChartPin
+from models.nvidia import dcgm_exporter as dcgm
 
 from .lib.helm import helm_release
 from .lib.placement import gpu_toleration
@@ -51,9 +61,10 @@ from .lib.resources import Children
 CHART_KEY = "dcgm-exporter"
 RELEASE_NAME = "dcgm-exporter"
 DRA_RELEASE_NAME = "dcgm-exporter-dra"
-# The GPU Operator's namespace: `privileged` under Pod Security, which root, CAP_SYS_ADMIN and a
-# hostPath volume need, and already open to Prometheus' scrapes.
+# The GPU Operator's and the DRA driver's namespaces: `privileged` under Pod Security, which root,
+# CAP_SYS_ADMIN and a hostPath volume need, and open to Prometheus' scrapes (components/platform_network.py).
 NAMESPACE = namespaces.GPU_OPERATOR
+DRA_NAMESPACE = namespaces.DRA_DRIVER
 
 # The exporter image the GPU Operator v26.7.0 deploys (deployments/gpu-operator/values.yaml
 # dcgmExporter.version), so both exporters write the same metrics and labels.
@@ -85,7 +96,7 @@ class DcgmExporter(pulumi.ComponentResource):
         :param pools: `PlatformConfig.gpu_pools`; the exporters run on the nodes of those without operator operands.
         :param chart: `PlatformConfig.charts["dcgm-exporter"]`.
         :param provider: the cluster's Kubernetes provider.
-        :param depends_on: the GPU Operator's release (its namespace) and the monitoring CRDs (the ServiceMonitor).
+        :param depends_on: the GPU Operator's releases (their namespaces) and the monitoring CRDs (the ServiceMonitor).
         """
         super().__init__("gpu-platform:gpu:DcgmExporter", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -104,7 +115,7 @@ class DcgmExporter(pulumi.ComponentResource):
                 f"{name}-dra-release",
                 release_name=DRA_RELEASE_NAME,
                 pin=chart,
-                namespace=NAMESPACE,
+                namespace=DRA_NAMESPACE,
                 values=exporter_values(pools, dra=True),
                 opts=children.opts(),
             )
@@ -155,6 +166,8 @@ def exporter_values(pools: Sequence[GpuPoolPlan], *, dra: bool = False) -> dict[
     if any(pool.config.sharing.mode == "timeSlicing" for pool in served):
         # A time-sliced GPU's series name one pod unless the exporter writes one per pod, which it maps
         # through /proc/<pid>/cgroup (the same setting as the operator's exporter, components/gpu_operator.py).
-        values["extraEnv"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+        values["extraEnv"] = [{"name": dcgm.VIRTUAL_GPUS_ENV, "value": "true"}]
         values["hostPID"] = True
+        # Each pod's share is keyed by its UID, which only the pod informer supplies (the module docstring).
+        values["kubernetes"] = {"enablePodUID": True}
     return values

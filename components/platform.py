@@ -366,14 +366,18 @@ class GpuPlatform(pulumi.ComponentResource):
             depends_on=scraped_controllers_ready,
             opts=self._opts(),
         )
-        # GPU metrics of the nodes the operator's operands skip (Bottlerocket), into the operator's namespace.
+        # GPU metrics of the nodes the operator's operands skip (Bottlerocket, DRA), beside the operator or DRA driver.
         self.dcgm_exporter = (
             DcgmExporter(
                 f"{name}-dcgm-exporter",
                 config.gpu_pools,
                 chart=config.charts[dcgm_exporter.CHART_KEY],
                 provider=provider,
-                depends_on=[*scraped_controllers_ready, self.gpu_operator.release],
+                depends_on=[
+                    *scraped_controllers_ready,
+                    self.gpu_operator.release,
+                    *([self.gpu_operator.dra_release] if self.gpu_operator.dra_release else []),
+                ],
                 opts=self._opts(),
             )
             if dcgm_exporter.exporter_pools(config.gpu_pools)

@@ -56,6 +56,9 @@ class ChartSource:
     # Set when the CRD files are Helm templates of a subchart: the key of the chart's values that the
     # templates see as `.Values` (the subchart's name). `crd_documents` renders them with the defaults.
     crd_template_values: str | None = None
+    # Globs (at the tag) of the chart's templates whose objects the project reasons about: the names
+    # a release creates (offline/chart_objects.py), which two releases must not share.
+    templates: tuple[str, ...] = ()
 
 
 CHART_SOURCES: dict[str, ChartSource] = {
@@ -141,7 +144,10 @@ CHART_SOURCES: dict[str, ChartSource] = {
         ),
     ),
     # NVIDIA tags the repository `<DCGM version>-<exporter version>`; the chart's version is the exporter's.
-    "dcgm-exporter": ChartSource("NVIDIA/dcgm-exporter", "4.5.3-{version}", "deployment"),
+    # Its templates name some objects without the release (templates/role.yaml, metrics-configmap.yaml).
+    "dcgm-exporter": ChartSource(
+        "NVIDIA/dcgm-exporter", "4.5.3-{version}", "deployment", templates=("deployment/templates/*",)
+    ),
 }
 
 

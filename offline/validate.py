@@ -30,9 +30,10 @@ from typing import Any
 
 import yaml
 
+from models.helm import ObjectKey
 from models.kubernetes.cel import CelResult, cel_findings
 
-from . import upstream
+from . import chart_objects, upstream
 from .builtin_kinds import built_in_findings, is_built_in_group, object_meta_findings, supported_versions
 from .helm_values import chart_key, release_problems
 from .object_meta import metadata_findings
@@ -94,8 +95,30 @@ def validate_render(render_dir: Path, kubernetes_version: str | None = None) -> 
         not_evaluated |= {(document["apiVersion"], document["kind"], rule) for rule in result.not_evaluated}
     for name, release in releases.items():
         report.problems += release_problems(f"helm/{name}", release)
+    report.problems += ownership_problems(releases, documents)
     report.cel_not_evaluated = len(not_evaluated)
     return report
+
+
+def ownership_problems(releases: Mapping[str, Mapping[str, Any]], documents: Iterable[tuple[int, Any]]) -> list[str]:
+    """Objects two releases, or a release and the manifests, would both create (offline/chart_objects.py)."""
+    parsed = {
+        f"helm/{name}": chart_objects.Release(
+            str(r.get("chart")), str(r.get("version")), str(r.get("name")), str(r.get("namespace")), r.get("values") or {}
+        )
+        for name, r in releases.items()
+        if isinstance(r.get("values") or {}, dict)
+    }
+    declared = {}
+    for index, document in documents:
+        metadata = document.get("metadata") if isinstance(document, dict) else None
+        if isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
+            key = ObjectKey(str(document.get("kind")), str(metadata.get("namespace") or ""), metadata["name"])
+            declared[f"manifests.yaml#{index}"] = [key]
+    try:
+        return chart_objects.conflicts(parsed, declared)
+    except chart_objects.ChartTemplateError as err:
+        return [f"helm/: {err}"]
 
 
 def recorded_kubernetes_version(render_dir: Path) -> str:

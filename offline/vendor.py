@@ -115,6 +115,10 @@ def vendor_chart(chart: str, version: str, repos: Repositories, root: Path) -> l
         for path in repos.glob(crd_repository, tag, pattern):
             target = out / "crds" / PurePosixPath(path).name
             rows.append(_copy(repos, crd_repository, tag, path, root, target, source.license))
+    for pattern in source.templates:
+        for path in repos.glob(source.repository, tag, pattern):
+            target = out / "templates" / PurePosixPath(path).name
+            rows.append(_copy(repos, source.repository, tag, path, root, target, source.license))
     dependencies = _dependency_versions(chart, version, out / "Chart.yaml", source)
     for sub in source.subcharts:
         sub_tag = sub.tag.format(version=dependencies[sub.name], parent_tag=tag)
