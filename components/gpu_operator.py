@@ -29,6 +29,7 @@ from config.labels import DEVICE_PLUGIN_CONFIG_LABEL, DRA_ALLOCATION, GPU_ALLOCA
 from config.node_pools import ClaimTemplateConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
+from models.nvidia import dcgm_exporter as dcgm
 
 from .lib.helm import helm_release
 from .lib.namespaces import controller_namespace
@@ -195,12 +196,16 @@ def dcgm_exporter_values(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
     finds by mapping the GPU's processes to pods through /proc/<pid>/cgroup (pidmapper.go): hence
     hostPID. The chart's env and hostPID apply to every node's exporter, so both are on whenever a
     pool the operator's operands run on time-slices; whole and MIG GPUs map to pods the same way either
-    way. Bottlerocket and DRA pools' GPUs are exported by standalone exporters (components/dcgm_exporter.py).
+    way. Each pod's own share is keyed by its UID, which the exporter reads only from its pod informer:
+    `enablePodUID` makes the operator mount the service-account token, set the env and grant pods
+    get/list/watch (models/nvidia/dcgm_exporter.py, attribution_gaps); without it every pod's share
+    reads 0. Bottlerocket and DRA pools' GPUs are exported by standalone exporters (components/dcgm_exporter.py).
     """
     values: dict[str, Any] = {"enabled": True, "serviceMonitor": {"enabled": True, "honorLabels": True}}
     if any(pool.config.sharing.mode == "timeSlicing" for pool in pools if pool.runs_operator_operands):
-        values["env"] = [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}]
+        values["env"] = [{"name": dcgm.VIRTUAL_GPUS_ENV, "value": "true"}]
         values["hostPID"] = True
+        values["enablePodUID"] = True
     return values
 
 

@@ -17,7 +17,9 @@ from components.gpu_operator import operator_values
 from config.labels import OPERANDS_DEPLOY_LABEL
 from config.node_pools import GpuConfig
 from config.versions import CHARTS
+from models.nvidia import dcgm_exporter as dcgm
 from models.nvidia.gpu_operator import OPERATOR_STATE_LABELS, labelled_by_operator
+from offline.helm_values import helm_merge
 from offline.metrics_inventory import load_inventory
 from offline.upstream import UPSTREAM_DIR
 
@@ -179,3 +181,120 @@ def test_the_standalone_exporters_series_carry_every_label_the_rules_dashboards_
     assert checker.problems == []
     # The operator's ServiceMonitor's job (jobLabel: app of Service nvidia-dcgm-exporter).
     assert monitor["relabelings"] == [{"action": "replace", "targetLabel": "job", "replacement": "nvidia-dcgm-exporter"}]
+
+
+# --- per-pod attribution: what the exporter needs from the Kubernetes API ------------------------
+
+VERBS = frozenset({"get", "list", "watch"})
+VIRTUAL = {dcgm.KUBERNETES_ENV: "true", dcgm.VIRTUAL_GPUS_ENV: "true"}
+
+# (case, settings, the gaps the model finds, by their text before the first colon)
+ATTRIBUTION = [
+    ("whole GPUs name their pods from the kubelet socket alone", dcgm.ExporterSettings({dcgm.KUBERNETES_ENV: "true"}, False), []),
+    ("kubernetes mapping off", dcgm.ExporterSettings({dcgm.KUBERNETES_ENV: "false"}, True), ["DCGM_EXPORTER_KUBERNETES is off"]),
+    (
+        "time-sliced without API access", dcgm.ExporterSettings(VIRTUAL, False, {}, host_pid=True),
+        [
+            "no pod informer without DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID, DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS "
+            "or KUBERNETES_ENABLE_DRA",
+            "no service-account token", "no cluster-wide list and watch on pods (core)",
+        ],
+    ),
+    (
+        "pod UID with a token but no watch on pods",
+        dcgm.ExporterSettings({**VIRTUAL, dcgm.POD_UID_ENV: "1"}, True, {dcgm.PODS: frozenset({"get", "list"})}, True),
+        ["no cluster-wide list and watch on pods (core)"],
+    ),
+    (
+        "pod labels on, but no hostPID",
+        dcgm.ExporterSettings({**VIRTUAL, dcgm.POD_LABELS_ENV: "True"}, True, {dcgm.PODS: VERBS}),
+        ["no hostPID"],
+    ),
+    (
+        "DRA reading pods but not ResourceSlices",
+        dcgm.ExporterSettings({dcgm.KUBERNETES_ENV: "true", dcgm.ENABLE_DRA_ENV: "true"}, True, {dcgm.PODS: VERBS}),
+        ["no cluster-wide list and watch on resourceslices (resource.k8s.io)"],
+    ),
+    (
+        "DRA and time-slicing in one exporter",
+        dcgm.ExporterSettings({**VIRTUAL, dcgm.ENABLE_DRA_ENV: "t"}, True, {dcgm.PODS: VERBS, dcgm.RESOURCE_SLICES: VERBS}, True),
+        ["KUBERNETES_VIRTUAL_GPUS returns before the DRA mapping (kubernetes.go Process)"],
+    ),
+    (
+        "time-sliced with everything",
+        dcgm.ExporterSettings({**VIRTUAL, dcgm.POD_UID_ENV: "true"}, True, {dcgm.PODS: VERBS}, True),
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "settings", "gaps"), ATTRIBUTION, ids=[a[0] for a in ATTRIBUTION])
+def test_per_pod_attribution_needs_the_pod_informer_wherever_a_pods_value_is_keyed_by_its_uid(case, settings, gaps):
+    assert [gap.split(":")[0] for gap in dcgm.attribution_gaps(settings)] == gaps
+
+
+def chart_defaults() -> dict[str, Any]:
+    return yaml.safe_load(EXPORTER_CHART_VALUES.read_text())
+
+
+# (case, values over the chart's defaults, env vars set, token mounted, resources granted)
+CHART_SETTINGS = [
+    ("defaults", {}, {dcgm.KUBERNETES_ENV}, False, set()),
+    ("pod UID", {"kubernetes": {"enablePodUID": True}}, {dcgm.KUBERNETES_ENV, dcgm.POD_UID_ENV}, True,
+     {dcgm.PODS, dcgm.RESOURCE_SLICES}),
+    # clusterrole.yaml and the token need rbac.create as well; the env is set regardless.
+    ("pod labels without RBAC", {"kubernetes": {"enablePodLabels": True, "rbac": {"create": False}}},
+     {dcgm.KUBERNETES_ENV, dcgm.POD_LABELS_ENV}, False, set()),
+    ("DRA without RBAC", {"kubernetesDRA": {"enabled": True}, "kubernetes": {"rbac": {"create": False}}},
+     {dcgm.KUBERNETES_ENV, dcgm.ENABLE_DRA_ENV}, True, {dcgm.PODS, dcgm.RESOURCE_SLICES}),
+]
+
+
+@pytest.mark.parametrize(("case", "values", "env", "token", "granted"), CHART_SETTINGS, ids=[c[0] for c in CHART_SETTINGS])
+def test_the_standalone_chart_grants_api_access_only_with_pod_metadata_and_rbac_or_dra(case, values, env, token, granted):
+    """dcgm-exporter 4.8.2 templates/daemonset.yaml, serviceaccount.yaml, clusterrole.yaml (vendored)."""
+    settings = dcgm.chart_settings(helm_merge(chart_defaults(), values))
+    assert (set(settings.env), settings.service_account_token, set(settings.granted)) == (env, token, granted)
+
+
+def test_the_charts_templates_gate_token_and_rbac_on_the_condition_the_model_reads():
+    templates = EXPORTER_CHART_VALUES.parent / "templates"
+    condition = (
+        "or (and (or .Values.kubernetes.enablePodLabels .Values.kubernetes.enablePodUID) .Values.kubernetes.rbac.create) "
+        ".Values.kubernetesDRA.enabled"
+    )
+    assert f"automountServiceAccountToken: {{{{ {condition} }}}}" in (templates / "daemonset.yaml").read_text()
+    assert (templates / "clusterrole.yaml").read_text().startswith(f"{{{{- if {condition} }}}}")
+    assert 'resources: ["pods", "resourceslices"]' in (templates / "clusterrole.yaml").read_text()
+
+
+# (case, the operator's dcgmExporter values, token and pods granted)
+OPERATOR_SETTINGS = [
+    ("defaults", {"enabled": True}, False),
+    ("enablePodUID", {"enablePodUID": True}, True),
+    # dcgmExporterEnvEnablesPodMetadata compares with strings.EqualFold.
+    ("pod labels by env", {"env": [{"name": dcgm.POD_LABELS_ENV, "value": "TRUE"}]}, True),
+    ("virtual GPUs alone", {"env": [{"name": dcgm.VIRTUAL_GPUS_ENV, "value": "true"}], "hostPID": True}, False),
+]
+
+
+@pytest.mark.parametrize(("case", "values", "access"), OPERATOR_SETTINGS, ids=[c[0] for c in OPERATOR_SETTINGS])
+def test_the_operator_grants_its_exporter_api_access_only_for_pod_metadata(case, values, access):
+    """gpu-operator v26.7.0 controllers/object_controls.go TransformDCGMExporter, rbacGates."""
+    settings = dcgm.operator_settings(values)
+    assert (settings.service_account_token, set(settings.granted)) == (access, {dcgm.PODS} if access else set())
+
+
+def test_the_operators_exporter_daemonset_mounts_no_token_unless_the_operator_says_so():
+    assert operator_exporter_daemonset()["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+
+
+@pytest.mark.parametrize("fixture", ["single-pool", "single-pool-dra", "multi-pool"])
+def test_every_exporter_a_fixture_installs_can_attribute_each_pod(fixture):
+    found = releases(render_fixture(fixture))
+    exporters = [dcgm.operator_settings(found["gpu-operator"].inputs["values"]["dcgmExporter"])]
+    defaults = chart_defaults()
+    for name in (dcgm_exporter.RELEASE_NAME, dcgm_exporter.DRA_RELEASE_NAME):
+        if name in found:
+            exporters.append(dcgm.chart_settings(helm_merge(defaults, found[name].inputs["values"])))
+    assert [dcgm.attribution_gaps(settings) for settings in exporters] == [[]] * len(exporters)

@@ -15,7 +15,9 @@ reads the rendered objects and applies the rule of the upstream controller that 
    or the DRA driver's kubelet plugin (its nodeSelector).
 4. Exactly one DCGM exporter serves the node and names the pod (models/nvidia/dcgm_exporter.py): the
    device ID the kubelet lists meets the exporter's series ID, sharing pods are split per pod, DRA claims
-   are read, and its ServiceMonitor keeps the exporter's `namespace` and `pod` (honorLabels).
+   are read, the exporter has the API access each pod's own value needs (attribution_gaps: env, token,
+   RBAC, as the operator or the chart renders them), and its ServiceMonitor keeps the exporter's
+   `namespace` and `pod` (honorLabels).
 5. promtool evaluates the pod's KEDA GPU trigger and the recorded per-namespace utilisation the tenant
    dashboard plots on the pod's series, and both select them.
 """
@@ -36,6 +38,7 @@ from components.lib.prometheus import DCGM_JOB
 from components.monitoring.alerts import NAMESPACE_GPU_UTILISATION
 from config.catalog import INSTANCE_TYPES
 from config.labels import CAPACITY_TYPE_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
+from config.versions import CHARTS
 from models import bottlerocket
 from models.karpenter.capacity import apply_overlay, native_capacity
 from models.karpenter.labels import EFA_RESOURCE, INSTANCE_TYPE_LABEL, NODEPOOL_LABEL
@@ -45,6 +48,8 @@ from models.nvidia import dcgm_exporter as dcgm
 from models.nvidia.device_plugin import Sharing, device_plugin_resources, dra_devices, kubelet_device_id
 from models.nvidia.gpu_operator import DCGM_EXPORTER_OPERAND, DEVICE_PLUGIN_OPERAND, runs_operand
 from offline.engine import Recording
+from offline.helm_values import helm_merge
+from offline.upstream import chart_values
 
 from .conftest import render_fixture
 from .recorded import kubernetes_objects, releases
@@ -263,27 +268,26 @@ def dra_driver_serves(case: Case, node: dict[str, str]) -> bool:
 
 # --- 4. the exporter ---------------------------------------------------------------------------------------------
 
-def exporters_of(case: Case, node: dict[str, str]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(settings, ServiceMonitor) of every DCGM exporter that runs on the node."""
+def exporters_of(case: Case, node: dict[str, str]) -> list[tuple[dcgm.ExporterSettings, dict[str, Any]]]:
+    """(settings, ServiceMonitor) of every DCGM exporter that runs on the node, as the operator or the chart
+    renders it from the release's values (the chart's merged over its vendored defaults)."""
     found = []
     if runs_operand(node, DCGM_EXPORTER_OPERAND):
         operator = (values(case, "gpu-operator") or {})["dcgmExporter"]
-        found.append(({"env": operator.get("env", []), "hostPID": operator.get("hostPID", False)}, operator["serviceMonitor"]))
+        found.append((dcgm.operator_settings(operator), operator["serviceMonitor"]))
     for release in ("dcgm-exporter", "dcgm-exporter-dra"):
         standalone = values(case, release)
         if standalone is None:
             continue
         terms = standalone["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
         if any(all(node.get(e["key"]) in e["values"] for e in term["matchExpressions"]) for term in terms):
-            env = list(standalone.get("extraEnv", []))
-            if standalone.get("kubernetesDRA", {}).get("enabled"):
-                env.append({"name": dcgm.ENABLE_DRA_ENV, "value": "true"})  # templates/daemonset.yaml
-            found.append(({"env": env, "hostPID": standalone.get("hostPID", False)}, standalone["serviceMonitor"]))
+            merged = helm_merge(chart_values("dcgm-exporter", CHARTS["dcgm-exporter"].version), standalone)
+            found.append((dcgm.chart_settings(merged), standalone["serviceMonitor"]))
     return found
 
 
-def env_of(settings: dict[str, Any], name: str) -> str | None:
-    return next((e["value"] for e in settings["env"] if e["name"] == name), None)
+def env_of(settings: dcgm.ExporterSettings, name: str) -> str | None:
+    return settings.env.get(name)
 
 
 # --- the chain, link by link --------------------------------------------------------------------------------------
@@ -365,10 +369,12 @@ def test_exactly_one_exporter_names_the_pod_on_its_gpu_series(case):
     virtual = env_of(settings, dcgm.VIRTUAL_GPUS_ENV) == "true"
     if shared:
         # Without it the series of a shared GPU name only the last pod listed (kubernetes.go, toDeviceToPod).
-        assert virtual and settings["hostPID"] is True
+        assert virtual and settings.host_pid is True
     if case.claim_template is not None:
         assert env_of(settings, dcgm.ENABLE_DRA_ENV) == "true"
         assert not virtual, "KUBERNETES_VIRTUAL_GPUS returns before the DRA mapping (kubernetes.go, Process)"
+    # Each pod's own value needs its UID from the exporter's pod informer: env, token, RBAC (the model's list).
+    assert dcgm.attribution_gaps(settings) == [], case.kind
 
 
 def test_bottlerocket_keeps_its_index_device_ids_and_its_gpus_still_name_their_pods():
