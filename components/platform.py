@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from config import PlatformConfig, namespaces
+from config.claims import template_charges
 from config.versions import AMI_RELEASES
 
 from . import autoscaling, dcgm_exporter, efa, monitoring, opencost, queueing, secrets, supply_chain, training
@@ -187,6 +188,7 @@ class GpuPlatform(pulumi.ComponentResource):
             crd_chart=config.charts[monitoring.CRD_CHART_KEY],
             provider=provider,
             cost_estimates={tenant.namespace: tenant.guaranteed_hourly_cost for tenant in config.tenants},
+            dra_claims=template_charges(config.gpu.dra.claim_templates),
             depends_on=controllers_ready,
             storage=[storage_class],
             opts=self._opts(),

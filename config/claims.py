@@ -37,6 +37,11 @@ def claim_charge(template: ClaimTemplateConfig) -> dict[str, int]:
     return {device_class_resource(template.device_class): template.count}
 
 
+def template_charges(templates: Sequence[ClaimTemplateConfig]) -> dict[tuple[str, str], dict[str, int]]:
+    """(namespace, template name) -> `claim_charge`: the devices each claim made from the template holds."""
+    return {(template.namespace, template.name): claim_charge(template) for template in templates}
+
+
 def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
     """The tenant's flavors where a pod charged this much fits nominal plus borrowing, in the queue's order."""
     return [

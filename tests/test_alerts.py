@@ -429,3 +429,74 @@ def test_without_the_job_selectors_the_forged_series_page_and_empty_the_trigger(
     text = output.stdout + output.stderr
     assert output.returncode != 0
     assert "alertname: GPURowRemapFailure" in text and "expr: " in text, text
+
+
+# --- DRA devices: Kueue's quota on a DeviceClass, and the devices running pods hold through claims -----------
+
+DRA_RESOURCE = "gpu.nvidia.com.deviceclass.resource.k8s.io/devices"  # components/queueing.py deviceClassMappings
+DRA_LEADER = {"cohort": "gpu-dev", "cluster_queue": "ml-research", "flavor": "l4-dra-on-demand", "resource": DRA_RESOURCE,
+              "replica_role": "leader"}
+# Two claims of 2 devices each from one template in a running pod, one in a pending pod, and a template of
+# the same name in a namespace whose templates the stack does not declare.
+DRA_CLAIMS = {("ml-research", "l4-pair"): {DRA_RESOURCE: 2}, ("inference", "l4-one"): {DRA_RESOURCE: 1}}
+
+
+def claim_info(namespace: str, pod: str, claim: str, template: str) -> str:
+    return S("kube_pod_resourceclaim_info", namespace=namespace, pod=pod, uid=f"u-{pod}", claim_name=claim,
+             resourceclaim_name=f"{pod}-{claim}-x7k2p", resourceclaim_template_name=template)
+
+
+def phase(namespace: str, pod: str, value: str) -> str:
+    return S("kube_pod_status_phase", namespace=namespace, pod=pod, uid=f"u-{pod}", phase=value)
+
+
+def dra_promtool_test(rules: str) -> dict[str, Any]:
+    quota = S("kueue_cluster_queue_nominal_quota", **DRA_LEADER)
+    usage = S("kueue_cluster_queue_resource_usage", **DRA_LEADER)
+    fired = [{"exp_labels": {"cluster_queue": "ml-research", "flavor": "l4-dra-on-demand", "resource": DRA_RESOURCE,
+                             "severity": "info"}}]
+    requests = {
+        claim_info("ml-research", "train-1", "gpu", "l4-pair"): "1x10",
+        claim_info("ml-research", "train-1", "gpu-b", "l4-pair"): "1x10",
+        phase("ml-research", "train-1", "Running"): "1x10",
+        claim_info("ml-research", "train-2", "gpu", "l4-pair"): "1x10",
+        phase("ml-research", "train-2", "Running"): "0x10",
+        phase("ml-research", "train-2", "Pending"): "1x10",
+        claim_info("team-b", "eval-0", "gpu", "l4-pair"): "1x10",
+        phase("team-b", "eval-0", "Running"): "1x10",
+        claim_info("inference", "chat-0", "gpu", "l4-one"): "1x10",
+        phase("inference", "chat-0", "Running"): "1x10",
+        S("kube_pod_container_resource_requests", namespace="ml-research", pod="nb-0", container="main",
+          node="gpu-node-1", resource="nvidia_com_gpu", unit="integer"): "1x10",
+        phase("ml-research", "nb-0", "Running"): "1x10",
+    }
+    dra = "gpu_nvidia_com_deviceclass_resource_k8s_io_devices"
+    return {
+        "rule_files": [rules],
+        "evaluation_interval": "1m",
+        "tests": [
+            {"interval": "1m", "input_series": [{"series": quota, "values": "2x90"}, {"series": usage, "values": "2x90"}],
+             "alert_rule_test": [{"eval_time": "90m", "alertname": "ClusterQueueAtGPUQuota", "exp_alerts": fired}]},
+            {"interval": "1m", "input_series": [{"series": quota, "values": "2x90"}, {"series": usage, "values": "1x90"}],
+             "alert_rule_test": [{"eval_time": "90m", "alertname": "ClusterQueueAtGPUQuota", "exp_alerts": []}]},
+            {"interval": "1m", "input_series": [{"series": k, "values": v} for k, v in requests.items()],
+             "promql_expr_test": [{"expr": NAMESPACE_GPU_REQUESTS, "eval_time": "5m", "exp_samples": [
+                 {"labels": f'{NAMESPACE_GPU_REQUESTS}{{namespace="inference", resource="{dra}"}}', "value": 1},
+                 {"labels": f'{NAMESPACE_GPU_REQUESTS}{{namespace="ml-research", resource="{dra}"}}', "value": 4},
+                 {"labels": f'{NAMESPACE_GPU_REQUESTS}{{namespace="ml-research", resource="nvidia_com_gpu"}}', "value": 1},
+             ]}]},
+        ],
+    }
+
+
+def test_dra_devices_count_in_the_quota_alert_and_the_tenants_gpu_requests(tmp_path: Path):
+    groups = alerts.all_groups(CONFIG, DRA_CLAIMS)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(_without_annotations(alerts.rule_file(groups, "")), sort_keys=False))
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(dra_promtool_test("rules.yaml"), sort_keys=False))
+    result = run_promtool("test", "rules", str(tmp_path / "test.yaml"))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_without_claim_templates_the_requests_rollup_reads_extended_resources_only():
+    [rule] = [r for r in alerts.recording_rules().rules if getattr(r, "record", None) == NAMESPACE_GPU_REQUESTS]
+    assert "kube_pod_resourceclaim_info" not in rule.expr

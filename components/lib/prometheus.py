@@ -94,6 +94,11 @@ DCGM_DEVICE = (DCGM_NODE, "gpu", "UUID", "GPU_I_ID", "GPU_I_PROFILE", "modelName
 # kube-state-metrics writes a resource name with `.`, `/` and `-` as `_` (nvidia.com/mig-1g.10gb ->
 # nvidia_com_mig_1g_10gb): whole GPUs or time-slices, and every MIG profile of the mixed strategy.
 KSM_GPU_RESOURCES = 'resource=~"nvidia_com_gpu|nvidia_com_mig_.+"'
+
+
+def ksm_resource(resource: str) -> str:
+    """A resource name as kube-state-metrics writes it in its `resource` label: `.`, `/`, `-` as `_`."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", resource)
 _MIG_INSTANCE = 'GPU_I_PROFILE!=""'
 
 

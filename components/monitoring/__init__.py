@@ -105,6 +105,7 @@ class Monitoring(pulumi.ComponentResource):
         crd_chart: ChartPin,
         provider: k8s.Provider,
         cost_estimates: Mapping[str, float] | None = None,
+        dra_claims: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         storage: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -116,6 +117,8 @@ class Monitoring(pulumi.ComponentResource):
         :param provider: the cluster's Kubernetes provider.
         :param cost_estimates: tenant namespace -> `TenantPlan.guaranteed_hourly_cost`: a recording rule
             each, which the tenant dashboard shows beside OpenCost's measured cost.
+        :param dra_claims: (namespace, ResourceClaimTemplate) -> `config.claims.claim_charge` of it: the DRA
+            devices a running pod holds through it count in the tenants' GPU requests (alerts.dra_requests).
         :param depends_on: what must exist first (system nodes, add-ons).
         :param storage: what Prometheus' volume claim needs beyond that (the gp3 StorageClass); only
             the kube-prometheus-stack release waits for it.
@@ -153,7 +156,7 @@ class Monitoring(pulumi.ComponentResource):
         )
 
         # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
-        rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, config)
+        rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, config, dra_claims)
         declare(f"{name}-rules-{RULES_NAME}", rule, children.opts(self.release))
         for tenant_namespace, hourly in sorted((cost_estimates or {}).items()):
             rule_name = f"{RULES_NAME}-cost-estimate-{tenant_namespace}"

@@ -27,12 +27,12 @@ checks each expression against it. The files each rule relies on:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from config import namespaces
-from config.labels import GPU_RESOURCE
+from config.labels import DRA_DEVICE_CLASSES, GPU_RESOURCE, device_class_resource
 from config.monitoring import MonitoringConfig
 
 from ..lib.prometheus import (
@@ -44,6 +44,7 @@ from ..lib.prometheus import (
     KSM_GPU_RESOURCES,
     KUEUE_JOB,
     gpu_busy_percent,
+    ksm_resource,
 )
 
 # --- recording rules other code reads ---------------------------------------------------------
@@ -75,8 +76,10 @@ _BUSY_OF_WORKLOADS = f"({gpu_busy_percent()}) and on (namespace, pod) ({_GPU_REQ
 KUEUE_LEADER = f'{KUEUE_JOB}, replica_role=~"leader|standalone"'
 # The NodePool limits that bound GPU pools (config/advertised.py): NVIDIA resources, or nodes for DRA pools.
 POOL_GPU_LIMITS = 'resource_type=~"nvidia.com/.+|nodes"'
-# Kueue names resources as Kubernetes does: whole GPUs and the mixed strategy's MIG profiles.
-_KUEUE_GPU = f'resource=~"{GPU_RESOURCE}|nvidia.com/mig-.+"'
+# Kueue names resources as Kubernetes does: whole GPUs and the mixed strategy's MIG profiles, and DRA
+# devices under the quota resource each DeviceClass is mapped to (components/queueing.py).
+_KUEUE_GPU_RESOURCES = (GPU_RESOURCE, "nvidia.com/mig-.+", *(device_class_resource(c) for c in DRA_DEVICE_CLASSES))
+KUEUE_GPU = f'resource=~"{"|".join(_KUEUE_GPU_RESOURCES)}"'
 # vLLM reserves gpu_memory_utilization (0.9 by default: vllm/config/cache.py at v0.11.0) of a GPU's memory
 # when it starts, so a healthy replica sits at ~91% of used + free; pressure is less than 3% left.
 MEMORY_PRESSURE_RATIO = 0.97
@@ -138,8 +141,31 @@ class RuleGroup:
         return {"name": self.name, "rules": rules}
 
 
-def recording_rules() -> RuleGroup:
-    """GPU use per device, pod and tenant: the numbers dashboards and alerts share."""
+def dra_requests(claims: Mapping[tuple[str, str], Mapping[str, int]]) -> list[str]:
+    """The devices running pods hold through ResourceClaimTemplates, as series like kube-state-metrics' requests.
+
+    `claims`: (namespace, ResourceClaimTemplate) -> what Kueue charges a pod using it (config/claims.py
+    claim_charge). A DRA pod requests no extended resource; kube-state-metrics lists each of its claims
+    (kube_pod_resourceclaim_info, with the template it came from), and the template says how many devices
+    of which class each claim holds. The resource is spelled as kube-state-metrics spells a resource.
+    """
+    terms = []
+    for (namespace, template), charge in sorted(claims.items()):
+        claims_of = (
+            "count by (namespace, pod, resourceclaim_template_name) "
+            f'(kube_pod_resourceclaim_info{{namespace="{namespace}", resourceclaim_template_name="{template}"}} '
+            f"and on (namespace, pod) ({_RUNNING}))"
+        )
+        for resource, count in sorted(charge.items()):
+            terms.append(f'label_replace({claims_of}, "resource", "{ksm_resource(resource)}", "", "") * {count}')
+    return terms
+
+
+def recording_rules(claims: Mapping[tuple[str, str], Mapping[str, int]] | None = None) -> RuleGroup:
+    """GPU use per device, pod and tenant: the numbers dashboards and alerts share.
+
+    `claims`: the DRA claim templates' charges (`dra_requests`), counted in the tenant's GPU requests.
+    """
     hpa = "kube_horizontalpodautoscaler_%s"
     # Deployments their HPA (KEDA's) holds at minReplicas, named as `deployment`...
     at_minimum = (
@@ -162,7 +188,9 @@ def recording_rules() -> RuleGroup:
             RecordingRule(NAMESPACE_GPU_UTILISATION, f"avg by (namespace) ({_BUSY_OF_WORKLOADS})"),
             RecordingRule(
                 NAMESPACE_GPU_REQUESTS,
-                f"sum by (namespace, resource) ({_GPU_REQUESTS} and on (namespace, pod) ({_RUNNING}))",
+                "sum by (namespace, resource) ("
+                + " or ".join([f"({_GPU_REQUESTS} and on (namespace, pod) ({_RUNNING}))", *dra_requests(claims or {})])
+                + ")",
             ),
             RecordingRule(
                 PODS_AT_MIN_REPLICAS,
@@ -304,15 +332,15 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
             ),
             AlertRule(
                 "ClusterQueueAtGPUQuota",
-                f"sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_resource_usage{{{KUEUE_LEADER}, {_KUEUE_GPU}}}) "
+                f"sum by (cluster_queue, flavor, resource) (kueue_cluster_queue_resource_usage{{{KUEUE_LEADER}, {KUEUE_GPU}}}) "
                 f">= sum by (cluster_queue, flavor, resource) "
-                f"(kueue_cluster_queue_nominal_quota{{{KUEUE_LEADER}, {_KUEUE_GPU}}} > 0)",
+                f"(kueue_cluster_queue_nominal_quota{{{KUEUE_LEADER}, {KUEUE_GPU}}} > 0)",
                 "info",
                 "ClusterQueue {{ $labels.cluster_queue }} uses its whole {{ $labels.flavor }} {{ $labels.resource }} quota",
                 "Tenant {{ $labels.cluster_queue }} has used its nominal {{ $labels.resource }} quota in flavor "
                 "{{ $labels.flavor }} for an hour; further work borrows or waits.",
                 "1h",
-                watches="each ClusterQueue's GPU and MIG-device usage against its nominal quota, per flavor",
+                watches="each ClusterQueue's GPU, MIG-device and DRA-device usage against its nominal quota, per flavor",
                 quiet="while usage stays under the nominal quota in every flavor and resource",
             ),
         ),
@@ -352,8 +380,10 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
     return (gpus, capacity, autoscaling)
 
 
-def all_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
-    return (recording_rules(), *alert_groups(config))
+def all_groups(
+    config: MonitoringConfig, claims: Mapping[tuple[str, str], Mapping[str, int]] | None = None
+) -> tuple[RuleGroup, ...]:
+    return (recording_rules(claims), *alert_groups(config))
 
 
 def alerts(config: MonitoringConfig) -> list[AlertRule]:
@@ -365,9 +395,11 @@ def rule_file(groups: Sequence[RuleGroup], runbook_base_url: str) -> dict[str, A
     return {"groups": [group.as_group(runbook_base_url) for group in groups]}
 
 
-def prometheus_rule(name: str, namespace: str, config: MonitoringConfig) -> dict[str, Any]:
-    """A monitoring.coreos.com/v1 PrometheusRule holding every group."""
-    return _prometheus_rule(name, namespace, rule_file(all_groups(config), config.runbook_base_url))
+def prometheus_rule(
+    name: str, namespace: str, config: MonitoringConfig, claims: Mapping[tuple[str, str], Mapping[str, int]] | None = None
+) -> dict[str, Any]:
+    """A monitoring.coreos.com/v1 PrometheusRule holding every group; `claims` as for `recording_rules`."""
+    return _prometheus_rule(name, namespace, rule_file(all_groups(config, claims), config.runbook_base_url))
 
 
 def cost_estimate_rule(name: str, namespace: str, tenant_namespace: str, hourly: float) -> dict[str, Any]:

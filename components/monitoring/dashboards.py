@@ -18,7 +18,14 @@ from typing import Any
 from config.labels import GPU_MODEL_LABEL, POOL_LABEL
 
 from ..lib.prometheus import DCGM_JOB, DCGM_NODE, KEDA_JOB
-from .alerts import COST_ESTIMATE, DEVICE_GPU_UTILISATION, KUEUE_LEADER, NAMESPACE_GPU_REQUESTS, NAMESPACE_GPU_UTILISATION
+from .alerts import (
+    COST_ESTIMATE,
+    DEVICE_GPU_UTILISATION,
+    KUEUE_GPU,
+    KUEUE_LEADER,
+    NAMESPACE_GPU_REQUESTS,
+    NAMESPACE_GPU_UTILISATION,
+)
 
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 DATASOURCE = {"type": "prometheus", "uid": "prometheus"}  # the uid the chart's default datasource gets
@@ -130,7 +137,7 @@ _DAY = "[24h:5m]"
 
 def tenant_accounting() -> Dashboard:
     quota = 'kube_resourcequota{resource=~"requests.nvidia.com/(gpu|mig-.+)", type="%s"}'
-    kueue = f'{KUEUE_LEADER}, resource=~"nvidia.com/(gpu|mig-.+)"'
+    kueue = f"{KUEUE_LEADER}, {KUEUE_GPU}"
     return Dashboard(
         "gpu-tenants",
         "GPU tenant accounting",
