@@ -7,10 +7,16 @@ compares. The rules, dashboards and KEDA queries are checked against it (tests/p
 
 Where each source's version comes from, so that a pin bump without re-vendoring fails a test:
 - dcgm-exporter: the image the GPU Operator deploys, `dcgmExporter.version` of the vendored gpu-operator
-  values (4.6.0-4.8.3-distroless at v26.7.0). The store has no 4.6.0-4.8.3 tag; its newest commit is
-  main at d5e5f51 (2026-05-12), after 4.5.3-4.8.2, and it is NVIDIA/dcgm-exporter#655 ("Rename Hostname
-  label to hostname"), which that release carries. The operator's DaemonSet (assets/state-dcgm-exporter/
-  0800_daemonset.yaml) sets DCGM_EXPORTER_COLLECTORS to the image's etc/dcp-metrics-included.csv.
+  values (4.6.0-4.8.3-distroless at v26.7.0). The store has no 4.6.0-4.8.3 tag, so the folder holds a
+  stand-in, not that release's files: main at d5e5f51 (2026-05-12, one commit after 4.5.3-4.8.2,
+  NVIDIA/dcgm-exporter#655 "Rename Hostname label to hostname"). Checked by hand against main at
+  7ad58324, after the release (hack/versions.env: DCGM 4.6.0, exporter 4.8.3), as far as the search
+  index holds it: the same counters in etc/dcp-metrics-included.csv and the same labels in
+  internal/pkg/transformation/const.go, which adds only `pod_label_<key>` (written with pod labels
+  enabled, which the platform leaves off). d5e5f51 is not the release elsewhere: its dra.go watches
+  ResourceSlices at resource.k8s.io/v1beta1 only, 7ad58324's at v1 when served; models/nvidia/
+  dcgm_exporter.py names both where a rule depends on it. The operator's DaemonSet (assets/state-dcgm-
+  exporter/0800_daemonset.yaml) sets DCGM_EXPORTER_COLLECTORS to the image's etc/dcp-metrics-included.csv.
 - kube-state-metrics: the appVersion of kube-prometheus-stack's vendored kube-state-metrics subchart.
 - kueue, keda, karpenter: their chart pins (Karpenter's core module at tag v1.14.1 is the commit
   karpenter-provider-aws v1.14.1's go.mod requires, 6e7eab7a0f48).
@@ -43,7 +49,7 @@ from .upstream import UPSTREAM_DIR, Source, chart_values
 
 METRICS_DIR = UPSTREAM_DIR / "metrics"
 INVENTORY_FILE = UPSTREAM_DIR / "metrics-inventory.json"
-# The dcgm-exporter commit the store has for the release the GPU Operator deploys (see the docstring).
+# The dcgm-exporter commit vendored in place of the release the GPU Operator deploys (see the docstring).
 DCGM_EXPORTER_COMMIT = "d5e5f510a1b6b393f39a43293ccd9dc985defc79"
 
 
