@@ -11,6 +11,9 @@
   keys in the vendored subchart's), except beneath a default the chart leaves free-form: an empty
   map, null, or a map keyed by label keys (`nodeSelector: {kubernetes.io/os: linux}`). Lists are
   not descended into.
+- Ownership: no object (kind, namespace, name) is created by two releases, or by a release and the
+  manifests, for the charts whose templates are vendored (offline/chart_objects.py): Helm refuses to
+  install an object another release owns (models/helm.py).
 
 Output: one line per problem, `<file>#<document> <apiVersion> <kind> <namespace/name>: <path>: <reason>`
 (documents count from 1) or `helm/<release>.yaml <chart> <version>: values.<path>: <reason>`, then
