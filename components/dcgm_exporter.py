@@ -100,6 +100,10 @@ class DcgmExporter(pulumi.ComponentResource):
         """
         super().__init__("gpu-platform:gpu:DcgmExporter", name, None, opts)
         children = Children(self, provider, depends_on)
+        # A release moved to another namespace is replaced, and its successor names its ClusterRole and
+        # ClusterRoleBinding as it does (`<release>-read-pods`, cluster-scoped): created first, it would
+        # find them owned by the release it replaces (models/helm.py), so the old one goes first.
+        replaced_first = {"delete_before_replace": True}
         self.release = self.dra_release = None
         if any(not pool.is_dra for pool in exporter_pools(pools)):
             self.release = helm_release(
@@ -108,7 +112,7 @@ class DcgmExporter(pulumi.ComponentResource):
                 pin=chart,
                 namespace=NAMESPACE,
                 values=exporter_values(pools),
-                opts=children.opts(),
+                opts=children.opts(**replaced_first),
             )
         if any(pool.is_dra for pool in exporter_pools(pools)):
             self.dra_release = helm_release(
@@ -117,7 +121,7 @@ class DcgmExporter(pulumi.ComponentResource):
                 pin=chart,
                 namespace=DRA_NAMESPACE,
                 values=exporter_values(pools, dra=True),
-                opts=children.opts(),
+                opts=children.opts(**replaced_first),
             )
         release = self.release or self.dra_release
         self.register_outputs({"chartVersion": release.version if release is not None else None})

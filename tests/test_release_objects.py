@@ -193,3 +193,11 @@ def test_offline_validate_reports_two_releases_that_create_one_object(tmp_path):
         "helm/dcgm-exporter.yaml creates it too, and Helm refuses to install an object another owner has: "
         "give the releases distinct namespaces or names",
     ]
+
+
+def test_an_exporter_release_moved_to_another_namespace_is_deleted_before_its_successor_installs():
+    """A namespace change replaces a helm.v3.Release (pulumi/pulumi-kubernetes#2532); the successor's
+    ClusterRole `<release>-read-pods` has the old one's name, owned by the old release until it is gone."""
+    recording = render_shape(BOTH_EXPORTERS)
+    exporters = [r for r in recording.by_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == DCGM.chart]
+    assert len(exporters) == 2 and all(r.delete_before_replace is True for r in exporters)
