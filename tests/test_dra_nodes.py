@@ -46,8 +46,9 @@ def test_the_dra_pool_is_a_node_group_of_its_gpus_and_no_nodepool():
     assert group["instanceTypes"] == ["g6.xlarge", "g6.2xlarge"]
     # 2 GPUs in 1-GPU nodes: two nodes, standing, never scaled by anything.
     assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 2}
-    # A version or template rollout takes one node at a time: half of this pool, never all of it.
-    assert group["updateConfig"] == {"maxUnavailable": 1}
+    # A version or template rollout drains one node at a time before replacing it: half of this pool, never
+    # all of it, and no GPU node beyond the two (tests/test_node_group_updates.py).
+    assert group["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": "MINIMAL"}
     assert group["labels"] == {
         "gpu-platform/gpu-allocation": "dra",
         "gpu-platform/gpu-model": "l4",

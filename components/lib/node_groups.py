@@ -9,7 +9,9 @@ to match cluster version"). With both set, a bump moves the group in place.
 In place: `version`, `releaseVersion` and the launch template's `version` go to EKS in one
 UpdateNodegroupVersion call; scaling, labels, taints and `updateConfig` in UpdateNodegroupConfig
 (terraform-provider-aws internal/service/eks/node_group.go, resourceNodeGroupUpdate). EKS rolls the
-nodes `updateConfig.maxUnavailable` at a time. Each group's launch template is created with
+nodes `updateConfig.maxUnavailable` at a time, by the group's `updateConfig.updateStrategy`
+(models/aws_eks.py `update_surge`): DEFAULT launches up to twice the group's zones in extra nodes
+first, MINIMAL none (it drains a node, then replaces it). Each group's launch template is created with
 `update_default_version` and the group names the template's latest version, so a change to the
 template is a new template version and an in-place update of the group, never a replacement.
 
@@ -30,6 +32,7 @@ from pulumi_aws import ec2, iam
 from pulumi_aws import eks as aws_eks
 
 from config.versions import node_group_release_version
+from models.aws_eks import DEFAULT_UPDATE, MINIMAL_UPDATE
 
 from . import iam as policies
 from .iam import NODE_ROLE_POLICIES
@@ -47,6 +50,21 @@ METADATA_OPTIONS = {
     "http_put_response_hop_limit": 1,
     "instance_metadata_tags": "disabled",
 }
+
+
+# How each kind of group rolls a version update, one node at a time. The system nodes keep their
+# controllers' capacity through it (DEFAULT: replacements first; a few extra general-purpose nodes).
+# A DRA pool's group needs no instance beyond its own count (MINIMAL): with DEFAULT a version bump
+# would first ask EC2 for up to two more GPU nodes per zone, and if they cannot launch the `up` fails
+# with the control plane already on the new minor. MINIMAL takes one node's GPUs away at a time instead.
+SYSTEM_NODES_UPDATE = {"update_strategy": DEFAULT_UPDATE, "max_unavailable": 1}
+DRA_NODES_UPDATE = {"update_strategy": MINIMAL_UPDATE, "max_unavailable": 1}
+
+
+def update_config(settings: Mapping[str, Any]) -> aws_eks.NodeGroupUpdateConfigArgs:
+    """`SYSTEM_NODES_UPDATE` or `DRA_NODES_UPDATE` as the provider takes it (pulumi-aws 7.51.1
+    eks.NodeGroupUpdateConfigArgs: `max_unavailable`, `update_strategy`)."""
+    return aws_eks.NodeGroupUpdateConfigArgs(**settings)
 
 
 def node_group_name_prefix(cluster_name: str, group: str) -> str:
