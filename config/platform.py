@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, RootModel, ValidationError
 
 from .autoscaling import HUB, AutoscalingConfig, check_model_sources
-from .capacity import GpuPoolPlan, plan_gpu_pools
+from .capacity import GpuPoolPlan, check_sold_in_region, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
@@ -245,6 +245,7 @@ def _rule_gpu_pools(parsed: ParsedConfig, problems: Problems) -> None:
     if pools is not None and gpu is not None:
         cluster = parsed.section("cluster", ClusterConfig)
         protected = cluster.protect if cluster is not None else True
+        check_sold_in_region(pools.root, f"{CONFIG_NAMESPACE}:nodePools", parsed.region or "", problems)
         planned = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
         parsed.gpu_pools = tuple(replace(pool, prices=on_demand_prices(parsed.region or "")) for pool in planned)
         check_warm_start(parsed.gpu_pools, f"{CONFIG_NAMESPACE}:nodePools", problems)

@@ -17,7 +17,7 @@ from config.regions import AVAILABILITY_ZONES
 from config.versions import BOTOCORE, KARPENTER_PRICING
 from offline.summary import render_summary
 
-from .conftest import fixture_document, load, project_path, render
+from .conftest import fixture_document, load, problems_of, project_path, render
 
 UPSTREAM = project_path("upstream")
 PRICE_FILES = ("zz_generated.pricing_aws.go", "zz_generated.pricing_aws_us_gov.go")
@@ -75,9 +75,19 @@ def test_seoul_deploys_with_its_four_zones_and_says_its_prices_are_us_east_1s():
     assert config.gpu_pools[0].prices == ON_DEMAND_USD["us-east-1"]
 
 
+def without_l40s(document):
+    """The stack less its L40S pool (g6e, not sold in GovCloud), its flavors' quotas and the server on it."""
+    document["gpu-platform:nodePools"] = [p for p in document["gpu-platform:nodePools"] if p["name"] != "gpu-l40s"]
+    document["gpu-platform:queueing"].pop("flavorPerCapacityType")
+    for tenant in document["gpu-platform:tenants"]:
+        tenant["gpu"] = {flavor: quota for flavor, quota in tenant["gpu"].items() if not flavor.startswith("l40s")}
+        tenant["inference"] = [s for s in tenant.get("inference", []) if not s["flavor"].startswith("l40s")]
+    return document
+
+
 def test_a_held_out_region_renders_with_its_own_zones_partition_and_prices():
     """GovCloud (US-West), a region no stack of the project uses: its zones, its partition's ARNs, its price list."""
-    document = fixture_document("single-pool-dra")
+    document = without_l40s(fixture_document("single-pool-dra"))
     document["aws:region"] = "us-gov-west-1"
     recording = render(document, "held-out")
     zones = sorted({s.inputs["availabilityZone"] for s in recording.by_type("aws:ec2/subnet:Subnet")})
@@ -91,10 +101,46 @@ def test_a_held_out_region_renders_with_its_own_zones_partition_and_prices():
     summary = render_summary(recording, config)
     assert "| `gpu-l4-dra` |" in summary and "$2.03" in summary
     assert f"(us-gov-west-1 prices, {PRICE_DATES['us-gov-west-1']}; config/catalog_prices.py)" in summary
-    # g6e is not sold on-demand in GovCloud: the L40S pool has no price there, rather than us-east-1's.
-    [l40s] = [pool for pool in config.gpu_pools if pool.name == "gpu-l40s"]
-    assert l40s.hourly_cost_at_limit is None
     assert on_demand_prices("us-gov-west-1") is ON_DEMAND_USD["us-gov-west-1"]
+
+
+# (region, pool, field, value) -> the one line, for types and families a region's vendored list lacks.
+NOT_SOLD = [
+    (
+        "us-gov-west-1", "gpu-l40s", "instanceFamilies", ["g6e"],
+        "gpu-platform:nodePools[gpu-l40s].instanceFamilies[0]: 'g6e' is not sold in us-gov-west-1: its price list "
+        "(config/catalog_prices.py, Karpenter's of 2026-06-15) has none of its types; use a family it sells "
+        "(g6, p4d, p5, p5en)",
+    ),
+    (
+        "us-gov-east-1", "gpu-l40s", "instanceTypes", ["g6.xlarge", "g5.xlarge"],
+        "gpu-platform:nodePools[gpu-l40s].instanceTypes[1]: 'g5.xlarge' is not sold in us-gov-east-1: its price list "
+        "(config/catalog_prices.py, Karpenter's of 2026-06-15) lacks it; use a type of a family it sells (g6)",
+    ),
+    (
+        "us-gov-east-1", "gpu-l40s", "instanceFamilies", ["g6", "g5"],
+        "gpu-platform:nodePools[gpu-l40s].instanceFamilies[1]: 'g5' is not sold in us-gov-east-1: its price list "
+        "(config/catalog_prices.py, Karpenter's of 2026-06-15) has none of its types; use a family it sells (g6)",
+    ),
+]
+
+
+@pytest.mark.parametrize("region, pool, field, value, expected", NOT_SOLD)
+def test_an_instance_type_the_regions_price_list_lacks_is_refused(region, pool, field, value, expected):
+    document = fixture_document("single-pool-dra")
+    document["aws:region"] = region
+    [entry] = [p for p in document["gpu-platform:nodePools"] if p["name"] == pool]
+    entry.pop("instanceFamilies", None)
+    entry.pop("instanceTypes", None)
+    entry[field] = value
+    assert expected in problems_of(document)
+
+
+def test_a_region_without_a_vendored_list_and_us_east_1_accept_every_catalog_family():
+    for region in ("us-east-1", "ap-northeast-2", "eu-west-1"):
+        document = fixture_document("single-pool-dra")
+        document["aws:region"] = region
+        assert load(document).region == region
 
 
 def test_a_stack_outside_the_price_lists_is_priced_at_us_east_1_and_the_summary_says_so():
@@ -112,7 +158,7 @@ def test_a_stack_outside_the_price_lists_is_priced_at_us_east_1_and_the_summary_
 def test_the_simulator_prices_a_pools_nodes_in_the_stacks_region():
     from sim.state import Pool
 
-    document = fixture_document("single-pool-dra")
+    document = without_l40s(fixture_document("single-pool-dra"))
     document["aws:region"] = "us-gov-west-1"
     [pool] = [p for p in load(document).gpu_pools if p.name == "gpu-l4-dra"]
     # g6.xlarge in us-gov-west-1 (zz_generated.pricing_aws_us_gov.go): 1.0144 USD/hour; us-east-1's is 0.8048.
