@@ -203,6 +203,7 @@ class GpuPlatform(pulumi.ComponentResource):
             tags=config.tags,
             create_spot_service_linked_role=config.uses_spot
             and not account_has_service_linked_role(SPOT_SERVICE, SPOT_ROLE_NAME, self),
+            snapshot_kms_keys=config.snapshot_kms_keys,
             depends_on=controllers_ready,
             service_monitor_crd=[self.monitoring.crd_release],
             opts=self._opts(),

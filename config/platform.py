@@ -23,7 +23,7 @@ from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
-from .headroom import check_warm_start
+from .headroom import check_snapshot_keys, check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
@@ -122,6 +122,13 @@ class PlatformConfig:
     def uses_spot(self) -> bool:
         """Whether any Karpenter pool, a GPU pool or the CPU pool, may launch spot instances."""
         return self.cpu_pool.uses_spot or any(pool.uses_spot for pool in self.gpu_pools)
+
+    @property
+    def snapshot_kms_keys(self) -> tuple[str, ...]:
+        """The customer managed KMS keys of the pools' image snapshots, each once: Karpenter's controller,
+        which launches the nodes that restore them, needs their use (`warmStart.imageSnapshotKmsKey`)."""
+        keys = {pool.config.warm_start.image_snapshot_kms_key for pool in self.gpu_pools}
+        return tuple(sorted(key for key in keys if key is not None))
 
     @property
     def uses_efa(self) -> bool:
@@ -249,6 +256,7 @@ def _rule_gpu_pools(parsed: ParsedConfig, problems: Problems) -> None:
         planned = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
         parsed.gpu_pools = tuple(replace(pool, prices=on_demand_prices(parsed.region or "")) for pool in planned)
         check_warm_start(parsed.gpu_pools, f"{CONFIG_NAMESPACE}:nodePools", problems)
+        check_snapshot_keys(parsed.gpu_pools, f"{CONFIG_NAMESPACE}:nodePools", parsed.region or "", problems)
     parsed.pools_ok = pools is not None and len(problems.lines) == problems_before_pools
 
 

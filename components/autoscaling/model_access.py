@@ -132,7 +132,7 @@ def model_read_policy(
                 "Action": "kms:Decrypt",
                 "Resource": kms_key_arn,
                 "Condition": {
-                    "StringEquals": {"kms:ViaService": f"s3.{region}.{dns_suffix(partition)}"},
+                    "StringEquals": {"kms:ViaService": policies.service_endpoint("s3", region, partition)},
                     "StringLike": {"kms:EncryptionContext:aws:s3:arn": [f"{bucket_arn}/{tenant}/*", bucket_arn]},
                 },
             }
@@ -156,11 +156,6 @@ def model_read_policy(
             *decrypt,
         ],
     }
-
-
-def dns_suffix(partition: str) -> str:
-    """The service endpoints' domain in a partition: `amazonaws.com`, China's `amazonaws.com.cn`."""
-    return "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
 
 
 def model_reader_service_account(tenant: TenantPlan) -> dict[str, Any]:
