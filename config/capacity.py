@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from models.karpenter.limits import most_carried
 from models.nvidia import device_plugin
 from models.nvidia.labels import mig_resource as mig_resource
 
@@ -136,6 +137,18 @@ class GpuPoolPlan:
         """
         assert self.is_dra
         return self.config.gpus // self.instance_types[0].gpus
+
+    @property
+    def vcpus_at_limit(self) -> int:
+        """The most vCPUs the pool's nodes can hold at once: what its EC2 vCPU quota must cover.
+
+        A Karpenter pool: the worst mix of its types within the NodePool's GPU limit (headroom included;
+        models/karpenter/limits.py `most_carried`), capped by its `cpuLimit`. A DRA pool: its node group's
+        nodes, each of its largest type, since EKS may launch any type of the group.
+        """
+        limit = self.gpu_limit if self.is_dra else self.nodepool_gpus
+        vcpus = most_carried(limit, [(t.gpus, t.vcpu) for t in self.instance_types])
+        return vcpus if self.is_dra or self.config.cpu_limit is None else min(vcpus, self.config.cpu_limit)
 
     @property
     def standing_hourly_cost(self) -> float | None:

@@ -32,6 +32,7 @@ from models.kueue.integrations import INTEGRATIONS
 from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
 
 from .deploy_path import render_deploy_path
+from .quotas import render_service_quotas
 
 if TYPE_CHECKING:
     from .engine import Recording
@@ -45,6 +46,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _node_groups(config),
         _system_capacity(config),
         _gpu_pools(config),
+        render_service_quotas(config),
         _tenants(config),
         _capacity(config),
         _idle_cost(recording, config),
