@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from components.lib.node_groups import DRA_NODES_UPDATE
 from config import PlatformConfig
-from models.aws_ec2_quotas import SERVICE_CODE, vcpu_quota
+from models.aws_ec2_quotas import ON_DEMAND, SERVICE_CODE, SPOT, vcpu_quota
 from models.aws_eks import update_surge
 
 
@@ -22,13 +22,14 @@ def quota_rows(config: PlatformConfig) -> list[tuple[str, str, str, int]]:
     A DRA pool's version update adds what EKS surges by (none with its MINIMAL strategy, models/aws_eks.py).
     """
     zones = len(config.network.subnets)
-    rows = []
+    rows: list[tuple[str, str, str, int]] = []
     for pool in config.gpu_pools:
         vcpus = pool.vcpus_at_limit
         if pool.is_dra:
-            surge = update_surge(DRA_NODES_UPDATE["update_strategy"], DRA_NODES_UPDATE["max_unavailable"], zones)
+            surge = update_surge(DRA_NODES_UPDATE.strategy, DRA_NODES_UPDATE.max_unavailable, zones)
             vcpus += surge * max(t.vcpu for t in pool.instance_types)
-        for option in pool.config.capacity_types:
+        # `reserved` runs in capacity reservations the account already holds, whose quota was needed to make them.
+        for option in (o for o in pool.config.capacity_types if o in (ON_DEMAND, SPOT)):
             codes = {vcpu_quota(t.name, option).code for t in pool.instance_types}
             [code] = codes  # a pool has one GPU model, hence one family group
             rows.append((pool.name, option, code, vcpus))
@@ -41,7 +42,7 @@ def render_service_quotas(config: PlatformConfig) -> str:
     rows = quota_rows(config)
     names = {}
     for pool in config.gpu_pools:
-        for option in pool.config.capacity_types:
+        for option in (o for o in pool.config.capacity_types if o in (ON_DEMAND, SPOT)):
             quota = vcpu_quota(pool.instance_types[0].name, option)
             names[quota.code] = quota.name
     totals: dict[str, int] = {}
@@ -53,7 +54,8 @@ def render_service_quotas(config: PlatformConfig) -> str:
         "pool at its limit: Karpenter pools at their NodePool's GPU limit (headroom included) in the mix of their "
         "types that holds the most vCPUs, DRA pools at their node group's size in their largest type. A pool that "
         "allows on-demand and spot may run on either, so it counts in both. New accounts start these quotas low, "
-        "often at 0; raise them before the first `pulumi up` (docs/upgrading.md, \"Service quotas\"):\n\n"
+        "often at 0; raise them before the first `pulumi up` (docs/upgrading.md, \"Service quotas\"). Capacity "
+        "reservations (`reserved`) already hold theirs and are not listed:\n\n"
     )
     per_pool = table(
         ["pool", "capacity", "quota", "vCPUs at limit"],

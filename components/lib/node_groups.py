@@ -25,6 +25,7 @@ pods move.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -57,14 +58,20 @@ METADATA_OPTIONS = {
 # A DRA pool's group needs no instance beyond its own count (MINIMAL): with DEFAULT a version bump
 # would first ask EC2 for up to two more GPU nodes per zone, and if they cannot launch the `up` fails
 # with the control plane already on the new minor. MINIMAL takes one node's GPUs away at a time instead.
-SYSTEM_NODES_UPDATE = {"update_strategy": DEFAULT_UPDATE, "max_unavailable": 1}
-DRA_NODES_UPDATE = {"update_strategy": MINIMAL_UPDATE, "max_unavailable": 1}
+@dataclass(frozen=True)
+class UpdateSettings:
+    strategy: str  # models.aws_eks.UPDATE_STRATEGIES
+    max_unavailable: int
 
 
-def update_config(settings: Mapping[str, Any]) -> aws_eks.NodeGroupUpdateConfigArgs:
+SYSTEM_NODES_UPDATE = UpdateSettings(DEFAULT_UPDATE, 1)
+DRA_NODES_UPDATE = UpdateSettings(MINIMAL_UPDATE, 1)
+
+
+def update_config(settings: UpdateSettings) -> aws_eks.NodeGroupUpdateConfigArgs:
     """`SYSTEM_NODES_UPDATE` or `DRA_NODES_UPDATE` as the provider takes it (pulumi-aws 7.51.1
     eks.NodeGroupUpdateConfigArgs: `max_unavailable`, `update_strategy`)."""
-    return aws_eks.NodeGroupUpdateConfigArgs(**settings)
+    return aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=settings.max_unavailable, update_strategy=settings.strategy)
 
 
 def node_group_name_prefix(cluster_name: str, group: str) -> str:
