@@ -77,6 +77,7 @@ class DraNodeGroups(pulumi.ComponentResource):
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
+        spot_after: Sequence[pulumi.Input[pulumi.Resource]] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -87,6 +88,8 @@ class DraNodeGroups(pulumi.ComponentResource):
         :param subnet_ids: `Network.private_subnet_ids`, where the nodes run.
         :param tags: tags on every AWS resource.
         :param depends_on: what a node needs from the cluster before it boots (the cluster, its networking add-ons).
+        :param spot_after: what a spot pool's group waits for besides: the EC2 Spot service-linked role when the
+            stack creates it (`Karpenter.spot_service_linked_role`), without which EC2 refuses spot launches.
         """
         super().__init__("gpu-platform:nodes:DraNodeGroups", name, None, opts)
         dra_pools = [pool for pool in pools if pool.is_dra]
@@ -114,7 +117,10 @@ class DraNodeGroups(pulumi.ComponentResource):
                 subnet_ids=list(subnet_ids),
                 **node_group_args(pool, tags),
                 # The role's policies must be attached before nodes boot, or they never join.
-                opts=Children(self, depends_on=depends_on).opts(*attachments),
+                opts=pulumi.ResourceOptions.merge(
+                    Children(self, depends_on=depends_on).opts(*attachments),
+                    pulumi.ResourceOptions(depends_on=list(spot_after) if pool.uses_spot else []),
+                ),
             )
         self.register_outputs({"nodeGroups": {pool: group.node_group_name for pool, group in self.node_groups.items()}})
 
