@@ -143,6 +143,12 @@ class NetworkConfig(ConfigModel):
         description="Availability zones to spread subnets and NAT across, taken in order from the region's "
         "row in config/regions.py. EKS needs at least 2.",
     )
+    availability_zones: Annotated[list[str], _unique("zone")] = Field(
+        default_factory=list,
+        description="Zone names to take the azCount zones from, in order, instead of the region's row in "
+        "config/regions.py: to leave out a zone EKS refuses in this account (zone names map to zone IDs per "
+        "account; `pulumi up` checks the IDs and names the zone), list the others. Empty: the row's order.",
+    )
     nat_gateways: Literal["single", "perAz"] = Field(
         "perAz",
         description="`single`: one NAT gateway for the VPC (cheap, one zone's outage cuts egress everywhere). "

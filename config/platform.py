@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -396,7 +397,7 @@ def plan_network(cluster: ClusterConfig, region_zones: tuple[str, ...]) -> Netwo
     blocks = list(vpc.subnets(prefixlen_diff=3))
     public_block = blocks[-1]
     public_subnets = list(public_block.subnets(prefixlen_diff=3))
-    zones = region_zones[: network.az_count]
+    zones = tuple(network.availability_zones or region_zones)[: network.az_count]
     return NetworkPlan(
         vpc_cidr=str(vpc),
         subnets=tuple(
@@ -424,7 +425,21 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
                 f"{show(instance_type)} is {'arm64' if _is_graviton(instance_type) else 'x86_64'} but amiType "
                 f"{nodes.ami_type} is {'arm64' if arm else 'x86_64'}; pick instance types of one architecture",
             )
-    if region is not None:
+    if region is not None and cluster.network.availability_zones:
+        listed = cluster.network.availability_zones
+        for index, zone in enumerate(listed):
+            if not re.fullmatch(re.escape(region) + "[a-z]", zone):
+                problems.add(
+                    f"{root}.network.availabilityZones[{index}]",
+                    f"{show(zone)} is not a zone name of {region}: the region and a letter, e.g. {region}a",
+                )
+        if cluster.network.az_count > len(listed):
+            problems.add(
+                f"{root}.network.azCount",
+                f"{cluster.network.az_count} exceeds the {len(listed)} zones availabilityZones lists; list more, or "
+                f"lower azCount to {len(listed)}",
+            )
+    elif region is not None:
         available = AVAILABILITY_ZONES[region]
         if cluster.network.az_count > len(available):
             problems.add(

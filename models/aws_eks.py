@@ -73,3 +73,17 @@ def update_unavailable(strategy: str, max_unavailable: int, size: int) -> int:
     """
     update_surge(strategy, max_unavailable, 1)  # the same checks of its arguments
     return min(max_unavailable, size) if strategy == MINIMAL_UPDATE else 0
+
+
+# --- Zones EKS refuses ---------------------------------------------------------------------------------
+#
+# Amazon EKS User Guide, "View Amazon EKS networking requirements for VPC and subnets", subnet requirements
+# for clusters (awsdocs/amazon-eks-user-guide latest/ug/networking/network-reqs.adoc, commit 101184ec): "The
+# subnets can't reside in the following Availability Zones", by zone ID. Zone IDs name the same physical
+# zone in every account; zone names (`us-east-1e`) are mapped to them per account in older regions, so a
+# name says nothing about whether EKS takes it. CreateCluster answers UnsupportedAvailabilityZoneException.
+EKS_UNSUPPORTED_ZONE_IDS: dict[str, tuple[str, ...]] = {
+    "us-east-1": ("use1-az3",),
+    "us-west-1": ("usw1-az2",),
+    "ca-central-1": ("cac1-az3",),
+}
