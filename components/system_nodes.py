@@ -67,6 +67,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
                 kubernetes_version=kubernetes_version,
                 ami_type=config.ami_type,
                 template=template,
+                release_version=config.node_group_release(kubernetes_version),
             ),
             node_role_arn=role.arn,
             subnet_ids=list(subnet_ids),

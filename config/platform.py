@@ -34,7 +34,14 @@ from .secrets import IAM_ROLE_NAME_LIMIT, SecretsConfig, tenant_secrets_role_nam
 from .supply_chain import SupplyChainConfig
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantConfig, TenantsConfig
-from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
+from .versions import (
+    AddonVersion,
+    ChartPin,
+    VersionsConfig,
+    ami_family_of_node_group,
+    resolve_addon_versions,
+    resolve_charts,
+)
 
 # The first Kubernetes version whose resource.k8s.io API (v1) the NVIDIA DRA driver needs.
 DRA_MIN_KUBERNETES = (1, 34)
@@ -416,6 +423,20 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
         problems.add(
             f"{root}.systemNodes.desiredSize",
             f"{nodes.desired_size} must lie between minSize ({nodes.min_size}) and maxSize ({nodes.max_size})",
+        )
+    bottlerocket = ami_family_of_node_group(nodes.ami_type) == "bottlerocket"
+    if nodes.release_version is not None and not bottlerocket:
+        problems.add(
+            f"{root}.systemNodes.releaseVersion",
+            f"{show(nodes.release_version)} on {nodes.ami_type} system nodes, which run the AMI release config/versions.py "
+            "pins for the cluster's minor (NODE_GROUP_RELEASE_VERSIONS): remove releaseVersion",
+        )
+    if nodes.release_version is None and bottlerocket and cluster.protect:
+        problems.add(
+            f"{root}.systemNodes.releaseVersion",
+            f"not set on {nodes.ami_type} system nodes of a production stack (protect: true): EKS would take whatever "
+            "Bottlerocket release is newest at each update; pin one, e.g. the output of `aws ssm get-parameter --name "
+            "/aws/service/bottlerocket/aws-k8s-<minor>/x86_64/latest/image_version --query Parameter.Value`",
         )
     arm = nodes.ami_type.endswith("ARM_64_STANDARD") or nodes.ami_type.endswith("ARM_64")
     for index, instance_type in enumerate(nodes.instance_types):

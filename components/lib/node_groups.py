@@ -84,7 +84,13 @@ def node_group_name_prefix(cluster_name: str, group: str) -> str:
 
 
 def lifecycle_args(
-    *, cluster_name: str, group: str, kubernetes_version: str, ami_type: str, template: ec2.LaunchTemplate
+    *,
+    cluster_name: str,
+    group: str,
+    kubernetes_version: str,
+    ami_type: str,
+    template: ec2.LaunchTemplate,
+    release_version: str | None = None,
 ) -> dict[str, Any]:
     """The node group inputs that decide how it follows the cluster and how it is replaced.
 
@@ -93,12 +99,14 @@ def lifecycle_args(
     :param ami_type: the EKS AMI type; its release is pinned per minor (None for Bottlerocket, see
         `config.versions.node_group_release_version`).
     :param template: the group's launch template, created with `update_default_version=True`.
+    :param release_version: a release pinned in the stack (Bottlerocket system nodes' `releaseVersion`), over
+        the one config/versions.py pins for `ami_type`.
     """
     return {
         "cluster_name": cluster_name,
         "node_group_name_prefix": node_group_name_prefix(cluster_name, group),
         "version": kubernetes_version,
-        "release_version": node_group_release_version(kubernetes_version, ami_type),
+        "release_version": release_version or node_group_release_version(kubernetes_version, ami_type),
         "ami_type": ami_type,
         "launch_template": aws_eks.NodeGroupLaunchTemplateArgs(
             id=template.id, version=template.latest_version.apply(str)
