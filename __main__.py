@@ -2,15 +2,32 @@
 
 import pulumi
 
+from components import stack_config
+from components.lib.account import account_zone_ids
 from components.platform import GpuPlatform
-from components.stack_config import read_stack_config
 from config import ConfigError, load_platform_config
+from config.placeholders import placeholder_problems
+from config.regions import eks_zone_problems
 
 try:
-    platform_config = load_platform_config(read_stack_config())
+    platform_config = load_platform_config(stack_config.read_stack_config())
 except ConfigError as err:
     # One line per mistake, no traceback: `pulumi up` prints a RunError's message as it is.
     raise pulumi.RunError(f"invalid stack config ({len(err.problems)} problems):\n{err}") from None
+
+# The shipped stacks' example snapshot and bucket render offline; a real deploy refuses them before
+# anything is created, since each would fail only late into `pulumi up` (config/placeholders.py).
+if not stack_config.runs_under_mocks():
+    refused = placeholder_problems(platform_config)
+    if refused:
+        raise pulumi.RunError(f"example values a real deploy cannot use ({len(refused)}):\n" + "\n".join(refused))
+
+# EKS refuses some zones by ID, and zone names map to IDs per account: asked of the account, before anything exists.
+refused_zones = eks_zone_problems(
+    platform_config.region, platform_config.network.availability_zones, account_zone_ids()
+)
+if refused_zones:
+    raise pulumi.RunError(f"zones EKS refuses in this account ({len(refused_zones)}):\n" + "\n".join(refused_zones))
 
 platform = GpuPlatform(platform_config)
 

@@ -22,7 +22,10 @@ instance type list, or capacity type) stands the new group up at full size befor
 for that time the pool needs twice its nodes in GPU capacity and in the account's EC2 vCPU quota; the
 provider waits for the new group to be ACTIVE (terraform-provider-aws internal/service/eks/node_group.go,
 waitNodegroupCreated), so one that cannot get its instances fails the `up` with the old one serving. A
-change of `gpus` or of labels updates the group in place.
+change of `gpus` or of labels updates the group in place. A version update (the cluster's minor, the
+AMI release, the launch template) rolls the nodes with the MINIMAL strategy, one at a time: drained,
+terminated, then replaced, so it needs no instance beyond the group's size, and the pool has one
+node fewer while each is replaced (models/aws_eks.py `update_surge`, docs/upgrading.md).
 
 When a Karpenter release provisions for DRA claims (the provider's NVIDIA DRA support, behind its own
 feature gate, is not in v1.14.1), a DRA pool can become a NodePool again: pin that release, turn its gate
@@ -47,7 +50,7 @@ from config.capacity import GpuPoolPlan
 from config.labels import GPU_TAINT
 
 from .lib.gpu_nodes import toolkit_user_data
-from .lib.node_groups import METADATA_OPTIONS, lifecycle_args, node_role
+from .lib.node_groups import DRA_NODES_UPDATE, METADATA_OPTIONS, lifecycle_args, node_role, update_config
 from .lib.resources import Children
 
 # The EKS-optimized AL2023 NVIDIA AMI (driver and toolkit); Bottlerocket DRA pools are refused in config,
@@ -74,6 +77,7 @@ class DraNodeGroups(pulumi.ComponentResource):
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
+        spot_after: Sequence[pulumi.Input[pulumi.Resource]] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -84,6 +88,8 @@ class DraNodeGroups(pulumi.ComponentResource):
         :param subnet_ids: `Network.private_subnet_ids`, where the nodes run.
         :param tags: tags on every AWS resource.
         :param depends_on: what a node needs from the cluster before it boots (the cluster, its networking add-ons).
+        :param spot_after: what a spot pool's group waits for besides: the EC2 Spot service-linked role when the
+            stack creates it (`Karpenter.spot_service_linked_role`), without which EC2 refuses spot launches.
         """
         super().__init__("gpu-platform:nodes:DraNodeGroups", name, None, opts)
         dra_pools = [pool for pool in pools if pool.is_dra]
@@ -111,7 +117,10 @@ class DraNodeGroups(pulumi.ComponentResource):
                 subnet_ids=list(subnet_ids),
                 **node_group_args(pool, tags),
                 # The role's policies must be attached before nodes boot, or they never join.
-                opts=Children(self, depends_on=depends_on).opts(*attachments),
+                opts=pulumi.ResourceOptions.merge(
+                    Children(self, depends_on=depends_on).opts(*attachments),
+                    pulumi.ResourceOptions(depends_on=list(spot_after) if pool.uses_spot else []),
+                ),
             )
         self.register_outputs({"nodeGroups": {pool: group.node_group_name for pool, group in self.node_groups.items()}})
 
@@ -124,8 +133,8 @@ def node_group_args(pool: GpuPoolPlan, tags: Mapping[str, str]) -> dict[str, Any
         "capacity_type": CAPACITY_TYPES[capacity_type],
         "instance_types": [t.name for t in pool.instance_types],
         "scaling_config": aws_eks.NodeGroupScalingConfigArgs(min_size=size, desired_size=size, max_size=size),
-        # One node at a time: a node being replaced takes its GPUs' claims with it.
-        "update_config": aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+        # One node at a time, drained before its replacement launches: a bump needs no GPU beyond the pool's.
+        "update_config": update_config(DRA_NODES_UPDATE),
         "labels": dict(pool.labels),
         "taints": [aws_eks.NodeGroupTaintArgs(**eks_taint(GPU_TAINT))],
         "tags": dict(tags),

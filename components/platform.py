@@ -67,13 +67,19 @@ class GpuPlatform(pulumi.ComponentResource):
             partition=aws.get_partition(opts=pulumi.InvokeOptions(parent=self)).partition,
             account_id=aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self)).account_id,
         )
-        # Controllers go on the system nodes, so they wait for them and for cluster DNS.
-        controllers_ready, storage_class = self._foundation(config, account)
-        # Charts that render ServiceMonitors (Karpenter's, Kueue's, KEDA's) wait for the release that installs
-        # their CRD: without it Kueue's and KEDA's installs fail and Karpenter's leaves its ServiceMonitor out
-        # until the next upgrade. The GPU Operator creates the DCGM exporter's ServiceMonitor itself, and skips
-        # it while the CRD is missing (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go, ServiceMonitor).
-        scraped_controllers_ready = self._controllers(config, account, controllers_ready, storage_class)
+        # The account-wide EC2 Spot service-linked role, created with Karpenter when a pool allows spot and the
+        # account lacks it; a spot DRA pool's node group, declared before Karpenter, waits for it too.
+        self._create_spot_role = config.uses_spot and not account_has_service_linked_role(SPOT_SERVICE, SPOT_ROLE_NAME, self)
+        self._spot_role: asyncio.Future[pulumi.Resource] = asyncio.get_event_loop().create_future()
+        try:
+            # Controllers go on the system nodes, so they wait for them and for cluster DNS.
+            controllers_ready, storage_class = self._foundation(config, account)
+            scraped_controllers_ready = self._controllers(config, account, controllers_ready, storage_class)
+        except BaseException as err:
+            # A spot DRA group would wait for the role forever, and the run with it: it fails with the run.
+            if self._create_spot_role and not self._spot_role.done():
+                self._spot_role.set_exception(err)
+            raise
         self._tenancy(config, account, controllers_ready, scraped_controllers_ready)
         self._capacity(config, controllers_ready, scraped_controllers_ready)
         self._serving(config, scraped_controllers_ready)
@@ -151,6 +157,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 subnet_ids=self.network.private_subnet_ids,
                 tags=config.tags,
                 depends_on=depends_on,
+                spot_after=[pulumi.Output.from_input(self._spot_role)] if self._create_spot_role else [],
                 opts=self._opts(),
             )
             if any(pool.is_dra for pool in config.gpu_pools)
@@ -177,7 +184,11 @@ class GpuPlatform(pulumi.ComponentResource):
     ) -> list[pulumi.Resource]:
         """Cluster-wide controllers no tenant object needs: monitoring, Karpenter, OpenCost, Kyverno.
 
-        Returns what a chart rendering ServiceMonitors waits for.
+        Returns what a chart rendering ServiceMonitors waits for: charts that render ServiceMonitors
+        (Karpenter's, Kueue's, KEDA's) wait for the release that installs their CRD; without it Kueue's and
+        KEDA's installs fail and Karpenter's leaves its ServiceMonitor out until the next upgrade. The GPU
+        Operator creates the DCGM exporter's ServiceMonitor itself, and skips it while the CRD is missing
+        (NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go, ServiceMonitor).
         """
         name, provider = config.cluster.name, self.cluster.provider
         # Prometheus' volume needs the gp3 StorageClass; its pods go on the system nodes.
@@ -203,12 +214,14 @@ class GpuPlatform(pulumi.ComponentResource):
             chart_versions=config.charts,
             k8s_provider=provider,
             tags=config.tags,
-            create_spot_service_linked_role=config.uses_spot
-            and not account_has_service_linked_role(SPOT_SERVICE, SPOT_ROLE_NAME, self),
+            create_spot_service_linked_role=self._create_spot_role,
+            snapshot_kms_keys=config.snapshot_kms_keys,
             depends_on=controllers_ready,
             service_monitor_crd=[self.monitoring.crd_release],
             opts=self._opts(),
         )
+        if self.karpenter.spot_service_linked_role is not None:
+            self._spot_role.set_result(self.karpenter.spot_service_linked_role)
         # Cost per namespace from this Prometheus; its ServiceMonitor needs the monitoring CRDs.
         self.opencost = OpenCost(
             f"{name}-opencost",

@@ -16,7 +16,7 @@ from pulumi_aws import eks as aws_eks
 from config.cluster import SystemNodesConfig
 from config.labels import SYSTEM_NODE_LABELS, SYSTEM_NODE_TAINT
 
-from .lib.node_groups import METADATA_OPTIONS, lifecycle_args, node_role
+from .lib.node_groups import METADATA_OPTIONS, SYSTEM_NODES_UPDATE, lifecycle_args, node_role, update_config
 from .lib.resources import Children
 
 # The group names itself `<cluster>-sys-<suffix>`.
@@ -67,6 +67,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
                 kubernetes_version=kubernetes_version,
                 ami_type=config.ami_type,
                 template=template,
+                release_version=config.node_group_release(kubernetes_version),
             ),
             node_role_arn=role.arn,
             subnet_ids=list(subnet_ids),
@@ -75,7 +76,7 @@ class SystemNodeGroup(pulumi.ComponentResource):
             scaling_config=aws_eks.NodeGroupScalingConfigArgs(
                 min_size=config.min_size, desired_size=config.desired_size, max_size=config.max_size
             ),
-            update_config=aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            update_config=update_config(SYSTEM_NODES_UPDATE),
             labels=dict(SYSTEM_NODE_LABELS),
             taints=[aws_eks.NodeGroupTaintArgs(**SYSTEM_NODE_TAINT)],
             tags=dict(tags),

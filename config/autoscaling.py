@@ -60,6 +60,8 @@ CLASS_PRESETS: dict[WorkloadClass, ClassPreset] = {
 # digits, '.' and '-', starting and ending with a letter or digit.
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _REGION = re.compile(r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$")
+# A KMS key's ARN (AWS KMS Developer Guide, "Key ARN"): partition, region, account, `key/<key id>`.
+KMS_KEY_ARN = re.compile(r"^arn:aws(-[a-z]+)*:kms:(?P<region>[a-z0-9-]+):\d{12}:key/[A-Za-z0-9-]+$")
 # `modelSource`: the Hub, or a folder of safetensors files in S3 (`s3://<bucket>/<key prefix>/`).
 HUB = "hub"
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/(?P<key>[A-Za-z0-9!_.*'()/-]+)/$")
@@ -73,6 +75,13 @@ class ModelStoreConfig(ConfigModel):
 
     bucket: str = Field(description="Bucket name; a tenant's servers may read `s3://<bucket>/<tenant>/*` only.")
     region: str = Field(description="The bucket's region (the model streamer's S3 client is sent there), e.g. `us-east-1`.")
+    kms_key_arn: str | None = Field(
+        None,
+        description="The customer managed KMS key of the bucket's default encryption (SSE-KMS), as "
+        "`aws s3api get-bucket-encryption` shows it: each tenant's model-reader role may decrypt with it only "
+        "through S3 and only for this bucket. Unset: the bucket uses SSE-S3 or the AWS managed key `aws/s3`, which "
+        "needs no grant of its own. The key's own policy must let the account's IAM policies grant its use.",
+    )
 
     @field_validator("bucket")
     @classmethod
@@ -87,6 +96,24 @@ class ModelStoreConfig(ConfigModel):
         if not _REGION.match(region):
             raise ValueError("is not an AWS region such as 'us-east-1'")
         return region
+
+    @model_validator(mode="after")
+    def _key_in_the_buckets_region(self) -> ModelStoreConfig:
+        if self.kms_key_arn is None:
+            return self
+        found = KMS_KEY_ARN.match(self.kms_key_arn)
+        if found is None:
+            raise ValueError(
+                f"kmsKeyArn {self.kms_key_arn!r} is not a KMS key ARN such as "
+                "'arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab' (an alias does not work "
+                "in an IAM policy's Resource)"
+            )
+        if found["region"] != self.region:
+            raise ValueError(
+                f"kmsKeyArn is in {found['region']}, the bucket in {self.region}: S3 encrypts with a key of the bucket's "
+                "own region; give that key"
+            )
+        return self
 
 
 def s3_model_location(source: str) -> tuple[str, str] | None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from models.karpenter.limits import most_carried
 from models.nvidia import device_plugin
 from models.nvidia.labels import mig_resource as mig_resource
 
 from .catalog import FAMILIES, INSTANCE_TYPES
+from .catalog_prices import ON_DEMAND_USD, PRICE_DATES
 from .catalog_types import GpuModel, InstanceType
 from .errors import Problems, duplicates, item_labels, show
 from .keys import CONFIG_NAMESPACE
@@ -135,6 +137,18 @@ class GpuPoolPlan:
         """
         assert self.is_dra
         return self.config.gpus // self.instance_types[0].gpus
+
+    @property
+    def vcpus_at_limit(self) -> int:
+        """The most vCPUs the pool's nodes can hold at once: what its EC2 vCPU quota must cover.
+
+        A Karpenter pool: the worst mix of its types within the NodePool's GPU limit (headroom included;
+        models/karpenter/limits.py `most_carried`), capped by its `cpuLimit`. A DRA pool: its node group's
+        nodes, each of its largest type, since EKS may launch any type of the group.
+        """
+        limit = self.gpu_limit if self.is_dra else self.nodepool_gpus
+        vcpus = most_carried(limit, [(t.gpus, t.vcpu) for t in self.instance_types])
+        return vcpus if self.is_dra or self.config.cpu_limit is None else min(vcpus, self.config.cpu_limit)
 
     @property
     def standing_hourly_cost(self) -> float | None:
@@ -368,6 +382,39 @@ def _check_purchase_and_network(pool: NodePoolConfig, types: tuple[InstanceType,
             f"true, but {', '.join(without)} {'has' if one else 'have'} no Elastic Fabric Adapter: drop "
             f"{'it' if one else 'them'} or set efa false",
         )
+
+
+def check_sold_in_region(pools: list[NodePoolConfig], root: str, region: str, problems: Problems) -> None:
+    """Every pool's types are sold in the stack's region, where its price list is vendored (config/catalog_prices.py).
+
+    A type the region's list lacks is not sold on-demand there, and EC2 has no capacity of it to launch
+    (GovCloud sells no g5 or g6e): Karpenter would find no offering, a DRA pool's node group would never
+    turn ACTIVE. A named type must be in the list; a family must have at least one type in it (Karpenter
+    skips the sizes a region lacks). Reservation-only types are in no on-demand list and pass. Regions
+    without a vendored list are not checked: nothing here says what they sell.
+    """
+    prices = ON_DEMAND_USD.get(region)
+    if prices is None:
+        return
+    source = f"its price list (config/catalog_prices.py, Karpenter's of {PRICE_DATES[region]})"
+    sold = ", ".join(sorted({name.split(".")[0] for name in prices}))
+    labels = item_labels(pools)
+    for index, pool in enumerate(pools):
+        key = f"{root}[{labels[index]}]"
+        for position, name in enumerate(pool.instance_types):
+            instance = INSTANCE_TYPES.get(name)
+            if instance is not None and not instance.reservation_only and name not in prices:
+                problems.add(
+                    f"{key}.instanceTypes[{position}]",
+                    f"{show(name)} is not sold in {region}: {source} lacks it; use a type of a family it sells ({sold})",
+                )
+        for position, family in enumerate(pool.instance_families):
+            members = [t.name for t in FAMILIES.get(family, ()) if not t.reservation_only]
+            if members and not any(name in prices for name in members):
+                problems.add(
+                    f"{key}.instanceFamilies[{position}]",
+                    f"{show(family)} is not sold in {region}: {source} has none of its types; use a family it sells ({sold})",
+                )
 
 
 def _resolve_instance_types(pool: NodePoolConfig, key: str, problems: Problems) -> tuple[InstanceType, ...]:

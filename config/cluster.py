@@ -11,12 +11,14 @@ from pydantic import AfterValidator, Field, field_validator
 from .base import ConfigModel
 from .errors import ConfigError, duplicates, show
 from .keys import CONFIG_NAMESPACE
-from .versions import KUBERNETES_VERSIONS, ami_release_problems
+from .versions import KUBERNETES_VERSIONS, ami_release_problems, node_group_release_version
 
 # An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
 _PRINCIPAL_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
 _CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 _INSTANCE_TYPE = re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$")
+# A Bottlerocket managed node group release: `<bottlerocket version>-<first 8 hex digits of its commit>`.
+_BOTTLEROCKET_RELEASE = re.compile(r"^\d+\.\d+\.\d+-[0-9a-f]{8}$")
 # Where the cluster section sits in `Pulumi.<stack>.yaml`, for errors raised after loading.
 CONFIG_ROOT = f"{CONFIG_NAMESPACE}:cluster"
 # AWS allows 50 user tags per resource (Tagging AWS resources, "Tag naming limits and requirements").
@@ -143,6 +145,12 @@ class NetworkConfig(ConfigModel):
         description="Availability zones to spread subnets and NAT across, taken in order from the region's "
         "row in config/regions.py. EKS needs at least 2.",
     )
+    availability_zones: Annotated[list[str], _unique("zone")] = Field(
+        default_factory=list,
+        description="Zone names to take the azCount zones from, in order, instead of the region's row in "
+        "config/regions.py: to leave out a zone EKS refuses in this account (zone names map to zone IDs per "
+        "account; `pulumi up` checks the IDs and names the zone), list the others. Empty: the row's order.",
+    )
     nat_gateways: Literal["single", "perAz"] = Field(
         "perAz",
         description="`single`: one NAT gateway for the VPC (cheap, one zone's outage cuts egress everywhere). "
@@ -191,6 +199,14 @@ class SystemNodesConfig(ConfigModel):
         "AL2023_x86_64_STANDARD",
         description="EKS-optimised AMI type of the system nodes; must match the instance types' architecture.",
     )
+    release_version: str | None = Field(
+        None,
+        description="Bottlerocket system nodes: the Bottlerocket release EKS runs them on, `<version>-<commit>` as "
+        "`aws ssm get-parameter --name /aws/service/bottlerocket/aws-k8s-<minor>/<arch>/latest/image_version` prints it "
+        "(e.g. `1.57.0-0123abcd`); a new one rolls the nodes in place. Unset: EKS takes the newest release for the minor "
+        "at creation and at each version update; production stacks (protect: true) pin it. AL2023 system nodes run the "
+        "release config/versions.py pins per minor and take no releaseVersion.",
+    )
     min_size: int = Field(
         2, ge=1, le=100, description="Minimum system nodes; 2 or more keeps controllers up through a node loss."
     )
@@ -204,6 +220,18 @@ class SystemNodesConfig(ConfigModel):
         description="Size in GiB of each system node's encrypted gp3 volume "
         "(the root volume on AL2023, the data volume on Bottlerocket).",
     )
+
+
+    @field_validator("release_version")
+    @classmethod
+    def _bottlerocket_release(cls, release: str | None) -> str | None:
+        if release is not None and not _BOTTLEROCKET_RELEASE.match(release):
+            raise ValueError("is not a Bottlerocket release version such as '1.57.0-0123abcd' (version, '-', 8 hex digits)")
+        return release
+
+    def node_group_release(self, kubernetes_version: str) -> str | None:
+        """The group's `releaseVersion`: the pin of config/versions.py for AL2023, `releaseVersion` for Bottlerocket."""
+        return self.release_version or node_group_release_version(kubernetes_version, self.ami_type)
 
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator, model_validator
 
+from .autoscaling import KMS_KEY_ARN
 from .base import ConfigModel
 from .errors import Problems, item_labels, show
 
@@ -72,6 +73,13 @@ class WarmStartConfig(ConfigModel):
         "pulled, restored as each node's data volume (`/dev/xvdb`). Build and refresh it as docs/time-to-gpu.md "
         "says; the data volume's size must be at least the snapshot's.",
     )
+    image_snapshot_kms_key: str | None = Field(
+        None,
+        description="With imageSnapshot encrypted under a customer managed KMS key: that key's ARN "
+        "(`aws ec2 describe-snapshots --snapshot-ids <id> --query 'Snapshots[0].KmsKeyId'`). Karpenter's controller "
+        "launches the nodes, so its role gets the key's use for EBS, through EC2 only; without it each node "
+        "terminates right after launch. Unset: the snapshot is unencrypted or under the AWS managed key `aws/ebs`.",
+    )
     volume_initialization_rate: int | None = Field(
         None,
         description=f"With imageSnapshot: MiB/s ({MIN_INITIALIZATION_RATE}-{MAX_INITIALIZATION_RATE}) at which "
@@ -95,11 +103,23 @@ class WarmStartConfig(ConfigModel):
             )
         return rate
 
+    @field_validator("image_snapshot_kms_key")
+    @classmethod
+    def _key_arn(cls, key: str | None) -> str | None:
+        if key is not None and not KMS_KEY_ARN.match(key):
+            raise ValueError(
+                "is not a KMS key ARN such as 'arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab' "
+                "(the snapshot's KmsKeyId; an alias does not work in an IAM policy's Resource)"
+            )
+        return key
+
     @model_validator(mode="after")
     def _rate_needs_snapshot(self) -> WarmStartConfig:
         # The node class refuses it too (CEL: "snapshotID must be set when volumeInitializationRate is set").
         if self.volume_initialization_rate is not None and self.image_snapshot is None:
             raise ValueError("volumeInitializationRate applies to a volume restored from imageSnapshot: set imageSnapshot")
+        if self.image_snapshot_kms_key is not None and self.image_snapshot is None:
+            raise ValueError("imageSnapshotKmsKey is the key of imageSnapshot's encryption: set imageSnapshot")
         return self
 
 
@@ -118,6 +138,21 @@ def check_warm_start(pools: Sequence[GpuPoolPlan], root: str, problems: Problems
                 f"{show(warm.image_snapshot)} on an {pool.config.ami_family} pool: only Bottlerocket keeps images on a "
                 "separate data volume a snapshot can fill (AL2023 keeps them on the AMI's root volume); use amiFamily "
                 "bottlerocket or remove imageSnapshot",
+            )
+
+
+def check_snapshot_keys(pools: Sequence[GpuPoolPlan], root: str, region: str, problems: Problems) -> None:
+    """An image snapshot's KMS key is in the stack's region: EBS restores a volume with a key of its own region."""
+    labels = item_labels([pool.config for pool in pools])
+    for index, pool in enumerate(pools):
+        key_arn = pool.config.warm_start.image_snapshot_kms_key
+        found = KMS_KEY_ARN.match(key_arn) if key_arn is not None else None
+        if found is not None and found["region"] != region:
+            problems.add(
+                f"{root}[{labels[index]}].warmStart.imageSnapshotKmsKey",
+                f"{show(key_arn)} is a key in {found['region']}, the stack deploys to {region}: a snapshot and its key are "
+                "in the region the nodes launch in; copy the snapshot there (`aws ec2 copy-snapshot --kms-key-id`) and "
+                "give that key",
             )
 
 

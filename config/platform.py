@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -17,13 +18,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, RootModel, ValidationError
 
 from .autoscaling import HUB, AutoscalingConfig, check_model_sources
-from .capacity import GpuPoolPlan, plan_gpu_pools
+from .capacity import GpuPoolPlan, check_sold_in_region, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig
 from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
-from .headroom import check_warm_start
+from .headroom import check_snapshot_keys, check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
@@ -33,7 +34,14 @@ from .secrets import IAM_ROLE_NAME_LIMIT, SecretsConfig, tenant_secrets_role_nam
 from .supply_chain import SupplyChainConfig
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantConfig, TenantsConfig
-from .versions import AddonVersion, ChartPin, VersionsConfig, resolve_addon_versions, resolve_charts
+from .versions import (
+    AddonVersion,
+    ChartPin,
+    VersionsConfig,
+    ami_family_of_node_group,
+    resolve_addon_versions,
+    resolve_charts,
+)
 
 # The first Kubernetes version whose resource.k8s.io API (v1) the NVIDIA DRA driver needs.
 DRA_MIN_KUBERNETES = (1, 34)
@@ -122,6 +130,13 @@ class PlatformConfig:
     def uses_spot(self) -> bool:
         """Whether any Karpenter pool, a GPU pool or the CPU pool, may launch spot instances."""
         return self.cpu_pool.uses_spot or any(pool.uses_spot for pool in self.gpu_pools)
+
+    @property
+    def snapshot_kms_keys(self) -> tuple[str, ...]:
+        """The customer managed KMS keys of the pools' image snapshots, each once: Karpenter's controller,
+        which launches the nodes that restore them, needs their use (`warmStart.imageSnapshotKmsKey`)."""
+        keys = {pool.config.warm_start.image_snapshot_kms_key for pool in self.gpu_pools}
+        return tuple(sorted(key for key in keys if key is not None))
 
     @property
     def uses_efa(self) -> bool:
@@ -245,9 +260,11 @@ def _rule_gpu_pools(parsed: ParsedConfig, problems: Problems) -> None:
     if pools is not None and gpu is not None:
         cluster = parsed.section("cluster", ClusterConfig)
         protected = cluster.protect if cluster is not None else True
+        check_sold_in_region(pools.root, f"{CONFIG_NAMESPACE}:nodePools", parsed.region or "", problems)
         planned = plan_gpu_pools(pools.root, f"{CONFIG_NAMESPACE}:nodePools", protected, gpu.mig_strategy, problems)
         parsed.gpu_pools = tuple(replace(pool, prices=on_demand_prices(parsed.region or "")) for pool in planned)
         check_warm_start(parsed.gpu_pools, f"{CONFIG_NAMESPACE}:nodePools", problems)
+        check_snapshot_keys(parsed.gpu_pools, f"{CONFIG_NAMESPACE}:nodePools", parsed.region or "", problems)
     parsed.pools_ok = pools is not None and len(problems.lines) == problems_before_pools
 
 
@@ -387,7 +404,7 @@ def plan_network(cluster: ClusterConfig, region_zones: tuple[str, ...]) -> Netwo
     blocks = list(vpc.subnets(prefixlen_diff=3))
     public_block = blocks[-1]
     public_subnets = list(public_block.subnets(prefixlen_diff=3))
-    zones = region_zones[: network.az_count]
+    zones = tuple(network.availability_zones or region_zones)[: network.az_count]
     return NetworkPlan(
         vpc_cidr=str(vpc),
         subnets=tuple(
@@ -407,6 +424,20 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
             f"{root}.systemNodes.desiredSize",
             f"{nodes.desired_size} must lie between minSize ({nodes.min_size}) and maxSize ({nodes.max_size})",
         )
+    bottlerocket = ami_family_of_node_group(nodes.ami_type) == "bottlerocket"
+    if nodes.release_version is not None and not bottlerocket:
+        problems.add(
+            f"{root}.systemNodes.releaseVersion",
+            f"{show(nodes.release_version)} on {nodes.ami_type} system nodes, which run the AMI release config/versions.py "
+            "pins for the cluster's minor (NODE_GROUP_RELEASE_VERSIONS): remove releaseVersion",
+        )
+    if nodes.release_version is None and bottlerocket and cluster.protect:
+        problems.add(
+            f"{root}.systemNodes.releaseVersion",
+            f"not set on {nodes.ami_type} system nodes of a production stack (protect: true): EKS would take whatever "
+            "Bottlerocket release is newest at each update; pin one, e.g. the output of `aws ssm get-parameter --name "
+            "/aws/service/bottlerocket/aws-k8s-<minor>/x86_64/latest/image_version --query Parameter.Value`",
+        )
     arm = nodes.ami_type.endswith("ARM_64_STANDARD") or nodes.ami_type.endswith("ARM_64")
     for index, instance_type in enumerate(nodes.instance_types):
         if _is_graviton(instance_type) != arm:
@@ -415,7 +446,21 @@ def _check_cluster(cluster: ClusterConfig, region: str | None, problems: Problem
                 f"{show(instance_type)} is {'arm64' if _is_graviton(instance_type) else 'x86_64'} but amiType "
                 f"{nodes.ami_type} is {'arm64' if arm else 'x86_64'}; pick instance types of one architecture",
             )
-    if region is not None:
+    if region is not None and cluster.network.availability_zones:
+        listed = cluster.network.availability_zones
+        for index, zone in enumerate(listed):
+            if not re.fullmatch(re.escape(region) + "[a-z]", zone):
+                problems.add(
+                    f"{root}.network.availabilityZones[{index}]",
+                    f"{show(zone)} is not a zone name of {region}: the region and a letter, e.g. {region}a",
+                )
+        if cluster.network.az_count > len(listed):
+            problems.add(
+                f"{root}.network.azCount",
+                f"{cluster.network.az_count} exceeds the {len(listed)} zones availabilityZones lists; list more, or "
+                f"lower azCount to {len(listed)}",
+            )
+    elif region is not None:
         available = AVAILABILITY_ZONES[region]
         if cluster.network.az_count > len(available):
             problems.add(

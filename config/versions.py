@@ -115,8 +115,9 @@ def node_group_release_version(kubernetes_version: str, ami_type: str) -> str | 
     """The pinned `releaseVersion` of a managed node group of `ami_type`, or None where no pin exists.
 
     Bottlerocket node groups name their release `<bottlerocket version>-<commit>`, which no stored
-    upstream source gives for v1.57.0; such a group follows `version` alone, EKS then choosing the
-    newest Bottlerocket release for the minor at each version update.
+    upstream source gives for v1.57.0; such a group takes the stack's `systemNodes.releaseVersion`
+    (`SystemNodesConfig.node_group_release`), or without one follows `version` alone, EKS then choosing
+    the newest Bottlerocket release for the minor at each version update.
     """
     if ami_family_of_node_group(ami_type) != "al2023":
         return None

@@ -46,6 +46,15 @@ def mark_failed(out_dir: Path, lines: list[str]) -> None:
         (out_dir / FAILED_MARKER).write_text("\n".join(lines) + "\n")
 
 
+def example_value_warnings(config: PlatformConfig) -> list[str]:
+    """What the render accepts but a real deploy cannot use: the example values a real `pulumi up` refuses
+    (config/placeholders.py), and documentation CIDRs it would deploy with but no one could reach."""
+    from config.placeholders import documentation_cidr_warnings, placeholder_problems
+
+    refused = [f"{line} (a real `pulumi up` refuses it)" for line in placeholder_problems(config)]
+    return refused + documentation_cidr_warnings(config)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offline", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +144,9 @@ def main(argv: list[str] | None = None) -> int:
             mark_failed(out_dir, lines)
         return EXIT_INVALID_CONFIG
 
+    if args.command in ("check", "render"):
+        for line in example_value_warnings(config):
+            print(f"Pulumi.{args.stack}.yaml: warning: {line}", file=sys.stderr)
     if args.command == "check":
         from .versions_check import chart_override_problems
 

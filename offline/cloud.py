@@ -39,6 +39,8 @@ class Account:
 
     clusters: set[str] = field(default_factory=set)
     service_linked_roles: set[str] = field(default_factory=set)  # by service, e.g. spot.amazonaws.com
+    # The account's zone name -> zone ID mapping, by region; None: `fake_zone_ids`.
+    zone_ids: dict[str, dict[str, str]] | None = None
 
     def deployed(self, recording: Any) -> None:
         """After `pulumi up` of `recording`: its clusters and service-linked roles exist."""
@@ -116,6 +118,7 @@ class CloudMocks(pulumi.runtime.Mocks):
             "aws:eks/getClusters:getClusters": lambda _: {"id": self.region, "names": sorted(self.account.clusters)},
             "aws:iam/getRoles:getRoles": self._get_roles,
             "aws:index/getRegion:getRegion": lambda _: {"name": self.region, "region": self.region, "id": self.region},
+            "aws:index/getAvailabilityZones:getAvailabilityZones": self._get_availability_zones,
             "aws:index/getPartition:getPartition": lambda _: {
                 "partition": self.partition, "dnsSuffix": self.dns_suffix, "id": self.partition
             },
@@ -224,6 +227,12 @@ class CloudMocks(pulumi.runtime.Mocks):
             raise NotImplementedError(f"offline/cloud.py has no answer for invoke {args.token}; add a realistic one")
         return handler(args.args), []
 
+    def _get_availability_zones(self, _: dict[str, Any]) -> dict[str, Any]:
+        """The region's zones in this account, in name order, with their zone IDs."""
+        mapping = (self.account.zone_ids or {}).get(self.region) or fake_zone_ids(self.region)
+        names = sorted(mapping)
+        return {"id": self.region, "names": names, "zoneIds": [mapping[n] for n in names], "groupNames": [self.region]}
+
     def _get_caller_identity(self, _: dict[str, Any]) -> dict[str, Any]:
         """The deployer's STS session: `assumed-role/<name>/<session>`, the role's path dropped, as STS writes it.
 
@@ -298,3 +307,26 @@ def _arn_parts(arn: str) -> tuple[str, str, str]:
 
 def _fake_ca(cluster: str) -> str:
     return base64.b64encode(f"fake certificate authority of {cluster}".encode()).decode()
+
+
+_DIRECTIONS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c", "gov": "g"}
+
+
+def fake_zone_ids(region: str) -> dict[str, str]:
+    """A fake account's zone mapping: the row of config/regions.py gets the IDs EKS takes, in order; any
+    zone EKS refuses (models/aws_eks.py) is a name the row leaves out (`us-east-1e` -> `use1-az3`), as in
+    the accounts the row follows. IDs are spelled as AWS does: `use1-az1`, `apne2-az3`, `usgw1-az1`."""
+    from config.regions import AVAILABILITY_ZONES
+    from models.aws_eks import EKS_UNSUPPORTED_ZONE_IDS
+
+    parts = region.split("-")
+    prefix = parts[0] + "".join(
+        "".join(_DIRECTIONS.get(w, w[0]) for w in re.findall(r"north|south|east|west|central|gov|[a-z]+", part))
+        for part in parts[1:-1]
+    ) + parts[-1]
+    refused = EKS_UNSUPPORTED_ZONE_IDS.get(region, ())
+    supported = (f"{prefix}-az{n}" for n in range(1, 20) if f"{prefix}-az{n}" not in refused)
+    mapping = {name: next(supported) for name in AVAILABILITY_ZONES[region]}
+    left_out = (chr(c) for c in range(ord("a"), ord("z")) if f"{region}{chr(c)}" not in mapping)
+    mapping |= {f"{region}{next(left_out)}": zone_id for zone_id in refused}
+    return mapping

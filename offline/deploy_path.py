@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from config import PlatformConfig
+
     from .engine import RecordedResource, Recording
 
 # Rough first-create durations in seconds, by type token. Not measured on this platform: typical
@@ -150,3 +152,27 @@ def render_deploy_path(recording: Recording, cluster_name: str) -> str:
         + critical
         + table(["resource", "kind", "takes", "done at"], path_rows)
     )
+
+
+def after_destroy_steps(config: PlatformConfig) -> list[str]:
+    """What is left to do once `pulumi destroy` has run: the volumes it cannot delete.
+
+    With `monitoring.volumeOnDestroy: keep` Prometheus' StatefulSet retains its PersistentVolumeClaims
+    (`persistentVolumeClaimRetentionPolicy.whenDeleted: Retain`), so each replica's EBS volume outlives
+    the cluster, outside Pulumi's state and still billed. The EBS CSI driver tags the volumes it creates
+    with their claim's namespace (`kubernetes.io/created-for/pvc/namespace`), which finds them.
+    """
+    monitoring = config.monitoring
+    if monitoring.volume_on_destroy != "keep":
+        return []
+    volumes = (
+        f"{monitoring.replicas} EBS volumes ({monitoring.storage_gib} GiB gp3 each" if monitoring.replicas > 1
+        else f"EBS volume ({monitoring.storage_gib} GiB gp3"
+    )
+    return [
+        f"Prometheus' {volumes}, `monitoring.volumeOnDestroy: keep`) outlived the stack, outside its state and still "
+        "billed: keep for the metrics history, or delete. List: "
+        f"`aws ec2 describe-volumes --region {config.region} --filters "
+        "Name=tag:kubernetes.io/created-for/pvc/namespace,Values=monitoring --query 'Volumes[].[VolumeId,Size,State]'`; "
+        f"delete: `aws ec2 delete-volume --region {config.region} --volume-id <id>`"
+    ]

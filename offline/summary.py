@@ -31,7 +31,8 @@ from models.keda import cron
 from models.kueue.integrations import INTEGRATIONS
 from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
 
-from .deploy_path import render_deploy_path
+from .deploy_path import after_destroy_steps, render_deploy_path
+from .quotas import render_service_quotas
 
 if TYPE_CHECKING:
     from .engine import Recording
@@ -45,6 +46,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _node_groups(config),
         _system_capacity(config),
         _gpu_pools(config),
+        render_service_quotas(config),
         _tenants(config),
         _capacity(config),
         _idle_cost(recording, config),
@@ -656,7 +658,7 @@ def _destroy(recording: Recording, config: PlatformConfig) -> str:
     cluster's `deletionProtection`: `pulumi destroy` stops at the first protected resource, and EKS
     refuses DeleteCluster while deletion protection is on. An `up` with protect off clears both first.
     """
-    steps = ["`pulumi destroy`"]
+    steps = ["`pulumi destroy`", *after_destroy_steps(config)]
     if config.cluster.protect:
         steps = [
             "`pulumi config set --path gpu-platform:cluster.protect false`",

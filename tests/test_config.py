@@ -60,7 +60,8 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in(C, "network", "nodes", value=3),
-        "gpu-platform:cluster.network.nodes: unknown key; allowed here: vpcCidr, azCount, natGateways, flowLogs, ecrEndpoints",
+        "gpu-platform:cluster.network.nodes: unknown key; allowed here: vpcCidr, azCount, availabilityZones, natGateways, "
+        "flowLogs, ecrEndpoints",
         id="unknown-nested-key",
     ),
     pytest.param(

@@ -46,8 +46,9 @@ def test_the_dra_pool_is_a_node_group_of_its_gpus_and_no_nodepool():
     assert group["instanceTypes"] == ["g6.xlarge", "g6.2xlarge"]
     # 2 GPUs in 1-GPU nodes: two nodes, standing, never scaled by anything.
     assert group["scalingConfig"] == {"minSize": 2, "desiredSize": 2, "maxSize": 2}
-    # A version or template rollout takes one node at a time: half of this pool, never all of it.
-    assert group["updateConfig"] == {"maxUnavailable": 1}
+    # A version or template rollout drains one node at a time before replacing it: half of this pool, never
+    # all of it, and no GPU node beyond the two (tests/test_node_group_updates.py).
+    assert group["updateConfig"] == {"maxUnavailable": 1, "updateStrategy": "MINIMAL"}
     assert group["labels"] == {
         "gpu-platform/gpu-allocation": "dra",
         "gpu-platform/gpu-model": "l4",
@@ -126,3 +127,35 @@ def test_a_spot_dra_pool_asks_eks_for_spot_capacity():
     assert node_group_args(pool, {"team": "ml"})["capacity_type"] == "SPOT"
     [on_demand] = [p for p in load(dra_pool()).gpu_pools if p.is_dra]
     assert node_group_args(on_demand, {})["capacity_type"] == "ON_DEMAND"
+
+
+SERVICE_LINKED_ROLE = "aws:iam/serviceLinkedRole:ServiceLinkedRole"
+
+
+def spot_dra_document():
+    document = dra_pool(capacityTypes=["spot"])
+    for tenant in document["gpu-platform:tenants"]:
+        gpu = tenant.get("gpu") or {}
+        if "l4-dra-on-demand" in gpu:
+            gpu["l4-dra-spot"] = gpu.pop("l4-dra-on-demand")
+    return document
+
+
+def test_a_spot_dra_group_waits_for_the_spot_role_the_stack_creates():
+    """EC2 refuses spot launches in an account without AWSServiceRoleForEC2Spot; the stack creates it with
+    Karpenter (declared after the node groups), and the spot group must not launch before it exists."""
+    from .conftest import render
+
+    recording = render(spot_dra_document(), "spot-dra")
+    [role] = recording.by_type(SERVICE_LINKED_ROLE)
+    group = recording.named(NODE_GROUP, "gpu-dev-dra-nodes-gpu-l4-dra")
+    assert group.inputs["capacityType"] == "SPOT"
+    assert role.urn in group.dependencies
+    # The system nodes run on-demand and wait for nothing of the kind.
+    assert role.urn not in recording.named(NODE_GROUP, "gpu-dev-system-nodes").dependencies
+
+
+def test_an_on_demand_dra_group_does_not_wait_for_the_spot_role():
+    recording = render_fixture("single-pool-dra")  # its L40S pool allows spot, so the role is created
+    [role] = recording.by_type(SERVICE_LINKED_ROLE)
+    assert role.urn not in recording.named(NODE_GROUP, "gpu-dev-dra-nodes-gpu-l4-dra").dependencies

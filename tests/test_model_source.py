@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 from typing import Any
 
 import pytest
 
+from components.autoscaling import model_access
 from components.autoscaling.model_access import model_read_policy, model_reader_service_account
 from components.autoscaling.vllm import server_deployment, tenant_flavor
 from components.lib.iam import pod_identity_trust_policy
 from config import ConfigError
-from models.aws_iam import trust_allows
+from models.aws_iam import identity_allows, trust_allows
 
 from .conftest import fixture_document, load
 
@@ -89,6 +91,75 @@ POLICY = model_read_policy("aws", "acme-ai-models", "llm-training")
 )
 def test_a_tenants_role_reads_only_its_own_prefix(action, resource, prefix, allowed):
     assert s3_allows(POLICY, action, resource, prefix) is allowed
+
+
+KMS_KEY = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+KMS_POLICY = model_read_policy("aws", "acme-ai-models", "llm-training", kms_key_arn=KMS_KEY, region="eu-west-1")
+OBJECT = "arn:aws:s3:::acme-ai-models/llm-training/bge/model.safetensors"
+OTHER_TENANTS = "arn:aws:s3:::acme-ai-models/inference/chat/model.safetensors"
+THROUGH_S3 = {"kms:ViaService": "s3.eu-west-1.amazonaws.com", "kms:EncryptionContext:aws:s3:arn": OBJECT}
+
+
+@pytest.mark.parametrize(
+    ("action", "resource", "context", "allowed"),
+    [
+        # S3 decrypting the tenant's object for the role, per object or with the bucket's S3 Bucket Key.
+        ("kms:Decrypt", KMS_KEY, THROUGH_S3, True),
+        ("kms:Decrypt", KMS_KEY, {**THROUGH_S3, "kms:EncryptionContext:aws:s3:arn": "arn:aws:s3:::acme-ai-models"}, True),
+        # Called directly, through another service or region, for another bucket or tenant, or another key: refused.
+        ("kms:Decrypt", KMS_KEY, {"kms:EncryptionContext:aws:s3:arn": OBJECT}, False),
+        ("kms:Decrypt", KMS_KEY, {**THROUGH_S3, "kms:ViaService": "ec2.eu-west-1.amazonaws.com"}, False),
+        ("kms:Decrypt", KMS_KEY, {**THROUGH_S3, "kms:ViaService": "s3.us-east-1.amazonaws.com"}, False),
+        ("kms:Decrypt", KMS_KEY, {**THROUGH_S3, "kms:EncryptionContext:aws:s3:arn": "arn:aws:s3:::other/llm-training/m"}, False),
+        ("kms:Decrypt", KMS_KEY, {**THROUGH_S3, "kms:EncryptionContext:aws:s3:arn": OTHER_TENANTS}, False),
+        ("kms:Decrypt", KMS_KEY, {"kms:ViaService": "s3.eu-west-1.amazonaws.com"}, False),
+        ("kms:Decrypt", KMS_KEY.replace("1234abcd", "9999abcd"), THROUGH_S3, False),
+        ("kms:Encrypt", KMS_KEY, THROUGH_S3, False),
+        ("kms:GenerateDataKey", KMS_KEY, THROUGH_S3, False),
+        # The S3 reads are as without a key.
+        ("s3:GetObject", OBJECT, {}, True),
+        ("s3:GetObject", "arn:aws:s3:::acme-ai-models/inference/chat/model.safetensors", {}, False),
+    ],
+)
+def test_an_sse_kms_buckets_key_decrypts_only_through_s3_for_the_tenants_objects(action, resource, context, allowed):
+    assert identity_allows(KMS_POLICY, action, resource, context) is allowed
+
+
+def test_without_a_key_the_role_has_no_kms_permission():
+    assert not identity_allows(POLICY, "kms:Decrypt", KMS_KEY, THROUGH_S3)
+    assert [s["Sid"] for s in POLICY["Statement"]] == ["ReadOwnModels", "ListOwnPrefix"]
+
+
+def test_the_role_a_stack_declares_carries_its_stores_key():
+    store = {"bucket": "acme-ai-models", "region": "eu-west-1", "kmsKeyArn": KMS_KEY}
+    config = load(with_s3(fixture_document("multi-pool"), store=store))
+    assert config.autoscaling.model_store is not None
+    declared = json.loads(model_access._read_json(config.autoscaling.model_store, "llm-training")("aws"))
+    assert declared == KMS_POLICY
+
+
+@pytest.mark.parametrize(
+    ("key", "expected"),
+    [
+        (
+            "arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+            "kmsKeyArn is in us-east-1, the bucket in eu-west-1: S3 encrypts with a key of the bucket's own region; "
+            "give that key",
+        ),
+        (
+            "arn:aws:kms:eu-west-1:111122223333:alias/models",
+            "kmsKeyArn 'arn:aws:kms:eu-west-1:111122223333:alias/models' is not a KMS key ARN such as "
+            "'arn:aws:kms:us-east-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab' (an alias does not work in "
+            "an IAM policy's Resource)",
+        ),
+    ],
+)
+def test_a_key_outside_the_buckets_region_or_an_alias_is_one_line(key, expected):
+    store = {"bucket": "acme-ai-models", "region": "eu-west-1", "kmsKeyArn": key}
+    with pytest.raises(ConfigError) as caught:
+        load(with_s3(fixture_document("multi-pool"), store=store))
+    [problem] = caught.value.problems
+    assert problem.startswith("gpu-platform:autoscaling.modelStore") and problem.endswith(expected), problem
 
 
 def test_only_the_tenants_model_reader_service_account_on_this_cluster_assumes_the_role():

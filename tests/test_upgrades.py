@@ -15,7 +15,7 @@ import pytest
 from components.lib.node_groups import NODE_GROUP_NAME_PREFIX_MAX, node_group_name_prefix
 from config import ConfigError, versions
 
-from .conftest import fixture_document, load, render, render_fixture
+from .conftest import fixture_document, load, problems_of, render, render_fixture
 
 OLD, NEW = "1.34", "1.35"
 CLUSTER, NODE_GROUP, ADDON, NAMESPACE = (
@@ -208,3 +208,58 @@ def test_a_minor_the_pinned_ami_release_has_no_amis_for_is_refused_at_config_tim
     document = fixture_document("single-pool")
     document["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
     assert load(document).cluster.kubernetes_version == "1.34"
+
+
+# Bottlerocket system nodes: the release the stack pins, since no stored upstream source gives v1.57.0's
+# `<version>-<commit>`; AL2023 system nodes: the pin of config/versions.py, for each minor.
+@pytest.mark.parametrize(
+    "ami_type, release, minor, expected",
+    [
+        ("BOTTLEROCKET_x86_64", "1.57.0-0123abcd", "1.35", "1.57.0-0123abcd"),
+        ("BOTTLEROCKET_ARM_64", "1.57.0-0123abcd", "1.34", "1.57.0-0123abcd"),
+        ("BOTTLEROCKET_x86_64", None, "1.35", None),
+        ("AL2023_x86_64_STANDARD", None, "1.34", "1.34.9-20260714"),
+    ],
+)
+def test_the_system_nodes_release_is_the_stacks_bottlerocket_pin_or_the_al2023_one(ami_type, release, minor, expected):
+    document = fixture_document("single-pool")
+    nodes = document["gpu-platform:cluster"]["systemNodes"]
+    nodes["amiType"] = ami_type
+    if ami_type.endswith("ARM_64"):
+        nodes["instanceTypes"] = ["m7g.xlarge"]
+    if release is not None:
+        nodes["releaseVersion"] = release
+    assert load(document).cluster.system_nodes.node_group_release(minor) == expected
+
+
+@pytest.mark.parametrize(
+    "ami_type, release, protect, expected",
+    [
+        (
+            "BOTTLEROCKET_x86_64", None, True,
+            "gpu-platform:cluster.systemNodes.releaseVersion: not set on BOTTLEROCKET_x86_64 system nodes of a production "
+            "stack (protect: true): EKS would take whatever Bottlerocket release is newest at each update; pin one, e.g. "
+            "the output of `aws ssm get-parameter --name /aws/service/bottlerocket/aws-k8s-<minor>/x86_64/latest/"
+            "image_version --query Parameter.Value`",
+        ),
+        (
+            "AL2023_x86_64_STANDARD", "1.57.0-0123abcd", False,
+            "gpu-platform:cluster.systemNodes.releaseVersion: '1.57.0-0123abcd' on AL2023_x86_64_STANDARD system nodes, "
+            "which run the AMI release config/versions.py pins for the cluster's minor (NODE_GROUP_RELEASE_VERSIONS): "
+            "remove releaseVersion",
+        ),
+        (
+            "BOTTLEROCKET_x86_64", "v1.57.0", False,
+            "gpu-platform:cluster.systemNodes.releaseVersion: 'v1.57.0' is not a Bottlerocket release version such as "
+            "'1.57.0-0123abcd' (version, '-', 8 hex digits)",
+        ),
+    ],
+)
+def test_a_system_node_release_that_cannot_be_pinned_is_one_line(ami_type, release, protect, expected):
+    document = fixture_document("single-pool")
+    document["gpu-platform:cluster"]["protect"] = protect
+    nodes = document["gpu-platform:cluster"]["systemNodes"]
+    nodes["amiType"] = ami_type
+    if release is not None:
+        nodes["releaseVersion"] = release
+    assert problems_of(document) == [expected]

@@ -73,7 +73,7 @@ class ModelAccess(pulumi.ComponentResource):
             read = aws.iam.RolePolicy(
                 f"{name}-{tenant.name}-read",
                 role=role.id,
-                policy=pulumi.Output.from_input(partition).apply(_read_json(store.bucket, tenant.name)),
+                policy=pulumi.Output.from_input(partition).apply(_read_json(store, tenant.name)),
                 opts=pulumi.ResourceOptions(parent=role),
             )
             association = aws.eks.PodIdentityAssociation(
@@ -100,16 +100,43 @@ def _trust_json(cluster_name: str, namespace: str) -> Callable[[str], str]:
     )
 
 
-def _read_json(bucket: str, tenant: str) -> Callable[[str], str]:
-    return lambda partition: policies.to_json(model_read_policy(partition, bucket, tenant))
+def _read_json(store: ModelStoreConfig, tenant: str) -> Callable[[str], str]:
+    return lambda partition: policies.to_json(
+        model_read_policy(partition, store.bucket, tenant, kms_key_arn=store.kms_key_arn, region=store.region)
+    )
 
 
 def model_reader_role_name(cluster_name: str, tenant: str) -> str:
     return f"{cluster_name}-{tenant}-model-reader"
 
 
-def model_read_policy(partition: str, bucket: str, tenant: str) -> dict[str, Any]:
-    """Read the tenant's objects and list its prefix; nothing else in the bucket (the streamer lists, then reads)."""
+def model_read_policy(
+    partition: str, bucket: str, tenant: str, *, kms_key_arn: str | None = None, region: str | None = None
+) -> dict[str, Any]:
+    """Read the tenant's objects and list its prefix; nothing else in the bucket (the streamer lists, then reads).
+
+    With `kms_key_arn` (an SSE-KMS bucket), also decrypt with that key, but only when S3 asks KMS on the
+    role's behalf (`kms:ViaService` S3 in the bucket's region) and only for this bucket's objects: S3 sets
+    the encryption context `aws:s3:arn` to the object's ARN, or to the bucket's when the bucket uses an S3
+    Bucket Key (Amazon S3 User Guide, "Using server-side encryption with AWS KMS keys", encryption context).
+    S3 still authorises the GetObject first, so the bucket-wide context opens no other tenant's prefix.
+    """
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    decrypt = []
+    if kms_key_arn is not None:
+        assert region is not None, "an SSE-KMS bucket's policy needs the bucket's region"
+        decrypt = [
+            {
+                "Sid": "DecryptOwnModelsThroughS3",
+                "Effect": "Allow",
+                "Action": "kms:Decrypt",
+                "Resource": kms_key_arn,
+                "Condition": {
+                    "StringEquals": {"kms:ViaService": policies.service_endpoint("s3", region, partition)},
+                    "StringLike": {"kms:EncryptionContext:aws:s3:arn": [f"{bucket_arn}/{tenant}/*", bucket_arn]},
+                },
+            }
+        ]
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -126,6 +153,7 @@ def model_read_policy(partition: str, bucket: str, tenant: str) -> dict[str, Any
                 "Resource": f"arn:{partition}:s3:::{bucket}",
                 "Condition": {"StringLike": {"s3:prefix": [f"{tenant}/*"]}},
             },
+            *decrypt,
         ],
     }
 

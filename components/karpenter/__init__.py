@@ -29,7 +29,7 @@ from ..lib.iam import NODE_ROLE_POLICIES
 from ..lib.placement import on_system_nodes
 from ..lib.prometheus import CHART_SCRAPE_VALUES
 from ..lib.resources import Children
-from .policy import CONTROLLER_POLICY_NAMES, controller_policy_documents
+from .policy import CONTROLLER_POLICY_NAMES, controller_policy_documents, snapshot_key_policy
 
 NAMESPACE = namespaces.KARPENTER
 SERVICE_ACCOUNT = "karpenter"
@@ -103,6 +103,7 @@ class Karpenter(pulumi.ComponentResource):
         k8s_provider: k8s.Provider,
         tags: Mapping[str, str],
         create_spot_service_linked_role: bool = False,
+        snapshot_kms_keys: Sequence[str] = (),
         depends_on: Sequence[pulumi.Resource] = (),
         service_monitor_crd: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -117,6 +118,9 @@ class Karpenter(pulumi.ComponentResource):
         :param tags: tags on every AWS resource.
         :param create_spot_service_linked_role: a pool allows spot (`PlatformConfig.uses_spot`) and the
             account has no such role yet (`lib.account.account_has_service_linked_role`).
+        :param snapshot_kms_keys: `PlatformConfig.snapshot_kms_keys`: the controller launches the nodes that
+            restore the pools' encrypted image snapshots, so it gets those keys' use through EC2 (policy.py
+            `snapshot_key_policy`).
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
         :param service_monitor_crd: what installs the ServiceMonitor CRD (`Monitoring.crd_release`): the
             controller chart renders its ServiceMonitor only when the cluster serves that kind at install
@@ -133,8 +137,9 @@ class Karpenter(pulumi.ComponentResource):
         interruption = self._interruption_handling()
         self.spot_service_linked_role = self._spot_role(create_spot_service_linked_role)
         pod_identity, controller_policies, controller_attachments = self._controller_identity(region, account_id, partition)
+        snapshot_keys = self._snapshot_keys(region, account_id, partition, tuple(snapshot_kms_keys))
         self._helm_releases(
-            region, chart_versions, in_cluster, [pod_identity, *controller_attachments], service_monitor_crd
+            region, chart_versions, in_cluster, [pod_identity, *controller_attachments, *snapshot_keys], service_monitor_crd
         )
 
         # All of it, so that a dependent (the NodePools) is destroyed while Karpenter can still drain
@@ -146,6 +151,7 @@ class Karpenter(pulumi.ComponentResource):
             self.controller_role,
             *controller_policies,
             *controller_attachments,
+            *snapshot_keys,
             self.node_role,
             *node_attachments,
             self.node_access_entry,
@@ -302,6 +308,25 @@ class Karpenter(pulumi.ComponentResource):
             opts=self._after_cluster.opts(),
         )
         return pod_identity, controller_policies, controller_attachments
+
+    def _snapshot_keys(
+        self, region: str, account_id: pulumi.Input[str], partition: pulumi.Input[str], keys: tuple[str, ...]
+    ) -> list[iam.RolePolicy]:
+        """An inline policy on the controller's role for the image snapshots' KMS keys; none without keys."""
+        if not keys:
+            return []
+        document = pulumi.Output.all(account_id, partition).apply(
+            lambda resolved: policies.to_json(snapshot_key_policy(region, resolved[0], resolved[1], keys))
+        )
+        return [
+            iam.RolePolicy(
+                f"{self._name}-controller-snapshot-keys",
+                name="snapshot-keys",
+                role=self.controller_role.id,
+                policy=document,
+                opts=pulumi.ResourceOptions(parent=self.controller_role),
+            )
+        ]
 
     def _helm_releases(
         self,

@@ -13,7 +13,7 @@ from typing import Any
 
 from models.karpenter.labels import EKS_CLUSTER_NAME_TAG, NAME_TAG, NODECLAIM_TAG, NODECLASS_TAG, NODEPOOL_LABEL
 
-from ..lib.iam import EC2_SERVICE, POLICY_VERSION
+from ..lib.iam import EC2_SERVICE, POLICY_VERSION, service_endpoint
 
 # Upstream's managed policies, in its order (names without its `KarpenterController...Policy` wrapping).
 # IAM caps a managed policy at 6,144 characters, hence several.
@@ -258,3 +258,41 @@ def controller_policy_documents(
         "zonal-shift": zonal_shift,
     }
     return {name: {"Version": POLICY_VERSION, "Statement": statements[name]} for name in CONTROLLER_POLICY_NAMES}
+
+
+# What the principal that launches a node needs of the KMS key of an encrypted volume it asks EC2 for,
+# a volume restored from an encrypted snapshot among them: karpenter-provider-aws v1.14.1
+# website/content/en/v1.14/troubleshooting.md, "Node terminates before ready on failed encrypted EBS
+# volume" (the key policy it shows for "all principals in the account that are authorized to use EBS",
+# through EC2 only). Without it the instance terminates right after launch. Karpenter's controller is
+# that principal (it calls CreateFleet); the key's own policy must let the account's IAM policies grant it.
+SNAPSHOT_KEY_ACTIONS = (
+    "kms:Encrypt",
+    "kms:Decrypt",
+    "kms:ReEncrypt*",
+    "kms:GenerateDataKey*",
+    "kms:CreateGrant",
+    "kms:DescribeKey",
+)
+
+
+def snapshot_key_policy(region: str, account_id: str, partition: str, key_arns: tuple[str, ...]) -> dict[str, Any]:
+    """The controller's use of the image snapshots' keys (`PlatformConfig.snapshot_kms_keys`), through EC2 in
+    the cluster's region and for this account only, as Karpenter's troubleshooting guide scopes it."""
+    return {
+        "Version": POLICY_VERSION,
+        "Statement": [
+            {
+                "Sid": "AllowSnapshotKeysThroughEC2",
+                "Effect": "Allow",
+                "Action": list(SNAPSHOT_KEY_ACTIONS),
+                "Resource": list(key_arns),
+                "Condition": {
+                    "StringEquals": {
+                        "kms:ViaService": service_endpoint("ec2", region, partition),
+                        "kms:CallerAccount": account_id,
+                    }
+                },
+            }
+        ],
+    }

@@ -30,3 +30,10 @@ def account_has_service_linked_role(service: str, role_name: str, parent: pulumi
         opts=pulumi.InvokeOptions(parent=parent),
     )
     return role_name in found.names
+
+
+def account_zone_ids() -> dict[str, str]:
+    """The account's zones of the stack's region, name -> zone ID (`aws ec2 describe-availability-zones`):
+    names map to IDs per account, and EKS refuses zones by ID (config/regions.py `eks_zone_problems`)."""
+    zones = aws.get_availability_zones(state="available")
+    return dict(zip(zones.names, zones.zone_ids, strict=True))

@@ -110,6 +110,12 @@ def flow_logs_delivery_policy(log_group_arn: str) -> dict[str, Any]:
     }
 
 
+def service_endpoint(service: str, region: str, partition: str) -> str:
+    """A service's regional endpoint as `kms:ViaService` names it: `s3.us-east-1.amazonaws.com`; China's
+    partition ends in `amazonaws.com.cn` (AWS KMS Developer Guide, "kms:ViaService")."""
+    return f"{service}.{region}.{'amazonaws.com.cn' if partition == 'aws-cn' else 'amazonaws.com'}"
+
+
 def to_json(document: dict[str, Any]) -> str:
     """Policy JSON with stable key order, so a render is byte-identical run to run."""
     return json.dumps(document, sort_keys=True)

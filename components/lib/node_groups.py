@@ -9,7 +9,9 @@ to match cluster version"). With both set, a bump moves the group in place.
 In place: `version`, `releaseVersion` and the launch template's `version` go to EKS in one
 UpdateNodegroupVersion call; scaling, labels, taints and `updateConfig` in UpdateNodegroupConfig
 (terraform-provider-aws internal/service/eks/node_group.go, resourceNodeGroupUpdate). EKS rolls the
-nodes `updateConfig.maxUnavailable` at a time. Each group's launch template is created with
+nodes `updateConfig.maxUnavailable` at a time, by the group's `updateConfig.updateStrategy`
+(models/aws_eks.py `update_surge`): DEFAULT launches up to twice the group's zones in extra nodes
+first, MINIMAL none (it drains a node, then replaces it). Each group's launch template is created with
 `update_default_version` and the group names the template's latest version, so a change to the
 template is a new template version and an in-place update of the group, never a replacement.
 
@@ -23,6 +25,7 @@ pods move.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
@@ -30,6 +33,7 @@ from pulumi_aws import ec2, iam
 from pulumi_aws import eks as aws_eks
 
 from config.versions import node_group_release_version
+from models.aws_eks import DEFAULT_UPDATE, MINIMAL_UPDATE
 
 from . import iam as policies
 from .iam import NODE_ROLE_POLICIES
@@ -49,6 +53,27 @@ METADATA_OPTIONS = {
 }
 
 
+# How each kind of group rolls a version update, one node at a time. The system nodes keep their
+# controllers' capacity through it (DEFAULT: replacements first; a few extra general-purpose nodes).
+# A DRA pool's group needs no instance beyond its own count (MINIMAL): with DEFAULT a version bump
+# would first ask EC2 for up to two more GPU nodes per zone, and if they cannot launch the `up` fails
+# with the control plane already on the new minor. MINIMAL takes one node's GPUs away at a time instead.
+@dataclass(frozen=True)
+class UpdateSettings:
+    strategy: str  # models.aws_eks.UPDATE_STRATEGIES
+    max_unavailable: int
+
+
+SYSTEM_NODES_UPDATE = UpdateSettings(DEFAULT_UPDATE, 1)
+DRA_NODES_UPDATE = UpdateSettings(MINIMAL_UPDATE, 1)
+
+
+def update_config(settings: UpdateSettings) -> aws_eks.NodeGroupUpdateConfigArgs:
+    """`SYSTEM_NODES_UPDATE` or `DRA_NODES_UPDATE` as the provider takes it (pulumi-aws 7.51.1
+    eks.NodeGroupUpdateConfigArgs: `max_unavailable`, `update_strategy`)."""
+    return aws_eks.NodeGroupUpdateConfigArgs(max_unavailable=settings.max_unavailable, update_strategy=settings.strategy)
+
+
 def node_group_name_prefix(cluster_name: str, group: str) -> str:
     """`<cluster>-<group>-`, cut to NODE_GROUP_NAME_PREFIX_MAX characters.
 
@@ -59,7 +84,13 @@ def node_group_name_prefix(cluster_name: str, group: str) -> str:
 
 
 def lifecycle_args(
-    *, cluster_name: str, group: str, kubernetes_version: str, ami_type: str, template: ec2.LaunchTemplate
+    *,
+    cluster_name: str,
+    group: str,
+    kubernetes_version: str,
+    ami_type: str,
+    template: ec2.LaunchTemplate,
+    release_version: str | None = None,
 ) -> dict[str, Any]:
     """The node group inputs that decide how it follows the cluster and how it is replaced.
 
@@ -68,12 +99,14 @@ def lifecycle_args(
     :param ami_type: the EKS AMI type; its release is pinned per minor (None for Bottlerocket, see
         `config.versions.node_group_release_version`).
     :param template: the group's launch template, created with `update_default_version=True`.
+    :param release_version: a release pinned in the stack (Bottlerocket system nodes' `releaseVersion`), over
+        the one config/versions.py pins for `ami_type`.
     """
     return {
         "cluster_name": cluster_name,
         "node_group_name_prefix": node_group_name_prefix(cluster_name, group),
         "version": kubernetes_version,
-        "release_version": node_group_release_version(kubernetes_version, ami_type),
+        "release_version": release_version or node_group_release_version(kubernetes_version, ami_type),
         "ami_type": ami_type,
         "launch_template": aws_eks.NodeGroupLaunchTemplateArgs(
             id=template.id, version=template.latest_version.apply(str)

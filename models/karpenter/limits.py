@@ -36,3 +36,17 @@ def guaranteed(limit: int, sizes: Sequence[int]) -> int:
     # The most that can be left over: below the smallest size, and the limit less whole steps.
     left = limit % step + (min(sizes) - 1 - limit % step) // step * step
     return limit - min(left, limit)
+
+
+def most_carried(limit: int, types: Sequence[tuple[int, int]]) -> int:
+    """The most of a second resource nodes can carry while a NodePool's `limit` on the first still admits them.
+
+    `types` are (first, second) per instance type, e.g. (GPUs, vCPUs). Karpenter launches a type while its
+    first resource fits in what the limit leaves (filterByRemainingResources), in any mix, so the worst
+    case is the unbounded knapsack of the types within the limit. Types without the first resource are
+    not bounded by it and are ignored.
+    """
+    best = [0] * (limit + 1)
+    for used in range(1, limit + 1):
+        best[used] = max([best[used - 1], *(best[used - size] + carried for size, carried in types if 0 < size <= used)])
+    return best[limit]
