@@ -83,9 +83,13 @@ class GpuPoolPlan:
     @property
     def headroom_pod_requests(self) -> dict[str, int]:
         """What one placeholder pod requests, in the units the pool's nodes advertise: slices on a time-sliced pool."""
-        gpus = self.config.warm_start.headroom.gpus_per_pod
-        replicas = self.config.sharing.replicas if self.config.sharing.mode == "timeSlicing" else None
-        return {GPU_RESOURCE: gpus * (replicas or 1)}
+        return {GPU_RESOURCE: self.config.warm_start.headroom.gpus_per_pod * self.slices_per_gpu}
+
+    @property
+    def slices_per_gpu(self) -> int:
+        """Schedulable units per physical GPU: `replicas` on a time-sliced pool, else 1."""
+        sharing = self.config.sharing
+        return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
 
     @property
     def headroom_hourly_cost(self) -> float | None:

@@ -68,8 +68,7 @@ class FlavorPlan:
     @property
     def capacity_units(self) -> int:
         """The pool's declared capacity in this flavor's units (shared with its sibling flavors)."""
-        sharing = self.pool.config.sharing
-        return self.pool.gpu_limit * (sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1)
+        return self.pool.gpu_limit * self.slices_per_gpu
 
     @property
     def resources_per_unit(self) -> dict[str, int]:
@@ -116,9 +115,8 @@ class FlavorPlan:
 
     @property
     def slices_per_gpu(self) -> int:
-        """Schedulable units per physical GPU: `replicas` on a time-sliced pool, else 1."""
-        sharing = self.pool.config.sharing
-        return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
+        """Schedulable units per physical GPU (`GpuPoolPlan.slices_per_gpu`)."""
+        return self.pool.slices_per_gpu
 
 
 @dataclass(frozen=True)
@@ -168,7 +166,7 @@ class TenantPlan:
             hourly = pool.hourly_cost_at_limit
             if hourly is None or not pool.gpu_limit:
                 continue
-            gpus = quota.quota.nominal / (quota.flavor.capacity_units / pool.gpu_limit)
+            gpus = quota.quota.nominal / quota.flavor.slices_per_gpu
             total += hourly / pool.gpu_limit * gpus
         return total
 
