@@ -17,7 +17,7 @@ from config import PlatformConfig, time_to_gpu
 from config.advertised import limit_units
 from config.capacity import HOURS_PER_MONTH
 from config.catalog_prices import PRICE_DATES, price_region
-from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total
+from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
 from config.labels import (
     CPU_POOL_NAME,
     SERVING_METRICS_LABEL,
@@ -351,6 +351,7 @@ def idle_inputs(recording: Recording, config: PlatformConfig) -> IdleInputs:
         system_disk_gib=nodes.disk_size_gib,
         prometheus_volume_gib=config.monitoring.replicas * config.monitoring.storage_gib,
         kms_keys=len(recording.by_type("aws:kms/key:Key")),
+        gpu_nodes=standing_gpu_nodes(config.gpu_pools),
     )
 
 
@@ -364,9 +365,18 @@ def _idle_cost(recording: Recording, config: PlatformConfig) -> str:
     total = idle_total(lines)
     rows.append(["**idle, per month**", "", "", f"**${total:,.0f}**"])
     where = "" if prices.region == config.region else f" (at {prices.region} prices; {config.region} may differ)"
+    standing = ""
+    if any(pool.headroom_pods for pool in config.gpu_pools):
+        standing += (
+            " except the nodes a pool's warm headroom keeps up, whose placeholder pods always wait for them (the types "
+            "Karpenter launches for them, at their on-demand price)"
+        )
+    if any(pool.is_dra for pool in config.gpu_pools):
+        standing += "; DRA pools' node groups run always"
     header = (
         f"## Idle cost\n\nWhat the stack bills with no work running{where}: Karpenter's pools launch nothing "
-        "while no pod waits; traffic and logs are billed by use and not counted (prices: config/idle_cost.py).\n\n"
+        f"while no pod waits{standing}; traffic and logs are billed by use and not counted (prices: "
+        "config/idle_cost.py).\n\n"
     )
     return header + table(["item", "count", "price", "per month"], rows)
 
@@ -392,11 +402,7 @@ def _schedulability(config: PlatformConfig) -> str:
         "pool surely reaches within it on the listed instance types.\n"
     )
     for spare in unpromised(config.flavors, config.tenants):
-        note += (
-            f"\n**Unpromised:** pool `{spare.pool.name}` reaches {spare.reachable} `{spare.resource}` but only "
-            f"{spare.promised} are nominal quota; Kueue admits work only against nominal quotas, so no tenant can "
-            f"borrow the other {spare.amount}: give them to a tenant's nominal quota or lower the pool's gpus.\n"
-        )
+        note += f"\n**Unpromised:** {spare.message}.\n"
     return "## Schedulability\n\n" + table(
         ["flavor", "resource", "quota", "advertised by", "limit in Karpenter's units", "✓/✗"], rows
     ) + note
@@ -508,7 +514,8 @@ def _warm_start(config: PlatformConfig) -> str:
         "\nHeadroom: placeholder pods in `gpu-headroom` at PriorityClass `gpu-headroom` (below every tenant pod, "
         "`preemptionPolicy: Never`), outside Kueue and every quota; a surge replica evicts one and Karpenter "
         "launches its replacement. The NodePool limit is the pool's GPUs plus the headroom; quotas share the "
-        "GPUs only. Standing cost: the headroom at the pool's cheapest on-demand price per GPU.\n\n"
+        "GPUs only. Standing cost: the nodes Karpenter launches for the placeholders at their on-demand prices (the "
+        "types are in Idle cost).\n\n"
     )
     text += table(
         ["pool", "node (cold / warm)", "image (cold / warm)", "model (Hub / S3)", "cold total", "warm total"], steps_rows
