@@ -162,12 +162,9 @@ class TenantPlan:
         the summary shows per month and the tenant dashboard beside OpenCost's measured cost."""
         total = 0.0
         for quota in self.quotas:
-            pool = quota.flavor.pool
-            hourly = pool.hourly_cost_at_limit
-            if hourly is None or not pool.gpu_limit:
-                continue
-            gpus = quota.quota.nominal / quota.flavor.slices_per_gpu
-            total += hourly / pool.gpu_limit * gpus
+            per_gpu = quota.flavor.pool.cheapest_on_demand_per_gpu
+            if per_gpu is not None:
+                total += per_gpu * quota.quota.nominal / quota.flavor.slices_per_gpu
         return total
 
     def admissible(self) -> dict[str, int]:

@@ -72,29 +72,30 @@ class Fix:
 
 @dataclass(frozen=True)
 class Unpromised:
-    """Capacity a pool reaches beyond its headroom that no nominal quota covers, so Kueue admits nobody to it.
+    """Capacity quotas could hold that no nominal quota covers, so Kueue admits nobody to it.
 
-    The headroom's placeholders hold their units whatever the quotas; tenants' pods take them by preemption,
-    within their nominal quota, so only what the pool reaches beyond quotas and headroom together is idle.
+    Quotas may hold what the pool both declares and surely reaches. A pool's headroom raises its NodePool
+    limit above the declared GPUs, so it may reach more than it declares: that excess is the placeholders',
+    which tenants' pods take by preemption within their quotas, and no quota may be given it.
     """
 
     pool: GpuPoolPlan
     resource: str
     reachable: int
+    declared: int  # the pool's declared capacity in the resource (`GpuPoolPlan.schedulable_units`)
     promised: int
-    headroom: int  # units the headroom's placeholders hold
     fixes: tuple[Fix, ...]  # each one alone is accepted by the config checks (tests/test_warning_fixes.py)
 
     @property
     def amount(self) -> int:
-        return self.reachable - self.headroom - self.promised
+        return min(self.reachable, self.declared) - self.promised
 
     @property
     def message(self) -> str:
-        held = f", {self.headroom} of them held by its headroom," if self.headroom else ""
+        declared = f" ({self.declared} declared, the rest for its headroom)" if self.reachable > self.declared else ""
         fixes = " or ".join(f"set {fix.key} to {fix.value}" for fix in self.fixes)
         return (
-            f"pool `{self.pool.name}` reaches {self.reachable} `{self.resource}`{held} but only {self.promised} are "
+            f"pool `{self.pool.name}` reaches {self.reachable} `{self.resource}`{declared} but only {self.promised} are "
             f"nominal quota; Kueue admits work only against nominal quotas, so no tenant can borrow the other "
             f"{self.amount}" + (f": {fixes}" if fixes else "")
         )
@@ -157,26 +158,26 @@ def promises(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> li
 
 
 def unpromised(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> list[Unpromised]:
-    """Per pool and resource, what the pool reaches beyond its headroom and the nominal quotas promised on it."""
+    """Per pool and resource, what the pool declares and reaches beyond the nominal quotas promised on it."""
     made = promises(flavors, tenants)
     rows = {}
     for promise in made:
         pool, resource = promise.pool, promise.resource
-        headroom = pool.headroom_pods * pool.headroom_pod_requests.get(resource, 0)
+        declared = pool.schedulable_units.get(resource, 0)
         key = (pool.name, resource)
-        if promise.reachable is None or promise.reachable - headroom <= promise.promised_on_pool or key in rows:
+        if promise.reachable is None or min(promise.reachable, declared) <= promise.promised_on_pool or key in rows:
             continue
-        spare = promise.reachable - headroom - promise.promised_on_pool
+        spare = min(promise.reachable, declared) - promise.promised_on_pool
         fixes = [fix for fix in (_raise_nominal(pool, resource, spare, tenants), _lower_gpus(pool, made)) if fix]
-        rows[key] = Unpromised(pool, resource, promise.reachable, promise.promised_on_pool, headroom, tuple(fixes))
+        rows[key] = Unpromised(pool, resource, promise.reachable, declared, promise.promised_on_pool, tuple(fixes))
     return list(rows.values())
 
 
 def _raise_nominal(pool: GpuPoolPlan, resource: str, spare: int, tenants: Sequence[TenantPlan]) -> Fix | None:
     """The first tenant holding nominal quota on the pool takes the spare units, in whole units of its flavor.
 
-    A tenant that holds some already, so a time-sliced pool stays with the tenants it serves; the pool
-    declares at least what it reaches beyond its headroom, so the raised quotas still fit it.
+    A tenant that holds some already, so a time-sliced pool stays with the tenants it serves; the spare is
+    within what the pool declares and reaches, so the raised quotas still fit it.
     """
     for tenant in tenants:
         for held in tenant.quotas:

@@ -23,15 +23,11 @@ from config.keys import CONFIG_NAMESPACE
 from config.schedulability import Fix, Unpromised, unpromised
 from offline.summary import render_summary
 
+from .builders import irregular_capacity_document, stack_item
 from .conftest import FIXTURES, fixture_document, load, project_path, render_fixture
 
 P = f"{CONFIG_NAMESPACE}:nodePools"
 T = f"{CONFIG_NAMESPACE}:tenants"
-
-
-def _named(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    [item] = [item for item in items if item["name"] == name]
-    return item
 
 
 def example_stack(path: Path) -> dict[str, Any]:
@@ -40,25 +36,25 @@ def example_stack(path: Path) -> dict[str, Any]:
 
 def mig_pool_under_promised() -> dict[str, Any]:
     document = fixture_document("multi-pool")
-    _named(document[T], "llm-training")["gpu"]["h100-on-demand"]["nominal"] = 10  # 26 of 32 H100s promised
+    stack_item(document[T], "llm-training")["gpu"]["h100-on-demand"]["nominal"] = 10  # 26 of 32 H100s promised
     return document
 
 
 def dra_pool_under_promised() -> dict[str, Any]:
     document = fixture_document("single-pool-dra")
-    _named(document[P], "gpu-l4-dra")["gpus"] = 5  # 5 one-GPU nodes, 2 devices promised
+    stack_item(document[P], "gpu-l4-dra")["gpus"] = 5  # 5 one-GPU nodes, 2 devices promised
     return document
 
 
 def headroom_on_a_time_sliced_pool() -> dict[str, Any]:
     document = fixture_document("single-pool")
-    _named(document[P], "gpu-l40s")["warmStart"] = {"headroom": {"gpus": 2}}
+    stack_item(document[P], "gpu-l40s")["warmStart"] = {"headroom": {"gpus": 2}}
     return document
 
 
 def several_flavors_half_promised() -> dict[str, Any]:
     document = fixture_document("multi-pool")
-    _named(document[P], "gpu-l40s")["gpus"] = 28  # 16 promised across two tenants
+    stack_item(document[P], "gpu-l40s")["gpus"] = 28  # 16 promised across two tenants
     return document
 
 
@@ -69,6 +65,7 @@ STACKS: dict[str, Callable[[], dict[str, Any]]] = {
     "DRA pool under-promised": dra_pool_under_promised,
     "headroom on a time-sliced pool": headroom_on_a_time_sliced_pool,
     "several flavors, half promised": several_flavors_half_promised,
+    "irregular capacity": irregular_capacity_document,
 }
 
 
@@ -76,7 +73,7 @@ def apply(document: dict[str, Any], fix: Fix) -> dict[str, Any]:
     """A copy of `document` with `fix` made: list items by name, then the keys."""
     changed = copy.deepcopy(document)
     section, item, *keys = fix.path
-    target = _named(changed[f"{CONFIG_NAMESPACE}:{section}"], item)
+    target = stack_item(changed[f"{CONFIG_NAMESPACE}:{section}"], item)
     for key in keys[:-1]:
         target = target[key]
     target[keys[-1]] = fix.value
@@ -105,39 +102,40 @@ def test_each_suggested_fix_is_accepted_and_leaves_less_unpromised(stack, index,
 
 
 def test_the_variants_print_the_warnings_they_were_made_for():
-    # Each variant, its warnings (pool, resource, reached, held by headroom, promised) and the keys of its fixes.
+    # Each variant, its warnings (pool, resource, reached, declared, promised) and the keys of its fixes.
     expected = {
         "MIG pool under-promised": [
-            ("gpu-h100", "nvidia.com/mig-1g.10gb", 64, 0, 52, ["tenants[llm-training].gpu.h100-on-demand.nominal"]),
-            ("gpu-h100", "nvidia.com/mig-2g.20gb", 32, 0, 26, ["tenants[llm-training].gpu.h100-on-demand.nominal"]),
-            ("gpu-h100", "nvidia.com/mig-3g.40gb", 32, 0, 26, ["tenants[llm-training].gpu.h100-on-demand.nominal"]),
+            ("gpu-h100", "nvidia.com/mig-1g.10gb", 64, 64, 52, ["tenants[llm-training].gpu.h100-on-demand.nominal"]),
+            ("gpu-h100", "nvidia.com/mig-2g.20gb", 32, 32, 26, ["tenants[llm-training].gpu.h100-on-demand.nominal"]),
+            ("gpu-h100", "nvidia.com/mig-3g.40gb", 32, 32, 26, ["tenants[llm-training].gpu.h100-on-demand.nominal"]),
         ],
         "DRA pool under-promised": [
-            ("gpu-l40s", "nvidia.com/gpu", 32, 0, 28,
+            ("gpu-l40s", "nvidia.com/gpu", 32, 32, 28,
              ["tenants[ml-research].gpu.l40s-on-demand.nominal", "nodePools[gpu-l40s].gpus"]),
-            ("gpu-l4-dra", "gpu.nvidia.com.deviceclass.resource.k8s.io/devices", 5, 0, 2,
+            ("gpu-l4-dra", "gpu.nvidia.com.deviceclass.resource.k8s.io/devices", 5, 5, 2,
              ["tenants[ml-research].gpu.l4-dra-on-demand.nominal", "nodePools[gpu-l4-dra].gpus"]),
         ],
         "several flavors, half promised": [
-            ("gpu-l40s", "nvidia.com/gpu", 28, 0, 16,
+            ("gpu-l40s", "nvidia.com/gpu", 28, 28, 16,
              ["tenants[inference].gpu.l40s-on-demand.nominal", "nodePools[gpu-l40s].gpus"]),
         ],
     }
     for stack, rows in expected.items():
         found = [
-            (w.pool.name, w.resource, w.reachable, w.headroom, w.promised,
+            (w.pool.name, w.resource, w.reachable, w.declared, w.promised,
              [fix.key.removeprefix(f"{CONFIG_NAMESPACE}:") for fix in w.fixes])
             for w in warnings_of(load(STACKS[stack]()))
         ]
         assert found == rows, stack
 
 
-def test_the_headroom_is_not_counted_as_unpromised():
-    # gpu-l40s in single-pool: 8 GPUs x 4 slices, 28 promised. Headroom of 2 GPUs raises the limit to 40 slices,
-    # all reached on its 4- and 8-GPU types (16 and 32 slices a node), and the placeholders hold 8 of them:
-    # 40 - 8 - 28 = 4, as without headroom.
+def test_what_the_headroom_adds_beyond_the_declared_gpus_is_not_unpromised():
+    # gpu-l40s in single-pool: 8 GPUs x 4 slices declared, 28 promised. Headroom of 2 GPUs raises the limit to
+    # 40 slices, all reached on its 4- and 8-GPU types (16 and 32 slices a node), but quotas may hold only the
+    # 32 declared: 32 - 28 = 4, as without headroom.
     [warning] = warnings_of(load(headroom_on_a_time_sliced_pool()))
-    assert (warning.reachable, warning.headroom, warning.promised, warning.amount) == (40, 8, 28, 4)
+    assert (warning.reachable, warning.declared, warning.promised, warning.amount) == (40, 32, 28, 4)
+    assert warning.message.startswith("pool `gpu-l40s` reaches 40 `nvidia.com/gpu` (32 declared, the rest for its headroom)")
 
 
 def test_prods_headroom_is_no_warning():
