@@ -4,8 +4,10 @@ Both pin v3.0.1 (kedacore/keda v2.20.2 and kubernetes-sigs/karpenter v1.14.1 go.
 only in the parser's options: KEDA builds `NewParser(Minute | Hour | Dom | Month | Dow)`, Karpenter calls
 `ParseStandard`, the same fields plus `Descriptor` (models/keda/cron.py, models/karpenter/disruption.py).
 
-- parser.go `Parse` and `normalizeFields`: exactly five whitespace-separated fields (no seconds); a spec
-  starting `@` is a descriptor, refused without the `Descriptor` option.
+- parser.go `Parse` and `normalizeFields`: an optional `TZ=<zone> ` or `CRON_TZ=<zone> ` prefix, read once,
+  names the zone the schedule runs in (`time.LoadLocation`); then exactly five whitespace-separated
+  fields (no seconds), or, starting `@`, a descriptor, refused without the `Descriptor` option.
+  Karpenter prefixes `TZ=UTC` itself, so a prefix of the user's own is a sixth field there.
 - parser.go `getField`, `getRange`, `parseIntOrName`, `mustParseInt`: comma-separated parts, each `*` or
   `?` (the whole field; whatever follows a `-` after it is ignored), a value, or a range `a-b`, with an
   optional step `/n`; `a/n` runs from a to the field's maximum. Values are decimal (`strconv.Atoi`, a sign
@@ -27,8 +29,9 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from zoneinfo import available_timezones
 
 _MONTHS = {
     name: index + 1
@@ -64,6 +67,7 @@ class Schedule:
     weekdays: frozenset[int]  # Sunday 0, as Go's time.Weekday
     any_day: bool  # the day-of-month field carries the star bit
     any_weekday: bool  # the day-of-week field carries the star bit
+    zone: str | None = None  # the `TZ=` prefix's zone; None: the caller's
 
     def day_matches(self, moment: datetime) -> bool:
         """spec.go `dayMatches`: both day fields must match when either carries the star bit, else either."""
@@ -122,12 +126,20 @@ def parse(spec: str, *, descriptors: bool) -> Schedule:
     """`Parse` with the five standard fields, and descriptors when the caller's parser takes them (`Descriptor`)."""
     if not spec:
         raise CronError("is empty")
+    zone = None
+    if spec.startswith(("TZ=", "CRON_TZ=")):
+        if " " not in spec:
+            raise CronError("names a time zone and no schedule")
+        zone = spec[spec.index("=") + 1 : spec.index(" ")]
+        if zone not in zone_names():
+            raise CronError(f"names time zone {zone!r}, which is not an IANA name such as 'Europe/Berlin'")
+        spec = spec[spec.index(" ") :].strip()
     if spec.startswith("@"):
         if not descriptors:
             raise CronError("is a descriptor, which this parser does not accept: give five fields")
         if spec not in _DESCRIPTORS:
             raise CronError(f"is not one of the descriptors {', '.join(_DESCRIPTORS)}")
-        return _DESCRIPTORS[spec]
+        return replace(_DESCRIPTORS[spec], zone=zone)
     fields = spec.split()
     if len(fields) != len(_FIELDS):
         raise CronError(f"has {len(fields)} fields; it takes exactly 5 (minute hour day-of-month month day-of-week)")
@@ -144,7 +156,14 @@ def parse(spec: str, *, descriptors: bool) -> Schedule:
         values.append(frozenset(found))
         stars.append(star)
     minutes, hours, days, months, weekdays = values
-    return Schedule(minutes, hours, days, months, weekdays, any_day=stars[2], any_weekday=stars[4])
+    return Schedule(minutes, hours, days, months, weekdays, any_day=stars[2], any_weekday=stars[4], zone=zone)
+
+
+@functools.cache
+def zone_names() -> frozenset[str]:
+    """The IANA names the installed tz database holds (what `time.LoadLocation` finds); `available_timezones`
+    walks the whole database each call."""
+    return frozenset(available_timezones()) | {"UTC"}
 
 
 def _range(part: str, name: str, low: int, high: int, names: dict[str, int]) -> tuple[set[int], bool]:

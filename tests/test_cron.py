@@ -121,3 +121,13 @@ def test_exactly_five_fields():
 def test_a_schedule_with_no_day_says_it_never_fires():
     with pytest.raises(NeverFires):
         parse("0 0 31 2 *", descriptors=False).next_after(datetime(2026, 12, 1))
+
+
+def test_a_tz_prefix_names_the_schedules_zone_once():
+    assert parse("TZ=Europe/Berlin 0 8 * * *", descriptors=False).zone == "Europe/Berlin"
+    assert parse("CRON_TZ=UTC @daily", descriptors=True).zone == "UTC"
+    assert parse("0 8 * * *", descriptors=False).zone is None
+    with pytest.raises(CronError, match="has 6 fields"):
+        parse("TZ=UTC TZ=Asia/Tokyo 0 8 * * *", descriptors=False)  # Karpenter's own prefix, then the user's
+    with pytest.raises(CronError, match="'Mars/Olympus', which is not an IANA name"):
+        parse("TZ=Mars/Olympus 0 8 * * *", descriptors=False)

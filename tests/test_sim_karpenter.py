@@ -135,6 +135,11 @@ def test_a_budget_takes_parse_standards_descriptors_in_utc():
     assert budget_active(daily, datetime(2026, 6, 1, 2, 30, tzinfo=ZoneInfo("Europe/Berlin")))
 
 
+def test_a_budget_naming_its_own_zone_is_refused_as_karpenter_prefixes_utc():
+    with pytest.raises(CronError, match="has 6 fields"):
+        budget_active(Budget("0", schedule="TZ=Europe/Berlin 0 9 * * *", duration_seconds=3600), MONDAY_10)
+
+
 def test_a_budget_whose_schedule_never_fires_is_always_active():
     # Next returns the zero time, which is not after now.
     assert budget_active(Budget("0", schedule="0 0 31 2 *", duration_seconds=60), MONDAY_10)

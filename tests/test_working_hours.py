@@ -130,6 +130,12 @@ MISTAKES = [
         id="descriptor",
     ),
     pytest.param(
+        {"start": "TZ=Asia/Tokyo 0 8 * * *"},
+        f"{KEY}.start: 'TZ=Asia/Tokyo 0 8 * * *' names time zone Asia/Tokyo in the schedule: remove the prefix and "
+        "set `timezone`",
+        id="zone-prefix",
+    ),
+    pytest.param(
         {"timezone": "Mars/Olympus_Mons"},
         f"{KEY}.timezone: 'Mars/Olympus_Mons' is not an IANA time zone name such as 'Europe/Berlin' or "
         "'America/New_York'",

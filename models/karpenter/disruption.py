@@ -57,8 +57,9 @@ class Budget:
 
 
 def parse_schedule(text: str) -> cron.Schedule:
-    """A budget's `schedule` as `IsActive` parses it (`ParseStandard`); CronError for one it refuses."""
-    return cron.parse(text, descriptors=True)
+    """A budget's `schedule` as `IsActive` parses it (`ParseStandard` of `TZ=UTC <schedule>`); CronError for one
+    it refuses."""
+    return cron.parse(f"TZ=UTC {text}", descriptors=True)
 
 
 def budget_active(budget: Budget, now: datetime) -> bool:

@@ -4,7 +4,9 @@
   `optional` tag); `Validate` refuses a start equal to the end and `desiredReplicas` 0.
 - Schedules are parsed by robfig/cron v3.0.1 (KEDA's go.mod; models/cron.py) with
   `cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow)`: exactly five fields, no
-  `@daily` descriptors (no `cron.Descriptor` flag), no seconds.
+  `@daily` descriptors (no `cron.Descriptor` flag), no seconds. A `TZ=` prefix would make that schedule
+  run in its own zone rather than `timezone`; the functions below read both schedules in `timezone`, and
+  config/autoscaling.py refuses a prefix, so the zone is named once.
 - `GetMetricsAndActivity`: in `timezone` (Go's `time.LoadLocation`), with the next start and the next
   end after now, the trigger is inside its window unless the next start comes strictly before the next
   end. Inside, the metric is `desiredReplicas`, else 0; the trigger is active inside only.
@@ -18,11 +20,10 @@
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
 
-from models.cron import CronError, Schedule
+from models.cron import CronError, Schedule, zone_names
 from models.cron import parse as parse_cron
 
 __all__ = ["CronError", "Schedule", "check_timezone", "hours_inside", "hpa_floor", "in_window", "metric_value", "parse"]
@@ -33,15 +34,9 @@ def parse(spec: str) -> Schedule:
     return parse_cron(spec, descriptors=False)
 
 
-@functools.cache
-def _zone_names() -> frozenset[str]:
-    """The IANA names the installed tz database holds; `available_timezones` walks the whole database each call."""
-    return frozenset(available_timezones())
-
-
 def check_timezone(name: str) -> None:
     """A zone `time.LoadLocation` finds: an IANA name. An empty name would be UTC upstream, but the key is required."""
-    if name not in _zone_names():
+    if name not in zone_names():
         raise CronError(f"{name!r} is not an IANA time zone name such as 'Europe/Berlin' or 'America/New_York'")
 
 
