@@ -370,7 +370,7 @@ def _idle_cost(recording: Recording, config: PlatformConfig) -> str:
     standing = ""
     if any(pool.headroom_pods for pool in config.gpu_pools):
         standing += (
-            " except the nodes a pool's warm headroom keeps up, whose placeholder pods always wait for them (the types "
+            ", except the nodes a pool's warm headroom keeps up, whose placeholder pods always wait for them (the types "
             "Karpenter launches for them, at their on-demand price)"
         )
     if any(pool.is_dra for pool in config.gpu_pools):
