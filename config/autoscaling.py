@@ -260,9 +260,12 @@ class WorkingHoursConfig(ConfigModel):
     @classmethod
     def _schedule(cls, schedule: str) -> str:
         try:
-            cron.parse(schedule)
+            parsed = cron.parse(schedule)
         except cron.CronError as error:
             raise ValueError(f"is not a schedule KEDA's cron scaler accepts: {error}") from None
+        if parsed.zone is not None:
+            # KEDA would run this schedule in that zone and the other in `timezone`: one zone, named once.
+            raise ValueError(f"names time zone {parsed.zone} in the schedule: remove the prefix and set `timezone`")
         return schedule
 
     @field_validator("timezone")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from models.karpenter import provisioning
 from models.karpenter.limits import most_carried
 from models.nvidia import device_plugin
 from models.nvidia.labels import mig_resource as mig_resource
@@ -85,15 +86,46 @@ class GpuPoolPlan:
     @property
     def headroom_pod_requests(self) -> dict[str, int]:
         """What one placeholder pod requests, in the units the pool's nodes advertise: slices on a time-sliced pool."""
-        gpus = self.config.warm_start.headroom.gpus_per_pod
-        replicas = self.config.sharing.replicas if self.config.sharing.mode == "timeSlicing" else None
-        return {GPU_RESOURCE: gpus * (replicas or 1)}
+        return {GPU_RESOURCE: self.config.warm_start.headroom.gpus_per_pod * self.slices_per_gpu}
+
+    @property
+    def slices_per_gpu(self) -> int:
+        """Schedulable units per physical GPU: `replicas` on a time-sliced pool, else 1."""
+        sharing = self.config.sharing
+        return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
+
+    @property
+    def headroom_nodes(self) -> tuple[InstanceType, ...] | None:
+        """The nodes Karpenter launches for the placeholders on an otherwise idle pool, one per NodeClaim.
+
+        Its scheduler packs the pending placeholders onto NodeClaims while one type still fits them all,
+        and each claim launches its cheapest fitting type within the NodePool limit
+        (models/karpenter/provisioning.py `pack`), priced in the stack's region. Ten 1-GPU placeholders
+        on 4- and 8-GPU types are an 8-GPU node and a 4-GPU node: 12 GPUs running for 10 held.
+        () without headroom; None when a type has no on-demand price, as Karpenter's choice then is unknown.
+        """
+        if not self.headroom_pods:
+            return ()
+        prices = {t.name: self.on_demand_price(t) for t in self.instance_types}
+        options = [
+            provisioning.InstanceOption(t.name, t.gpus * self.slices_per_gpu, price)
+            for t in self.instance_types
+            if (price := prices[t.name]) is not None
+        ]
+        if len(options) < len(self.instance_types):
+            return None
+        units = sum(self.headroom_pod_requests.values())
+        claims, _ = provisioning.pack([units] * self.headroom_pods, options, self.nodepool_gpus * self.slices_per_gpu)
+        by_name = {t.name: t for t in self.instance_types}
+        return tuple(by_name[claim.instance_type.name] for claim in claims)
 
     @property
     def headroom_hourly_cost(self) -> float | None:
-        """On-demand USD/hour the idle headroom costs at the pool's cheapest price per GPU; None without a price."""
-        per_gpu = self.cheapest_on_demand_per_gpu
-        return None if per_gpu is None else round(per_gpu * self.headroom_gpus, 2)
+        """On-demand USD/hour of the nodes the idle headroom runs on (`headroom_nodes`); None without a price."""
+        nodes = self.headroom_nodes
+        if nodes is None:
+            return None
+        return sum(self.on_demand_price(t) or 0.0 for t in nodes)
 
     @property
     def ami_release(self) -> str:
@@ -159,7 +191,7 @@ class GpuPoolPlan:
         """
         if not self.is_dra:
             return None
-        price = self.instance_types[0].on_demand_usd_per_hour
+        price = self.on_demand_price(self.instance_types[0])
         return None if price is None else round(price * self.node_group_size, 2)
 
     @property

@@ -68,8 +68,7 @@ class FlavorPlan:
     @property
     def capacity_units(self) -> int:
         """The pool's declared capacity in this flavor's units (shared with its sibling flavors)."""
-        sharing = self.pool.config.sharing
-        return self.pool.gpu_limit * (sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1)
+        return self.pool.gpu_limit * self.slices_per_gpu
 
     @property
     def resources_per_unit(self) -> dict[str, int]:
@@ -116,9 +115,8 @@ class FlavorPlan:
 
     @property
     def slices_per_gpu(self) -> int:
-        """Schedulable units per physical GPU: `replicas` on a time-sliced pool, else 1."""
-        sharing = self.pool.config.sharing
-        return sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
+        """Schedulable units per physical GPU (`GpuPoolPlan.slices_per_gpu`)."""
+        return self.pool.slices_per_gpu
 
 
 @dataclass(frozen=True)
@@ -164,12 +162,9 @@ class TenantPlan:
         the summary shows per month and the tenant dashboard beside OpenCost's measured cost."""
         total = 0.0
         for quota in self.quotas:
-            pool = quota.flavor.pool
-            hourly = pool.hourly_cost_at_limit
-            if hourly is None or not pool.gpu_limit:
-                continue
-            gpus = quota.quota.nominal / (quota.flavor.capacity_units / pool.gpu_limit)
-            total += hourly / pool.gpu_limit * gpus
+            per_gpu = quota.flavor.pool.cheapest_on_demand_per_gpu
+            if per_gpu is not None:
+                total += per_gpu * quota.quota.nominal / quota.flavor.slices_per_gpu
         return total
 
     def admissible(self) -> dict[str, int]:

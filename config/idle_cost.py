@@ -2,8 +2,11 @@
 
 Karpenter's GPU and CPU pools launch nothing while no pod waits, so an idle stack pays for the EKS control
 plane, its NAT gateways and their public IPv4 addresses, the system node group at its desired size, the
-interface endpoints, the volumes of the system nodes and of Prometheus, and the secrets KMS key. Traffic
-(NAT processing, endpoint data) and logs are billed by use and are not in it.
+interface endpoints, the volumes of the system nodes and of Prometheus, and the secrets KMS key. Two kinds
+of GPU node run idle too: the nodes a pool's warm headroom keeps up (its placeholder pods always wait for
+them; `GpuPoolPlan.headroom_nodes`, the types Karpenter launches for them), and a DRA pool's managed node
+group (`GpuPoolPlan.node_group_size` nodes of its first type). Traffic (NAT processing, endpoint data) and
+logs are billed by use and are not in it.
 
 Prices: us-east-1, on-demand, USD, read 2026-07-20 from
 - EKS: aws.amazon.com/eks/pricing (a cluster in standard support: $0.10 an hour);
@@ -14,17 +17,19 @@ Prices: us-east-1, on-demand, USD, read 2026-07-20 from
 - gp3: aws.amazon.com/ebs/pricing ($0.08 per GB-month); KMS: aws.amazon.com/kms/pricing ($1 a key-month);
 - EC2 (the system node types): aws/karpenter-provider-aws v1.14.1
   pkg/providers/pricing/zz_generated.pricing_aws.go, the list config/catalog.py prices GPUs from. Each
-  family's price doubles with each size, large to 4xlarge.
+  family's price doubles with each size, large to 4xlarge. GPU nodes: the pool's own prices, in the
+  stack's region where a price list is vendored (config/catalog_prices.py).
 
 Only us-east-1 is priced here; `idle_prices` is the one lookup, and says which region its prices are for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .capacity import HOURS_PER_MONTH
+from .capacity import HOURS_PER_MONTH, GpuPoolPlan
 from .catalog import PRICE_REGION
 
 # USD an hour of each system-node family's `large` size in PRICE_REGION.
@@ -74,6 +79,38 @@ class IdleLine:
 
 
 @dataclass(frozen=True)
+class GpuNodes:
+    """GPU nodes of one type that run with no work: a pool's headroom nodes or its DRA node group."""
+
+    item: str  # what keeps them up, and the pool
+    instance_type: str
+    count: int
+    usd_per_hour: float | None  # each; None: no on-demand price
+
+
+def standing_gpu_nodes(pools: Sequence[GpuPoolPlan]) -> tuple[GpuNodes, ...]:
+    """Per pool and instance type, the GPU nodes an idle stack runs: headroom nodes, DRA node groups."""
+    found = []
+    for pool in pools:
+        if pool.is_dra:
+            first = pool.instance_types[0]  # the type EKS launches first (`GpuPoolPlan.standing_hourly_cost`)
+            found.append(GpuNodes(f"DRA node group `{pool.name}`", first.name, pool.node_group_size, pool.on_demand_price(first)))
+            continue
+        nodes = pool.headroom_nodes
+        item = f"GPU headroom `{pool.name}`"
+        if pool.headroom_capacity_type == "spot":
+            item += ", spot at the on-demand rate"
+        if nodes is None:
+            # No price for some type: which one Karpenter launches is unknown, so name the pool without one.
+            found.append(GpuNodes(item, "type unknown", pool.headroom_pods, None))
+            continue
+        for name, count in Counter(t.name for t in nodes).items():
+            instance = next(t for t in pool.instance_types if t.name == name)
+            found.append(GpuNodes(item, name, count, pool.on_demand_price(instance)))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
 class IdleInputs:
     """What the stack declares that bills by the hour (the render counts the network's parts)."""
 
@@ -85,6 +122,7 @@ class IdleInputs:
     system_disk_gib: int  # per node
     prometheus_volume_gib: int  # every replica's volume together
     kms_keys: int
+    gpu_nodes: tuple[GpuNodes, ...] = ()  # `standing_gpu_nodes`
 
 
 def idle_lines(inputs: IdleInputs, prices: IdlePrices) -> tuple[IdleLine, ...]:
@@ -113,6 +151,14 @@ def idle_lines(inputs: IdleInputs, prices: IdlePrices) -> tuple[IdleLine, ...]:
         ),
         IdleLine("gp3 volumes (GiB)", volumes, f"${prices.gp3_gib_month:g}/GiB-month", volumes * prices.gp3_gib_month),
         IdleLine("KMS keys", inputs.kms_keys, f"${prices.kms_key_month:g}/month", inputs.kms_keys * prices.kms_key_month),
+        *(
+            IdleLine(
+                f"{nodes.item} ({nodes.instance_type})", nodes.count,
+                "no price recorded" if nodes.usd_per_hour is None else f"${nodes.usd_per_hour:g}/h",
+                None if nodes.usd_per_hour is None else nodes.count * nodes.usd_per_hour * month,
+            )
+            for nodes in inputs.gpu_nodes
+        ),
     )
 
 

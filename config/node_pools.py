@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
+from models.cron import CronError
+from models.karpenter import disruption
 from models.kubernetes.duration import duration_seconds as duration_seconds
 
 from .base import ConfigModel
@@ -148,6 +150,12 @@ class BudgetConfig(ConfigModel):
     def _valid_schedule(cls, schedule: str | None) -> str | None:
         if schedule is not None and not _CRON.match(schedule):
             raise ValueError("is not a cron schedule with five fields, e.g. '0 9 * * mon-fri'")
+        if schedule is not None:
+            try:
+                disruption.parse_schedule(schedule)
+            except CronError as error:
+                # Karpenter fails closed on it: no node of the pool is ever disrupted by a budget-gated method.
+                raise ValueError(f"is not a schedule Karpenter's cron parser accepts: {error}") from None
         return schedule
 
     @field_validator("duration")

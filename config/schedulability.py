@@ -18,7 +18,7 @@ pkg/cache/scheduler/clusterqueue_snapshot.go), and the platform's Cohorts hold n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .advertised import NODES_RESOURCE, advertised, dra_devices, guaranteed_units, limit_units
 from .capacity import GpuPoolPlan
@@ -57,17 +57,48 @@ class Promise:
 
 
 @dataclass(frozen=True)
+class Fix:
+    """A change to the stack that a warning suggests: the config key, by names, and its new value."""
+
+    path: tuple[str, ...]  # ("tenants", "<tenant>", "gpu", "<flavor>", "nominal") or ("nodePools", "<pool>", "gpus")
+    value: int
+
+    @property
+    def key(self) -> str:
+        """The key as the config's own lines name it: `gpu-platform:nodePools[gpu-l40s].gpus`."""
+        section, item, *rest = self.path
+        return f"{CONFIG_NAMESPACE}:{section}[{item}]" + "".join(f".{part}" for part in rest)
+
+
+@dataclass(frozen=True)
 class Unpromised:
-    """Capacity a pool reaches that no nominal quota covers, so Kueue admits nobody to it."""
+    """Capacity quotas could hold that no nominal quota covers, so Kueue admits nobody to it.
+
+    Quotas may hold what the pool both declares and surely reaches. A pool's headroom raises its NodePool
+    limit above the declared GPUs, so it may reach more than it declares: that excess is the placeholders',
+    which tenants' pods take by preemption within their quotas, and no quota may be given it.
+    """
 
     pool: GpuPoolPlan
     resource: str
     reachable: int
+    declared: int  # the pool's declared capacity in the resource (`GpuPoolPlan.schedulable_units`)
     promised: int
+    fixes: tuple[Fix, ...]  # each one alone is accepted by the config checks (tests/test_warning_fixes.py)
 
     @property
     def amount(self) -> int:
-        return self.reachable - self.promised
+        return min(self.reachable, self.declared) - self.promised
+
+    @property
+    def message(self) -> str:
+        declared = f" ({self.declared} declared, the rest for its headroom)" if self.reachable > self.declared else ""
+        fixes = " or ".join(f"set {fix.key} to {fix.value}" for fix in self.fixes)
+        return (
+            f"pool `{self.pool.name}` reaches {self.reachable} `{self.resource}`{declared} but only {self.promised} are "
+            f"nominal quota; Kueue admits work only against nominal quotas, so no tenant can borrow the other "
+            f"{self.amount}" + (f": {fixes}" if fixes else "")
+        )
 
 
 def _per_node(pool: GpuPoolPlan, resource: str) -> dict[str, int]:
@@ -127,13 +158,52 @@ def promises(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> li
 
 
 def unpromised(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> list[Unpromised]:
-    """Per pool and resource, what the pool reaches beyond the nominal quotas promised on it."""
+    """Per pool and resource, what the pool declares and reaches beyond the nominal quotas promised on it."""
+    made = promises(flavors, tenants)
     rows = {}
-    for promise in promises(flavors, tenants):
-        if promise.reachable is not None and promise.reachable > promise.promised_on_pool:
-            key = (promise.pool.name, promise.resource)
-            rows[key] = Unpromised(promise.pool, promise.resource, promise.reachable, promise.promised_on_pool)
+    for promise in made:
+        pool, resource = promise.pool, promise.resource
+        declared = pool.schedulable_units.get(resource, 0)
+        key = (pool.name, resource)
+        if promise.reachable is None or min(promise.reachable, declared) <= promise.promised_on_pool or key in rows:
+            continue
+        spare = min(promise.reachable, declared) - promise.promised_on_pool
+        fixes = [fix for fix in (_raise_nominal(pool, resource, spare, tenants), _lower_gpus(pool, made)) if fix]
+        rows[key] = Unpromised(pool, resource, promise.reachable, declared, promise.promised_on_pool, tuple(fixes))
     return list(rows.values())
+
+
+def _raise_nominal(pool: GpuPoolPlan, resource: str, spare: int, tenants: Sequence[TenantPlan]) -> Fix | None:
+    """The first tenant holding nominal quota on the pool takes the spare units, in whole units of its flavor.
+
+    A tenant that holds some already, so a time-sliced pool stays with the tenants it serves; the spare is
+    within what the pool declares and reaches, so the raised quotas still fit it.
+    """
+    for tenant in tenants:
+        for held in tenant.quotas:
+            per_unit = held.flavor.resources_per_unit.get(resource, 0)
+            if held.flavor.pool is pool and held.quota.nominal and per_unit and spare >= per_unit:
+                return Fix(("tenants", tenant.name, "gpu", held.flavor.name, "nominal"), held.quota.nominal + spare // per_unit)
+    return None
+
+
+def _lower_gpus(pool: GpuPoolPlan, made: Sequence[Promise]) -> Fix | None:
+    """The fewest GPUs the pool can declare with every nominal quota on it still declared and reached, and at
+    least one node of each of its instance types' sizes launchable; None when its `gpus` is that already."""
+    promised = {p.resource: p.promised_on_pool for p in made if p.pool is pool}
+    smallest = pool.instance_types[0].gpus if pool.is_dra else min(t.gpus for t in pool.instance_types)
+    lowest = None
+    for gpus in range(pool.gpu_limit - 1, smallest - 1, -1):
+        trial = replace(pool, config=pool.config.model_copy(update={"gpus": gpus}))
+        for resource, amount in promised.items():
+            reachable = _reach(trial, resource)[1]
+            if trial.schedulable_units.get(resource, 0) < amount or (reachable is not None and reachable < amount):
+                break
+        else:
+            lowest = gpus
+            continue
+        break
+    return None if lowest is None else Fix(("nodePools", pool.name, "gpus"), lowest)
 
 
 def _capacity_phrase(promise: Promise) -> str:

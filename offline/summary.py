@@ -13,11 +13,11 @@ from components import dra_nodes, queueing, training
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.autoscaling import SERVING_POD_MONITOR
 from components.monitoring.alerts import alerts as alert_rules
-from config import PlatformConfig, time_to_gpu
+from config import PlatformConfig, time_to_gpu, timing
 from config.advertised import limit_units
 from config.capacity import HOURS_PER_MONTH
 from config.catalog_prices import PRICE_DATES, price_region
-from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total
+from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
 from config.labels import (
     CPU_POOL_NAME,
     SERVING_METRICS_LABEL,
@@ -27,6 +27,7 @@ from config.labels import (
     SYSTEM_NODE_TAINT,
 )
 from config.schedulability import promises, unpromised
+from models import kubelet
 from models.keda import cron
 from models.kueue.integrations import INTEGRATIONS
 from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
@@ -155,8 +156,9 @@ def _system_capacity(config: PlatformConfig) -> str:
     header = (
         f"## System nodes: requests vs allocatable\n\n{plan.min_size} nodes (minSize) of the smallest of "
         f"{', '.join(plan.instance_types)}, each allocating {plan.node_allocatable.cpu_m}m CPU and "
-        f"{plan.node_allocatable.memory_mib}Mi memory: capacity less EKS kube-reserved and the 100Mi eviction "
-        "threshold, memory capacity estimated (config/system_capacity.py). EKS add-on rows are estimates. "
+        f"{plan.node_allocatable.memory_mib}Mi memory: capacity less EKS kube-reserved and the "
+        f"{kubelet.EVICTION_HARD_MEMORY_MIB}Mi eviction threshold, memory capacity estimated "
+        "(config/system_capacity.py). EKS add-on rows are estimates. "
         f"Pods: {plan.pod_count} of {plan.node_max_pods * plan.min_size} ({plan.node_max_pods} per node).\n\n"
     )
     notes = "".join(f"\n{note}.\n" for note in plan.chart_notes)
@@ -288,7 +290,7 @@ def _tenants(config: PlatformConfig) -> str:
         "\nGuaranteed and borrowable amounts are in each flavor's units: GPUs, or GPU slices on time-sliced pools "
         "(their physical-GPU equivalent in brackets); on MIG pools one unit is one GPU's MIG layout; on DRA pools "
         "GPUs claimed through ResourceClaimTemplates. "
-        f"Monthly cost: the guaranteed GPUs at on-demand prices ({_prices(config)}), 730 hours.\n"
+        f"Monthly cost: the guaranteed GPUs at on-demand prices ({_prices(config)}), {HOURS_PER_MONTH} hours.\n"
     )
     return "## Tenants\n\n" + table(
         [
@@ -353,6 +355,7 @@ def idle_inputs(recording: Recording, config: PlatformConfig) -> IdleInputs:
         system_disk_gib=nodes.disk_size_gib,
         prometheus_volume_gib=config.monitoring.replicas * config.monitoring.storage_gib,
         kms_keys=len(recording.by_type("aws:kms/key:Key")),
+        gpu_nodes=standing_gpu_nodes(config.gpu_pools),
     )
 
 
@@ -366,9 +369,18 @@ def _idle_cost(recording: Recording, config: PlatformConfig) -> str:
     total = idle_total(lines)
     rows.append(["**idle, per month**", "", "", f"**${total:,.0f}**"])
     where = "" if prices.region == config.region else f" (at {prices.region} prices; {config.region} may differ)"
+    standing = ""
+    if any(pool.headroom_pods for pool in config.gpu_pools):
+        standing += (
+            ", except the nodes a pool's warm headroom keeps up, whose placeholder pods always wait for them (the types "
+            "Karpenter launches for them, at their on-demand price)"
+        )
+    if any(pool.is_dra for pool in config.gpu_pools):
+        standing += "; DRA pools' node groups run always"
     header = (
         f"## Idle cost\n\nWhat the stack bills with no work running{where}: Karpenter's pools launch nothing "
-        "while no pod waits; traffic and logs are billed by use and not counted (prices: config/idle_cost.py).\n\n"
+        f"while no pod waits{standing}; traffic and logs are billed by use and not counted (prices: "
+        "config/idle_cost.py).\n\n"
     )
     return header + table(["item", "count", "price", "per month"], rows)
 
@@ -394,11 +406,7 @@ def _schedulability(config: PlatformConfig) -> str:
         "pool surely reaches within it on the listed instance types.\n"
     )
     for spare in unpromised(config.flavors, config.tenants):
-        note += (
-            f"\n**Unpromised:** pool `{spare.pool.name}` reaches {spare.reachable} `{spare.resource}` but only "
-            f"{spare.promised} are nominal quota; Kueue admits work only against nominal quotas, so no tenant can "
-            f"borrow the other {spare.amount}: give them to a tenant's nominal quota or lower the pool's gpus.\n"
-        )
+        note += f"\n**Unpromised:** {spare.message}.\n"
     return "## Schedulability\n\n" + table(
         ["flavor", "resource", "quota", "advertised by", "limit in Karpenter's units", "✓/✗"], rows
     ) + note
@@ -422,11 +430,19 @@ def _alerts(config: PlatformConfig) -> str:
         "scrape itself fires kube-prometheus-stack's own `TargetDown` (its default general rules), and a renamed "
         "metric or label is caught before deploy by the metric inventory test. A KEDA trigger whose query "
         "returns nothing reads 0: the deployment scales down to its `minReplicas` and gives its GPUs back, and "
-        "`KedaTriggerWithoutData` fires after 15 minutes. A trigger whose query fails (Prometheus down or the "
-        "query refused) is an error: after 3 failed polls (45 s) KEDA holds the replicas running at that moment "
-        f"(at least {config.autoscaling.fallback_replicas}), never scales a loaded deployment down, and scales "
-        "again at the first answer; `KedaScalerErrors` fires after 10 minutes.\n"
+        f"`KedaTriggerWithoutData` fires after {_alert_for(config, 'KedaTriggerWithoutData')}. A trigger whose query "
+        f"fails (Prometheus down or the query refused) is an error: after {timing.KEDA_FALLBACK_FAILURE_THRESHOLD} "
+        f"failed polls ({timing.KEDA_FALLBACK_FAILURE_THRESHOLD * timing.KEDA_POLLING_INTERVAL_SECONDS} s) KEDA holds "
+        f"the replicas running at that moment (at least {config.autoscaling.fallback_replicas}), never scales a "
+        "loaded deployment down, and scales again at the first answer; `KedaScalerErrors` fires after "
+        f"{_alert_for(config, 'KedaScalerErrors')}.\n"
     )
+
+
+def _alert_for(config: PlatformConfig, name: str) -> str:
+    """How long alert `name` waits before firing, in words: `15m` -> `15 minutes`."""
+    [rule] = [rule for rule in alert_rules(config.monitoring) if rule.name == name]
+    return f"{int(rule.for_.removesuffix('m'))} minutes"
 
 
 def _autoscaling(config: PlatformConfig) -> str:
@@ -451,10 +467,12 @@ def _autoscaling(config: PlatformConfig) -> str:
             ]
         )
     note = (
-        "\nKEDA polls Prometheus every 15 s; an empty answer reads as 0, a failed query is an error, and after 3 "
-        f"errors in a row KEDA holds the replicas it runs (at least {config.autoscaling.fallback_replicas}) until "
-        "Prometheus answers (see Alerts, when metrics go missing). Scale-down is paced by the HPA's 300 s "
-        "stabilisation window (KEDA's cooldown applies only to scaling to zero, which the platform does not do).\n"
+        f"\nKEDA polls Prometheus every {timing.KEDA_POLLING_INTERVAL_SECONDS} s; an empty answer reads as 0, a "
+        f"failed query is an error, and after {timing.KEDA_FALLBACK_FAILURE_THRESHOLD} errors in a row KEDA holds "
+        f"the replicas it runs (at least {config.autoscaling.fallback_replicas}) until Prometheus answers (see "
+        f"Alerts, when metrics go missing). Scale-down is paced by the HPA's "
+        f"{timing.HPA_SCALE_DOWN.stabilization_window_seconds} s stabilisation window (KEDA's cooldown applies only "
+        "to scaling to zero, which the platform does not do).\n"
         f"Queue depth is read from what each tenant namespace's `{SERVING_POD_MONITOR}` PodMonitor scrapes: pods "
         f'labelled `{SERVING_METRICS_LABEL}: "true"` with a container port named `{SERVING_METRICS_PORT}` serving '
         f"`{SERVING_METRICS_PATH}`. The platform's own servers are; a tenant-run server (model server `tenant`) "
@@ -510,7 +528,8 @@ def _warm_start(config: PlatformConfig) -> str:
         "\nHeadroom: placeholder pods in `gpu-headroom` at PriorityClass `gpu-headroom` (below every tenant pod, "
         "`preemptionPolicy: Never`), outside Kueue and every quota; a surge replica evicts one and Karpenter "
         "launches its replacement. The NodePool limit is the pool's GPUs plus the headroom; quotas share the "
-        "GPUs only. Standing cost: the headroom at the pool's cheapest on-demand price per GPU.\n\n"
+        "GPUs only. Standing cost: the nodes Karpenter launches for the placeholders at their on-demand prices (the "
+        "types are in Idle cost).\n\n"
     )
     text += table(
         ["pool", "node (cold / warm)", "image (cold / warm)", "model (Hub / S3)", "cold total", "warm total"], steps_rows

@@ -24,9 +24,6 @@ from .engine import Simulation
 from .state import Group
 from .workload import InferenceLoad, RateCurve, seconds
 
-# The HPA syncs every 15 s (kube-controller-manager --horizontal-pod-autoscaler-sync-period default).
-HPA_SYNC_SECONDS = 15
-
 
 def rate_at(curve: RateCurve, wall_weekday: int, minute_of_day: int, offset: float) -> float:
     """Requests per second at a moment: day or night by working hours (weekdays only if so), times any surge."""
@@ -100,7 +97,7 @@ class Deployment:
         capacity = ready * self.load.requests_per_second_per_replica
         demand = self.demand()
         # With no Ready replica the Service has no endpoints: requests are refused, not queued.
-        self.waiting = max(0.0, self.waiting + (demand - capacity) * HPA_SYNC_SECONDS) if ready else 0.0
+        self.waiting = max(0.0, self.waiting + (demand - capacity) * hpa.SYNC_PERIOD_SECONDS) if ready else 0.0
         busy = keda.prometheus_value([min(100.0, 100.0 * demand / capacity)] if capacity else [])
         current = len(self.replicas)
         preset = self.sim.config.autoscaling.preset(self.spec.workload_class)
@@ -161,4 +158,4 @@ def _rules(rules: timing.ScalingRules, default: hpa.Rules) -> hpa.Rules:
 def start(sim: Simulation, deployment: Deployment) -> None:
     deployment.add(deployment.autoscaler.min_replicas, scale_up=False)
     sim.on_ready.append(lambda group: deployment.on_ready(group) if group.deployment == deployment.name else None)
-    sim.clock.every(HPA_SYNC_SECONDS, deployment.sync, first=HPA_SYNC_SECONDS)
+    sim.clock.every(hpa.SYNC_PERIOD_SECONDS, deployment.sync, first=hpa.SYNC_PERIOD_SECONDS)

@@ -44,8 +44,6 @@ class Pool:
 
     @classmethod
     def from_plan(cls, plan: GpuPoolPlan) -> Pool:
-        sharing = plan.config.sharing
-        slices = sharing.replicas if sharing.mode == "timeSlicing" and sharing.replicas else 1
         # Priced in the stack's region, as the summary prices the pool.
         options = tuple(
             InstanceOption(t.name, t.gpus, price)
@@ -65,7 +63,7 @@ class Pool:
         return cls(
             plan,
             options,
-            slices,
+            plan.slices_per_gpu,
             disruption.consolidation_policy,
             _seconds_or_never(disruption.consolidate_after),
             budgets,

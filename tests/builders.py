@@ -1,4 +1,5 @@
-"""Builders shared by tests: a tenant's plan by name, and what Kueue reads of a rendered tenant namespace.
+"""Builders shared by tests: a tenant's plan by name, what Kueue reads of a rendered tenant namespace, and
+stack variants several test modules read.
 
 They look things up and assemble inputs; what a controller does with them is in the models the tests
 call (tests/test_layering.py keeps behaviour out of this module).
@@ -16,6 +17,7 @@ from config.fair_share import TenantPlan
 from models.kueue.workload import Tenancy
 from offline.engine import Recording
 
+from .conftest import fixture_document
 from .recorded import kubernetes_objects, releases
 
 
@@ -43,3 +45,36 @@ def tenancy_of(recording: Recording, namespace: str, *, kueue_config: Mapping[st
         kueue_config=kueue_manager_config(recording) if kueue_config is None else kueue_config,
         runtimes={o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterTrainingRuntime"},
     )
+
+
+def stack_item(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    """The item of a stack list (`nodePools`, `tenants`) called `name`; fails the test when there is not one."""
+    [item] = [item for item in items if item["name"] == name]
+    return item
+
+
+def irregular_capacity_document() -> dict[str, Any]:
+    """multi-pool made irregular, so each of the summary's figures comes from one rule only.
+
+    - gpu-h100: MIG (3g.40gb + 2g.20gb + 2x 1g.10gb per GPU), 32 GPUs, all promised: 16 + 8 + 8.
+    - gpu-a100: 32 GPUs on on-demand and spot, a flavor each; 20 promised over both (4 on-demand, 8 + 8
+      spot), with 6 GPUs of headroom in 3 placeholders of 2.
+    - gpu-l40s: 16 GPUs time-sliced 3 ways (48 slices), two tenants sharing them: 21 + 9 slices promised,
+      6 and 9 borrowable, with 2 GPUs of headroom.
+    """
+    document = fixture_document("multi-pool")
+    pools, tenants = document["gpu-platform:nodePools"], document["gpu-platform:tenants"]
+    stack_item(pools, "gpu-a100").update(capacityTypes=["on-demand", "spot"], gpus=32)
+    stack_item(pools, "gpu-l40s").update(
+        sharing={"mode": "timeSlicing", "replicas": 3, "shareBetweenTenants": True},
+        warmStart={"headroom": {"gpus": 2}},
+    )
+    document["gpu-platform:queueing"]["flavorPerCapacityType"] = ["gpu-a100"]
+    stack_item(tenants, "inference")["gpu"]["l40s-on-demand"] = {"nominal": 21, "borrowingLimit": 6}
+    stack_item(tenants, "data-science")["gpu"] = {
+        "h100-on-demand": {"nominal": 8, "borrowingLimit": 8},
+        "a100-spot": {"nominal": 8},
+        "a100-on-demand": {"nominal": 4},
+        "l40s-on-demand": {"nominal": 9, "borrowingLimit": 9},
+    }
+    return document

@@ -8,17 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from config import ConfigError
-
-from .conftest import fixture_document, load
+from .conftest import fixture_document, load, problems_of
 
 T = "gpu-platform:tenants"
 
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
 
 
 def with_tenant(**fields) -> dict:

@@ -12,20 +12,14 @@ import base64
 import pytest
 
 from components.dra_nodes import node_group_args
-from config.errors import ConfigError
 from offline.summary import render_summary
 
-from .conftest import fixture_document, load, render_fixture
+from .conftest import fixture_document, load, problems_of, render_fixture
 
 P = "gpu-platform:nodePools"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
 
 
 def dra_pool(**changes):

@@ -6,6 +6,7 @@ import pytest
 
 from config.labels import DEVICE_CLASS_RESOURCE_SUFFIX
 
+from .builders import irregular_capacity_document, tenant_plan
 from .conftest import fixture_document, load, problems_of
 
 T = "gpu-platform:tenants"
@@ -191,3 +192,19 @@ def test_business_units_and_the_root_cohort_have_distinct_names():
     assert problems_of(doc) == [
         "gpu-platform:queueing: cohort 'acme-ai' is named twice (the root and business units are all Cohorts)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("tenant", "usd_per_hour"),
+    [
+        # tests/builders.py irregular_capacity_document, us-east-1: an H100 $6.88 (p5.48xlarge / 8), an A100
+        # $2.74470525 (p4d.24xlarge / 8), an L40S $2.62316 (g6e.12xlarge / 4, the pool's cheapest) per hour.
+        ("llm-training", 16 * 6.88 + 8 * 2.74470525),  # 132.037642
+        ("inference", 8 * 6.88 + 21 / 3 * 2.62316),  # 21 slices at 3 a GPU: 73.40212
+        ("data-science", 8 * 6.88 + (8 + 4) * 2.74470525 + 9 / 3 * 2.62316),  # both A100 flavors: 95.845943
+        ("experiments", 0.0),  # borrows only
+    ],
+)
+def test_a_tenants_guaranteed_cost_is_its_nominal_gpus_at_the_cheapest_price_per_gpu(tenant, usd_per_hour):
+    config = load(irregular_capacity_document())
+    assert tenant_plan(config, tenant).guaranteed_hourly_cost == pytest.approx(usd_per_hour, abs=1e-9)

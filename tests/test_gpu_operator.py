@@ -349,7 +349,7 @@ def run_component(build: Callable[[], None]) -> Recording:
 
 
 @functools.cache
-def declared(*, dra: bool, version: str) -> Recording:
+def operator_recording(*, dra: bool, version: str) -> Recording:
     def build() -> None:
         provider = k8s.Provider("cluster", kubeconfig="{}")
         system_nodes = k8s.core.v1.Namespace("system-nodes")  # stands in for the node group
@@ -372,7 +372,7 @@ def children(recording: Recording) -> list:
 
 
 def test_release_installs_the_pinned_chart_into_its_namespace_after_its_config_maps():
-    recording = declared(dra=False, version="1.35")
+    recording = operator_recording(dra=False, version="1.35")
     release = recording.named(RELEASE, f"{COMPONENT}-operator")
     pin = CHARTS["gpu-operator"]
     assert release.inputs["name"] == "gpu-operator" and release.inputs["namespace"] == NAMESPACE
@@ -385,7 +385,7 @@ def test_release_installs_the_pinned_chart_into_its_namespace_after_its_config_m
 
 
 def test_every_child_uses_the_cluster_provider_and_waits_for_depends_on():
-    recording = declared(dra=True, version="1.35")
+    recording = operator_recording(dra=True, version="1.35")
     system_nodes = recording.named(NAMESPACE_TYPE, "system-nodes")
     kids = children(recording)
     assert kids
@@ -395,14 +395,14 @@ def test_every_child_uses_the_cluster_provider_and_waits_for_depends_on():
 
 
 def test_dra_driver_and_claim_templates_exist_only_when_enabled():
-    assert [r.inputs["name"] for r in declared(dra=False, version="1.35").by_type(RELEASE)] == ["gpu-operator"]
-    assert declared(dra=False, version="1.35").by_type(CLAIM_TEMPLATE) == []
+    assert [r.inputs["name"] for r in operator_recording(dra=False, version="1.35").by_type(RELEASE)] == ["gpu-operator"]
+    assert operator_recording(dra=False, version="1.35").by_type(CLAIM_TEMPLATE) == []
     # Below 1.34 the cluster serves no resource.k8s.io/v1: nothing of DRA, even if asked for.
-    too_old = declared(dra=True, version="1.33")
+    too_old = operator_recording(dra=True, version="1.33")
     assert [r.inputs["name"] for r in too_old.by_type(RELEASE)] == ["gpu-operator"]
     assert too_old.by_type(CLAIM_TEMPLATE) == []
 
-    recording = declared(dra=True, version="1.35")
+    recording = operator_recording(dra=True, version="1.35")
     dra = recording.named(RELEASE, f"{COMPONENT}-dra-driver")
     assert (dra.inputs["chart"], dra.inputs["version"]) == (DRA_PIN.chart, DRA_PIN.version)
     assert dra.inputs["namespace"] == DRA_NAMESPACE

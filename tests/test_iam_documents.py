@@ -240,35 +240,35 @@ def recording() -> Recording:
     return render_fixture("multi-pool")
 
 
-def declared(type_: str) -> list:
+def declared_of_type(type_: str) -> list:
     return recording().by_type(type_)
 
 
 @pytest.mark.parametrize("name", sorted(UPSTREAM_CONTROLLER_POLICIES))
 def test_each_controller_policy_is_upstreams_document_for_this_cluster(name):
-    [policy] = [p for p in declared("aws:iam/policy:Policy") if p.inputs["name"] == f"{CLUSTER}-karpenter-{name}"]
+    [policy] = [p for p in declared_of_type("aws:iam/policy:Policy") if p.inputs["name"] == f"{CLUSTER}-karpenter-{name}"]
     assert json.loads(policy.inputs["policy"]) == upstream(UPSTREAM_CONTROLLER_POLICIES[name])
 
 
 def test_no_other_managed_policy_is_declared():
-    assert sorted(p.inputs["name"] for p in declared("aws:iam/policy:Policy")) == sorted(
+    assert sorted(p.inputs["name"] for p in declared_of_type("aws:iam/policy:Policy")) == sorted(
         f"{CLUSTER}-karpenter-{name}" for name in UPSTREAM_CONTROLLER_POLICIES
     )
 
 
 @pytest.mark.parametrize("role", sorted(ROLE_TRUST))
 def test_each_role_is_assumable_only_by_its_one_service_on_behalf_of_this_stack(role):
-    [found] = [r for r in declared("aws:iam/role:Role") if r.inputs["name"] == role]
+    [found] = [r for r in declared_of_type("aws:iam/role:Role") if r.inputs["name"] == role]
     assert json.loads(found.inputs["assumeRolePolicy"]) == ROLE_TRUST[role]
 
 
 def test_every_role_is_one_of_the_known_ones():
-    assert sorted(r.inputs["name"] for r in declared("aws:iam/role:Role")) == sorted(ROLE_TRUST)
+    assert sorted(r.inputs["name"] for r in declared_of_type("aws:iam/role:Role")) == sorted(ROLE_TRUST)
 
 
 def test_each_role_gets_exactly_its_managed_policies():
     attached: dict[str, list[str]] = {}
-    for attachment in declared("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
+    for attachment in declared_of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
         attached.setdefault(attachment.inputs["role"], []).append(attachment.inputs["policyArn"])
     assert {role: sorted(arns) for role, arns in attached.items()} == ROLE_POLICIES
 
@@ -276,7 +276,7 @@ def test_each_role_gets_exactly_its_managed_policies():
 def test_flow_logs_may_write_only_to_their_own_log_group():
     # The actions VPC flow logs need to publish to CloudWatch Logs (VPC user guide, "flow-logs-iam-role").
     log_group = f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/vpc/{CLUSTER}/flow-logs"
-    [policy] = [p for p in declared("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-vpc-flow-logs"]
+    [policy] = [p for p in declared_of_type("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-vpc-flow-logs"]
     assert json.loads(policy.inputs["policy"]) == {
         "Version": "2012-10-17",
         "Statement": [
@@ -292,7 +292,7 @@ def test_flow_logs_may_write_only_to_their_own_log_group():
 def test_the_interruption_queue_takes_eventbridge_and_sqs_messages_over_tls_only():
     # Upstream's KarpenterInterruptionQueuePolicy, plus the policy language's Version, the Deny's
     # Principal "*" that SQS requires of a statement, and a source condition on each service principal.
-    [policy] = declared("aws:sqs/queuePolicy:QueuePolicy")
+    [policy] = declared_of_type("aws:sqs/queuePolicy:QueuePolicy")
     assert json.loads(policy.inputs["policy"]) == {
         "Version": "2012-10-17",
         "Id": "EC2InterruptionPolicy",
@@ -323,7 +323,7 @@ def test_the_interruption_queue_takes_eventbridge_and_sqs_messages_over_tls_only
             },
         ],
     }
-    [queue] = declared("aws:sqs/queue:Queue")
+    [queue] = declared_of_type("aws:sqs/queue:Queue")
     # Upstream: QueueName ${ClusterName}, MessageRetentionPeriod 300, SqsManagedSseEnabled true.
     assert {k: queue.inputs[k] for k in ("name", "messageRetentionSeconds", "sqsManagedSseEnabled")} == {
         "name": CLUSTER,
@@ -335,7 +335,7 @@ def test_the_interruption_queue_takes_eventbridge_and_sqs_messages_over_tls_only
 def test_each_interruption_rule_matches_one_upstream_event_and_targets_the_queue():
     # Upstream's ScheduledChangeRule, SpotInterruptionRule, RebalanceRule, InstanceStateChangeRule and
     # CapacityReservationInterruptionRule event patterns.
-    rules = declared("aws:cloudwatch/eventRule:EventRule")
+    rules = declared_of_type("aws:cloudwatch/eventRule:EventRule")
     patterns = {json.dumps(json.loads(r.inputs["eventPattern"]), sort_keys=True) for r in rules}
     assert patterns == {
         json.dumps({"source": [source], "detail-type": [detail]}, sort_keys=True)
@@ -347,14 +347,14 @@ def test_each_interruption_rule_matches_one_upstream_event_and_targets_the_queue
             ("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"),
         ]
     }
-    targets = declared("aws:cloudwatch/eventTarget:EventTarget")
+    targets = declared_of_type("aws:cloudwatch/eventTarget:EventTarget")
     assert len(targets) == 5
     assert {t.inputs["arn"] for t in targets} == {QUEUE_ARN}
 
 
 @pytest.mark.parametrize("tenant", TENANTS)
 def test_a_tenants_secrets_role_reads_only_its_own_path(tenant):
-    [policy] = [p for p in declared("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-secrets-{tenant}"]
+    [policy] = [p for p in declared_of_type("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-secrets-{tenant}"]
     assert json.loads(policy.inputs["policy"]) == {"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow",
         "Action": ["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
@@ -363,7 +363,7 @@ def test_a_tenants_secrets_role_reads_only_its_own_path(tenant):
 
 
 def test_external_secrets_controller_may_only_assume_the_tenants_secrets_roles():
-    [policy] = [p for p in declared("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-external-secrets"]
+    [policy] = [p for p in declared_of_type("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-external-secrets"]
     assert json.loads(policy.inputs["policy"]) == {"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow",
         "Action": ["sts:AssumeRole", "sts:TagSession"],
@@ -374,27 +374,27 @@ def test_external_secrets_controller_may_only_assume_the_tenants_secrets_roles()
 def test_the_controller_and_the_ebs_driver_get_their_roles_through_pod_identity():
     associations = {
         (a.inputs["namespace"], a.inputs["serviceAccount"]): a.inputs["roleArn"]
-        for a in declared("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        for a in declared_of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     }
     assert associations == {
         ("kube-system", "karpenter"): f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-karpenter-controller",
         ("external-secrets", "external-secrets"): ESO_CONTROLLER_ARN,
     }
     # The EBS CSI driver's association is part of its add-on (service account ebs-csi-controller-sa).
-    [ebs] = [a for a in declared("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"]
+    [ebs] = [a for a in declared_of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"]
     assert ebs.inputs["podIdentityAssociations"] == [
         {"roleArn": f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-aws-ebs-csi-driver", "serviceAccount": "ebs-csi-controller-sa"}
     ]
 
 
 def test_each_pod_identity_role_trusts_only_the_service_account_its_association_names():
-    roles = {r.inputs["name"]: json.loads(r.inputs["assumeRolePolicy"]) for r in declared("aws:iam/role:Role")}
+    roles = {r.inputs["name"]: json.loads(r.inputs["assumeRolePolicy"]) for r in declared_of_type("aws:iam/role:Role")}
     associations = [
         (a.inputs["namespace"], a.inputs["serviceAccount"], a.inputs["roleArn"])
-        for a in declared("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        for a in declared_of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     ] + [
         ("kube-system", association["serviceAccount"], association["roleArn"])
-        for addon in declared("aws:eks/addon:Addon")
+        for addon in declared_of_type("aws:eks/addon:Addon")
         for association in addon.inputs.get("podIdentityAssociations") or ()
     ]
     pod_identity_roles = {

@@ -1,18 +1,21 @@
 """The summary's idle cost: what a stack bills by the hour with no work running.
 
 multi-pool: three zones with a NAT gateway (and its Elastic IP) each, no interface endpoints, three
-m7i.xlarge system nodes of 100 GiB, two Prometheus replicas of 500 GiB, one KMS key.
+m7i.xlarge system nodes of 100 GiB, two Prometheus replicas of 500 GiB, one KMS key, and 6 GPUs of
+headroom on gpu-a100 (three 2-GPU placeholders, which one 8-GPU p4d.24xlarge holds).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total
+from config.idle_cost import GpuNodes, IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
 from config.system_capacity import INSTANCE_SHAPES
 from offline.summary import idle_inputs, render_summary
 
 from .conftest import fixture_document, load, render_fixture
+
+P = "gpu-platform:nodePools"
 
 
 def test_multi_pool_idle_inputs_are_what_it_declares():
@@ -20,6 +23,7 @@ def test_multi_pool_idle_inputs_are_what_it_declares():
     assert inputs == IdleInputs(
         nat_gateways=3, public_ipv4=3, interface_endpoint_zones=0, system_nodes=3, system_node_type="m7i.xlarge",
         system_disk_gib=100, prometheus_volume_gib=1000, kms_keys=1,
+        gpu_nodes=(GpuNodes("GPU headroom `gpu-a100`, spot at the on-demand rate", "p4d.24xlarge", 1, 21.957642),),
     )
 
 
@@ -27,7 +31,7 @@ def test_multi_pool_idle_cost_per_month_line_by_line():
     summary = render_summary(render_fixture("multi-pool"), load(fixture_document("multi-pool")))
     section = summary[summary.index("## Idle cost") : summary.index("## Schedulability")]
     # 730 hours: 0.10 -> 73; 3 x 0.045 -> 98.55; 3 x 0.005 -> 10.95; 3 x 0.2016 -> 441.50;
-    # (3 x 100 + 1000) GiB x 0.08 -> 104; 1 key -> 1. Total 729.00.
+    # (3 x 100 + 1000) GiB x 0.08 -> 104; 1 key -> 1; one p4d.24xlarge, 21.957642 -> 16,029.08. Total 16,758.08.
     for row in (
         "| EKS control plane | 1 | $0.1/h | $73 |",
         "| NAT gateways | 3 | $0.045/h | $99 |",
@@ -36,7 +40,8 @@ def test_multi_pool_idle_cost_per_month_line_by_line():
         "| system nodes (m7i.xlarge) | 3 | $0.2016/h | $442 |",
         "| gp3 volumes (GiB) | 1300 | $0.08/GiB-month | $104 |",
         "| KMS keys | 1 | $1/month | $1 |",
-        "| **idle, per month** |  |  | **$729** |",
+        "| GPU headroom `gpu-a100`, spot at the on-demand rate (p4d.24xlarge) | 1 | $21.9576/h | $16,029 |",
+        "| **idle, per month** |  |  | **$16,758** |",
     ):
         assert row in section
     assert "(at us-east-1 prices" not in section  # multi-pool is in us-east-1
@@ -97,3 +102,39 @@ def test_every_idle_line_counts_its_own_input():
         assert lines[item][0] == count, item
         assert lines[item][1] == pytest.approx(usd), item
     assert idle_total(idle_lines(inputs, idle_prices("us-east-1"))) == pytest.approx(901.87)
+
+
+def _pool(document: dict, name: str) -> dict:
+    [pool] = [p for p in document[P] if p["name"] == name]
+    return pool
+
+
+def test_headroom_runs_on_the_nodes_karpenter_packs_its_placeholders_onto():
+    # Prod's shape: ten 1-GPU placeholders on g6e.12xlarge/24xlarge (4 GPUs) and 48xlarge (8). Karpenter fills
+    # one claim while a type fits all its pods (8, only the 48xlarge), then a second with the other 2, which
+    # launches the cheapest type that fits them, the 12xlarge: $30.13118 + $10.49264 an hour, 12 GPUs up.
+    document = fixture_document("multi-pool")
+    _pool(document, "gpu-l40s")["warmStart"] = {"headroom": {"gpus": 10}}
+    config = load(document)
+    nodes = [n for n in standing_gpu_nodes(config.gpu_pools) if "gpu-l40s" in n.item]
+    assert [(n.item, n.instance_type, n.count, n.usd_per_hour) for n in nodes] == [
+        ("GPU headroom `gpu-l40s`", "g6e.48xlarge", 1, 30.13118),
+        ("GPU headroom `gpu-l40s`", "g6e.12xlarge", 1, 10.49264),
+    ]
+    [pool] = [p for p in config.gpu_pools if p.name == "gpu-l40s"]
+    assert pool.headroom_hourly_cost == pytest.approx(40.62382)
+
+
+def test_time_sliced_headroom_packs_in_slices_and_dra_node_groups_stand_at_their_first_type():
+    # single-pool-dra (us-west-2): gpu-l40s is g6e (1, 4 and 8 GPUs) at 4 slices per GPU; 3 GPUs of headroom in
+    # 1-GPU placeholders are 3 pods of 4 slices. The first claim may become an 8-GPU node (32 slices) and takes
+    # all three (12 slices); the cheapest type holding 12 slices is a 4-GPU one, the g6e.12xlarge at
+    # $10.49264 (no us-west-2 list is vendored: us-east-1's). The DRA pool gpu-l4-dra: 2 GPUs of
+    # g6.xlarge/g6.2xlarge (1 GPU each) are 2 nodes of g6.xlarge, the type EKS launches first, at $0.8048 each.
+    document = fixture_document("single-pool-dra")
+    _pool(document, "gpu-l40s")["warmStart"] = {"headroom": {"gpus": 3}}
+    found = [(n.item, n.instance_type, n.count, n.usd_per_hour) for n in standing_gpu_nodes(load(document).gpu_pools)]
+    assert found == [
+        ("GPU headroom `gpu-l40s`", "g6e.12xlarge", 1, 10.49264),
+        ("DRA node group `gpu-l4-dra`", "g6.xlarge", 2, 0.8048),
+    ]

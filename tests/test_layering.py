@@ -177,6 +177,39 @@ def helper_violations(root: Path) -> list[str]:
     return sorted(violations)
 
 
+def shared_helper_copies(root: Path) -> list[str]:
+    """Functions and classes a test module defines that a shared helper module of tests/ defines already.
+
+    A pytest fixture may override a conftest fixture of its name for one module, so fixtures are left out.
+    """
+    found = modules(root)
+    helpers: dict[str, str] = {}
+    for module in found.values():
+        if layer(module.name) == "tests" and not module.path.name.startswith("test_"):
+            for node in module.tree.body:
+                if isinstance(node, ast.FunctionDef | ast.ClassDef) and not _is_fixture(node):
+                    helpers.setdefault(node.name, module.path.name)
+    copies = []
+    for module in found.values():
+        if layer(module.name) != "tests" or not module.path.name.startswith("test_"):
+            continue
+        for node in module.tree.body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in helpers and not _is_fixture(node):
+                copies.append(
+                    f"{module.path.relative_to(root)}:{node.lineno}: {node.name} is defined in tests/{helpers[node.name]}"
+                )
+    return sorted(copies)
+
+
+def _is_fixture(node: ast.FunctionDef | ast.ClassDef) -> bool:
+    """Whether `node` is decorated `@pytest.fixture` or `@pytest.fixture(...)`."""
+    for decorator in node.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(target, ast.Attribute) and target.attr == "fixture":
+            return True
+    return False
+
+
 def _names_imported_from_models(module: Module, known: frozenset[str]) -> set[str]:
     """The local names `module` binds to something of models/."""
     names = set()
@@ -217,6 +250,10 @@ def test_test_helpers_hold_no_behaviour_of_a_controller():
     assert helper_violations(project_path()) == []
 
 
+def test_no_test_module_redefines_a_shared_test_helper():
+    assert shared_helper_copies(project_path()) == []
+
+
 def test_the_check_reads_the_project():
     # The checks above pass because they read the modules, not because they read none.
     found = modules(project_path())
@@ -251,6 +288,17 @@ BROKEN = {
         "def pod_sets(job):\n    return count(job)\n"
     ),
     "tests/test_x.py": "def admit(job): ...\n",
+    "tests/conftest.py": (
+        "import pytest\n"
+        "def problems_of(document):\n    return []\n"
+        "@pytest.fixture\ndef stack():\n    return {}\n"
+    ),
+    "tests/test_y.py": (
+        "import pytest\n"
+        "def problems_of(document):\n    return []\n"
+        "def tenant_plan(config, name): ...\n"
+        "@pytest.fixture\ndef stack():\n    return {'x': 1}\n"
+    ),
 }
 
 
@@ -280,4 +328,12 @@ def test_a_test_helper_may_delegate_to_a_model_but_not_copy_one(broken):
         "tests/guards.py:10: pod_sets is a model's behaviour",
         "tests/guards.py:5: admit is a model's behaviour",
         "tests/guards.py:7: Workload is a model's behaviour",
+    ]
+
+
+def test_a_test_module_may_override_a_fixture_but_not_copy_a_shared_helper(broken):
+    assert shared_helper_copies(broken) == [
+        "tests/test_x.py:1: admit is defined in tests/guards.py",
+        "tests/test_y.py:2: problems_of is defined in tests/conftest.py",
+        "tests/test_y.py:4: tenant_plan is defined in tests/guards.py",
     ]

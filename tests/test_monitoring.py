@@ -179,7 +179,7 @@ def test_fleet_dashboard_breaks_gpus_down_by_node_pool_and_model():
 
 # --- the component under mocks -----------------------------------------------------------------
 
-def declared(monitoring_config: MonitoringConfig) -> Recording:
+def monitoring_recording(monitoring_config: MonitoringConfig) -> Recording:
     def build() -> None:
         provider = k8s.Provider("cluster", kubeconfig="{}")
         storage = k8s.core.v1.Namespace("storage-class")  # stands in for the StorageClass
@@ -196,7 +196,7 @@ CHART_PIN = ChartPin(chart=PIN_CHART, version="88.5.3", repository="https://prom
 
 @pytest.fixture(scope="module")
 def recording() -> Recording:
-    return declared(config(receivers=RECEIVERS))
+    return monitoring_recording(config(receivers=RECEIVERS))
 
 
 def test_component_declares_namespace_secret_release_rules_and_dashboards(recording: Recording):
@@ -242,4 +242,4 @@ def test_receiver_secret_data_is_a_pulumi_secret(recording: Recording):
 
 
 def test_no_secret_without_receivers():
-    assert not [r for r in declared(config()).resources if r.type == "kubernetes:core/v1:Secret"]
+    assert not [r for r in monitoring_recording(config()).resources if r.type == "kubernetes:core/v1:Secret"]

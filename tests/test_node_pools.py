@@ -91,6 +91,12 @@ BAD_POOLS = [
         id="budget-window-without-duration",
     ),
     pytest.param(
+        {"disruption": {"budgets": [{"nodes": "0", "schedule": "0 9 * * 1-7", "duration": "8h"}]}},
+        "gpu-platform:nodePools[gpu-h100].disruption.budgets[0].schedule: '0 9 * * 1-7' is not a schedule Karpenter's "
+        "cron parser accepts: day of week '1-7' ends above 6 (Sunday is 0 or sun)",
+        id="budget-weekday-seven",
+    ),
+    pytest.param(
         {"disruption": {"budgets": [{"nodes": "20 percent"}]}},
         "gpu-platform:nodePools[gpu-h100].disruption.budgets[0].nodes: '20 percent' is not a node count ('0', '3') or a "
         "percentage ('20%')",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from models.cron import CronError
 from models.karpenter.disruption import (
     EMPTY,
     UNDERUTILIZED,
@@ -107,10 +109,40 @@ def test_a_budget_for_other_reasons_does_not_limit_this_one():
     assert allowed_disruptions([drift_only], MONDAY_10, nodes=10, reason="Drifted") == 0
 
 
-def test_sunday_is_seven_as_well_as_zero():
+def test_sunday_is_0_or_sun():
     sunday = datetime(2026, 6, 7, 2, 0, tzinfo=UTC)
-    assert budget_active(Budget("0", schedule="0 0 * * 7", duration_seconds=3 * 3600), sunday)
+    assert budget_active(Budget("0", schedule="0 0 * * 0", duration_seconds=3 * 3600), sunday)
     assert budget_active(Budget("0", schedule="0 0 * * sun", duration_seconds=3 * 3600), sunday)
+    assert not budget_active(Budget("0", schedule="0 0 * * sun", duration_seconds=3 * 3600), sunday + timedelta(days=1))
+
+
+def test_weekday_7_is_refused_and_the_pool_allows_no_disruption_for_any_reason():
+    # robfig/cron v3.0.1 bounds weekdays 0-6; IsActive errs, and MustGetAllowedDisruptions returns 0 on any error.
+    sunday = datetime(2026, 6, 7, 2, 0, tzinfo=UTC)
+    drift_window = Budget("5", schedule="0 0 * * 7", duration_seconds=3 * 3600, reasons=("Drifted",))
+    with pytest.raises(CronError, match="ends above 6"):
+        budget_active(drift_window, sunday)
+    assert allowed_disruptions([Budget("10"), drift_window], sunday, nodes=10, reason=EMPTY) == 0
+    assert allowed_disruptions([Budget("10"), drift_window], MONDAY_10, nodes=10, reason="Drifted") == 0
+    assert allowed_disruptions([Budget("10")], sunday, nodes=10, reason=EMPTY) == 10
+
+
+def test_a_budget_takes_parse_standards_descriptors_in_utc():
+    daily = Budget("0", schedule="@daily", duration_seconds=3600)
+    assert budget_active(daily, datetime(2026, 6, 1, 0, 59, tzinfo=UTC))
+    assert not budget_active(daily, datetime(2026, 6, 1, 1, 0, tzinfo=UTC))
+    # 02:30 in Berlin (summer) is 00:30 UTC: inside the UTC window.
+    assert budget_active(daily, datetime(2026, 6, 1, 2, 30, tzinfo=ZoneInfo("Europe/Berlin")))
+
+
+def test_a_budget_naming_its_own_zone_is_refused_as_karpenter_prefixes_utc():
+    with pytest.raises(CronError, match="has 6 fields"):
+        budget_active(Budget("0", schedule="TZ=Europe/Berlin 0 9 * * *", duration_seconds=3600), MONDAY_10)
+
+
+def test_a_budget_whose_schedule_never_fires_is_always_active():
+    # Next returns the zero time, which is not after now.
+    assert budget_active(Budget("0", schedule="0 0 31 2 *", duration_seconds=60), MONDAY_10)
 
 
 def test_a_node_is_consolidatable_consolidate_after_its_last_pod_event():

@@ -11,15 +11,10 @@ import pytest
 from config import ConfigError
 from offline.stack import stack_config_from_text
 
-from .conftest import fixture_document, load, project_path
+from .conftest import fixture_document, load, problems_of, project_path
 
 SERVING = "gpu-platform:tenants[llm-training].inference[embeddings].serving"
 
-
-def problems_of(document) -> list[str]:
-    with pytest.raises(ConfigError) as caught:
-        load(document)
-    return caught.value.problems
 
 
 @pytest.mark.parametrize(

@@ -26,9 +26,10 @@ def row(first_cell: str, after: str) -> list[str]:
 
 
 def test_headroom_standing_cost_and_limit_per_pool():
-    # p4d.24xlarge: $21.957642/h for 8 GPUs = $2.7447/GPU-hour; 6 GPUs = $16.47/h (shown, rounded); x 730 h = $12,023.
+    # Three 2-GPU placeholders fit one 8-GPU p4d.24xlarge, which runs whole: $21.957642/h (shown $21.96);
+    # x 730 h = $16,029.08.
     assert row("`gpu-a100`", "## Warm start") == [
-        "`gpu-a100`", "6", "3 x 2 on spot", "22 `nvidia.com/gpu`", "$16.47/h, $12,023/month", "-"
+        "`gpu-a100`", "6", "3 x 2 on spot", "22 `nvidia.com/gpu`", "$21.96/h, $16,029/month", "-"
     ]
     assert row("`gpu-l40s`", "## Warm start") == [
         "`gpu-l40s`", "-", "-", "16 `nvidia.com/gpu`", "-", "`snap-0fedcba9876543210`"

@@ -120,15 +120,20 @@ GOOD = {"start": "0 22 * * *", "end": "0 6 * * *", "timezone": "Asia/Tokyo", "re
 MISTAKES = [
     pytest.param(
         {"start": "0 25 * * *"},
-        f"{KEY}.start: '0 25 * * *' is not a schedule KEDA's cron scaler accepts: hour '25' is outside 0-23 or runs "
-        "backwards",
+        f"{KEY}.start: '0 25 * * *' is not a schedule KEDA's cron scaler accepts: hour '25' ends above 23",
         id="hour-out-of-range",
     ),
     pytest.param(
         {"end": "@daily"},
-        f"{KEY}.end: '@daily' is not a schedule KEDA's cron scaler accepts: has 1 fields; KEDA's cron scaler takes "
-        "exactly 5 (minute hour day month weekday)",
+        f"{KEY}.end: '@daily' is not a schedule KEDA's cron scaler accepts: is a descriptor, which this parser does "
+        "not accept: give five fields",
         id="descriptor",
+    ),
+    pytest.param(
+        {"start": "TZ=Asia/Tokyo 0 8 * * *"},
+        f"{KEY}.start: 'TZ=Asia/Tokyo 0 8 * * *' names time zone Asia/Tokyo in the schedule: remove the prefix and "
+        "set `timezone`",
+        id="zone-prefix",
     ),
     pytest.param(
         {"timezone": "Mars/Olympus_Mons"},

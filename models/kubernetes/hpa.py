@@ -24,6 +24,9 @@ Rules from kubernetes/kubernetes at the cluster's version (1.35; config/versions
 - pkg/apis/autoscaling/v2/defaults.go: scale-up 0 s window, Max of 100 % and 4 pods per 15 s; scale-down
   300 s window (the controller's `--horizontal-pod-autoscaler-downscale-stabilization` default),
   100 % per 15 s.
+- pkg/controller/podautoscaler/config/v1alpha1/defaults.go (`RecommendedDefaultHPAControllerConfiguration`):
+  the controller syncs every HPA every 15 s (`--horizontal-pod-autoscaler-sync-period`), and reads its
+  External metrics (KEDA's metrics server) at each sync.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TOLERANCE = 0.1
+SYNC_PERIOD_SECONDS = 15
 PODS = "Pods"
 PERCENT = "Percent"
 MAX = "Max"
