@@ -30,9 +30,10 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim clean
 
+# A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	@echo "Installing the pinned requirements into $(VENV), once (again only when a requirements file changes)."
-	$(PYTHON) -m venv $(VENV)
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
