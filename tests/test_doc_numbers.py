@@ -5,6 +5,7 @@
 - docs/testing.md "Benchmark": the resources column of `make bench`, for prod as shipped: a fixed part
   and the same count per tenant, so two small renders give every row, and the prose's two counts.
 - README "Onboard a tenant": what dev's CPU pool leaves for the `vision` entry.
+- README "How it fits together": the chart versions the diagram names are the pinned ones.
 - Pulumi.dev.yaml's comment on its system nodes: the requests, what two large nodes allocate and what
   the xlarge nodes cost more (the summary's "System nodes" and "Idle cost" sections print the same sums).
 """
@@ -20,6 +21,7 @@ import yaml
 from config.capacity import HOURS_PER_MONTH
 from config.idle_cost import idle_prices
 from config.system_capacity import INSTANCE_SHAPES
+from config.versions import CHARTS
 from offline.bench import SIZES, synthetic_stack
 
 from .conftest import load, project_path, render
@@ -95,3 +97,23 @@ def test_devs_comment_on_its_system_nodes_quotes_their_sums_and_their_cost():
     assert f"request about {requested / 1000:.1f} vCPU" in comment
     assert f"two large nodes allocate {allocate / 1000:g}" in comment
     assert f"cost about ${round(more, -1):.0f} a month more" in comment
+
+
+# The controllers the README's diagram names with a version, and the chart each version is the pin of.
+DIAGRAM_CHARTS = {
+    "Karpenter": "karpenter",
+    "NVIDIA GPU Operator": "gpu-operator",
+    "Kueue": "kueue",
+    "kube-prometheus-stack": "kube-prometheus-stack",
+    "OpenCost": "opencost",
+    "KEDA": "keda",
+    "Kubeflow Trainer": "kubeflow-trainer",
+}
+
+
+def test_the_readme_diagram_names_the_pinned_chart_versions():
+    diagram = readme()[readme().index("```mermaid") :]
+    diagram = diagram[: diagram.index("\n```\n")]
+    names = "|".join(re.escape(name) for name in DIAGRAM_CHARTS)
+    quoted = dict(re.findall(rf'"({names}) (v?\d+\.\d+\.\d+)', diagram))
+    assert quoted == {name: CHARTS[chart].version for name, chart in DIAGRAM_CHARTS.items()}
