@@ -98,8 +98,9 @@ def recorded(request) -> Recording:
 
 
 # The README walk-through (tests/test_readme_steps.py) runs the tests that read root stack files
-# (marker `stack_files`) in a copy of the project, in a process of its own. Started as soon as collection selects it, that process uses the second core
-# while this one runs the rest of the suite; the test then only collects its result.
+# (marker `stack_files`) in a copy of the project, in a process of its own. Started as soon as
+# collection selects it, that process uses the second core while this one runs the rest of the suite;
+# the test then only collects its result.
 WALKTHROUGH = pytest.StashKey[Any]()
 
 

@@ -12,7 +12,8 @@ What counts as reading a root stack file, in any module of the project (tests an
 
 - a call of `offline.stack.load_stack` or `stack_names` that names no project directory of its own
   (`load_stack(stack, tmp_path)` and `stack_names(copy)` read somewhere else);
-- a path `Pulumi.<x>.yaml` (a literal, an f-string or a glob) joined to `PROJECT_DIR` or `project_path(...)`;
+- a path `Pulumi.<x>.yaml` (a literal, an f-string or a glob) joined to `PROJECT_DIR` or `project_path(...)`,
+  or opened as it is (`open("Pulumi.dev.yaml")`, `Path(...)`: relative to the root, where tests run);
 - in a test, a command line with `--stack` (the CLI reads the stack file by that name; the CLI's own
   `main` counts only so, since most of its commands read no stack);
 - a reference to a function, fixture or module-level name that does any of these, followed through
@@ -193,6 +194,8 @@ class _Scanner:
                     definition.reads |= not own_dir
                 if parts and parts[-1] in ("project_path", "glob") and _stack_path_among(sub.args):
                     definition.reads |= _mentions_project_root(sub)
+                if parts and parts[-1] in ("open", "Path") and _stack_path_among(sub.args[:1]):
+                    definition.reads = True  # relative to the working directory, which tests run in: the root
             elif isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Div):
                 if _stack_path_among([sub.right]) and _mentions_project_root(sub.left):
                     definition.reads = True
