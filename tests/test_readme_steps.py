@@ -1,8 +1,9 @@
 """The README's steps, followed in a copy of the project, leave every test that reads a stack file green.
 
 A user onboards a tenant into `Pulumi.dev.yaml` (README: "Onboard a tenant"), adds an environment
-(README: "Add an environment") and offboards a team from it (docs/tenants.md, "Onboarding and
-offboarding"), then runs the tests. The edits land in a copy, so the user's own stack files are read
+(README: "Add an environment"), keeps warm GPUs on one of its pools (docs/time-to-gpu.md, "Warm
+headroom") and offboards a team from it (docs/tenants.md, "Onboarding and offboarding"), then runs the
+tests. The edits land in a copy, so the user's own stack files are read
 but never changed.
 
 The copy does not run the whole suite again, which would double its CPU time: an edit to a root stack
@@ -158,6 +159,16 @@ def add_environment(project: Path, source: str, name: str) -> None:
     write_stack_file(project / f"Pulumi.{name}.yaml", copied)
 
 
+def keep_warm_headroom(document: dict[str, Any]) -> str | None:
+    """docs/time-to-gpu.md, "Warm headroom": 4 idle GPUs on the first pool that may have them (not MIG or DRA)."""
+    for pool in document["gpu-platform:nodePools"]:
+        sharing = (pool.get("sharing") or {}).get("mode", "none")
+        if sharing != "mig" and pool.get("allocation") != "dra" and "warmStart" not in pool:
+            pool["warmStart"] = {"headroom": {"gpus": 4, "gpusPerPod": 1}}
+            return str(pool["name"])
+    return None
+
+
 def offboard(document: dict[str, Any]) -> str:
     """docs/tenants.md "Offboarding removes the entry": the stack's last team goes. What it lent leaves the
     cohort with it, so, as `make check` then says, a borrowing limit above what the rest can lend is lowered."""
@@ -203,9 +214,10 @@ def start_walkthrough() -> Walkthrough:
     add_environment(project, source, new_stack)
     new_file = project / f"Pulumi.{new_stack}.yaml"
     added = read_stack_file(new_file)
+    keep_warm_headroom(added["config"])
     if len(added["config"].get(T) or []) > 1:
         offboard(added["config"])
-        write_stack_file(new_file, added)
+    write_stack_file(new_file, added)
     source_file = project / f"Pulumi.{source}.yaml"
     edited = read_stack_file(source_file)
     onboard(edited["config"], readme_tenant())
