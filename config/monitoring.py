@@ -64,8 +64,8 @@ class MonitoringConfig(ConfigModel):
     volume_on_destroy: Literal["keep", "delete"] = Field(
         "keep",
         description="What happens to Prometheus' EBS volume when its StatefulSet is deleted (`pulumi destroy`). "
-        "`keep`: the volume outlives the cluster, still billed, outside Pulumi's state (README, Monitoring and "
-        "autoscaling, says how to find it). `delete`: its PVC goes with the StatefulSet, and the volume with it if "
+        "`keep`: the volume outlives the cluster, still billed, outside Pulumi's state (docs/monitoring.md "
+        "says how to find it). `delete`: its PVC goes with the StatefulSet, and the volume with it if "
         "the EBS CSI driver is "
         "still running; also whenever prometheus-operator recreates the StatefulSet, e.g. after a change to "
         "storageGiB, which then loses the metrics history.",

@@ -202,7 +202,7 @@ def _parse_sections(raw: Mapping[str, Any], problems: Problems) -> ParsedConfig:
         if value is None and name in OPTIONAL_SECTIONS:
             value = OPTIONAL_SECTIONS[name]
         if value is None:
-            problems.add(key, "required but not set; see the config reference in README.md")
+            problems.add(key, "required but not set; see the config reference in docs/configuration.md")
             continue
         try:
             parsed.sections[name] = model.model_validate(value)

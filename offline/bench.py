@@ -23,11 +23,15 @@ from .engine import PROJECT_DIR
 SIZES = (10, 100, 1000)
 
 
-def synthetic_stack(tenants: int, base: dict | None = None) -> dict:
-    """prod's cluster and pools (or `base`'s, a stack's `config:` mapping), with the H100 pool sized to give
+def prod_document() -> dict:
+    """The `config:` mapping of the project's Pulumi.prod.yaml, the stack the benchmark is shaped like."""
+    return yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"]
+
+
+def synthetic_stack(tenants: int, base: dict) -> dict:
+    """`base`'s cluster and pools (a prod-shaped stack's `config:` mapping), with the H100 pool sized to give
     every tenant one guaranteed GPU and the CPU pool's limits raised to every tenant's 4 vCPUs and 16 GiB."""
-    document = base if base is not None else yaml.safe_load((PROJECT_DIR / "Pulumi.prod.yaml").read_text())["config"]
-    config = copy.deepcopy(document)
+    config = copy.deepcopy(base)
     pools = config["gpu-platform:nodePools"]
     pools[0]["gpus"] = max(8, -(-tenants // 8) * 8)
     cpu_pool = config["gpu-platform:cpuPool"]
@@ -52,7 +56,7 @@ def measure_platform(tenants: int) -> dict:
     from .engine import run_program
     from .stack import stack_config_from_mapping
 
-    stack = stack_config_from_mapping("bench", synthetic_stack(tenants))
+    stack = stack_config_from_mapping("bench", synthetic_stack(tenants, prod_document()))
     started = time.perf_counter()
     recording = run_program("bench", stack.values, stack.secret_keys)
     return {"seconds": time.perf_counter() - started, "resources": len(recording.resources)}

@@ -9,7 +9,9 @@ compared by URN and the two summary.md files by section, and the review is print
 - the summary tables that changed, as a diff of each.
 
 Exit codes, as `diff` and `git diff --exit-code` use them: 0 the two renders are the same, 1 they
-differ, 2 a render failed (invalid config at either side, or a ref git does not know).
+differ, 2 a render failed (invalid config at either side, or a ref git does not know). Exit 1 comes
+after a last line on stderr, `changes found: ...`, so that a change never reads as a failure;
+`make diff` turns it into exit 0 (Makefile, docs/rendering.md).
 """
 
 from __future__ import annotations
@@ -59,7 +61,21 @@ def main(stack: str, base: str) -> int:
         return EXIT_FAILED
     review = review_markdown(stack, base, before, after, warnings(stack, before, after))
     print(review, end="")
-    return EXIT_SAME if before == after else EXIT_CHANGED
+    if before == after:
+        return EXIT_SAME
+    print(changes_found(stack, base, before, after), file=sys.stderr)
+    return EXIT_CHANGED
+
+
+def changes_found(stack: str, base: str, before: Render, after: Render) -> str:
+    """The outcome of a diff that found changes, in one line: what changed, and that it is not an error."""
+    added = len(after.resources.keys() - before.resources.keys())
+    removed = len(before.resources.keys() - after.resources.keys())
+    changed = sum(1 for urn in before.resources.keys() & after.resources.keys() if before.resources[urn] != after.resources[urn])
+    return (
+        f"changes found: stack {stack} renders {added} added, {removed} removed, {changed} changed against {base} "
+        f"(exit {EXIT_CHANGED}: the review above, not an error)"
+    )
 
 
 def render_at_ref(stack: str, ref: str, scratch: Path) -> Render:

@@ -24,6 +24,9 @@ from offline.helm_values import release_problems
 from offline.stack import load_config, stack_config_from_mapping
 
 FIXTURE_STACKS_DIR = Path(__file__).resolve().parent / "fixtures" / "stacks"
+# Frozen copies of the root stacks as the docs describe them (`dev`, `prod`): a test about what a shipped
+# stack holds reads these, never the `Pulumi.<stack>.yaml` an operator edits.
+SHIPPED_STACKS_DIR = Path(__file__).resolve().parent / "fixtures" / "shipped"
 # Every fixture stack, so a generic property a test states holds for each shape the fixtures cover.
 FIXTURES = tuple(sorted(path.stem for path in FIXTURE_STACKS_DIR.glob("*.yaml")))
 
@@ -36,6 +39,16 @@ def fixture_document(name: str) -> dict[str, Any]:
 @functools.cache
 def _fixture_document(name: str) -> dict[str, Any]:
     return yaml.safe_load((FIXTURE_STACKS_DIR / f"{name}.yaml").read_text())["config"]
+
+
+def shipped_document(stack: str) -> dict[str, Any]:
+    """The `config:` mapping of `tests/fixtures/shipped/<stack>.yaml`, as a fresh copy a test may change."""
+    return copy.deepcopy(_shipped_document(stack))
+
+
+@functools.cache
+def _shipped_document(stack: str) -> dict[str, Any]:
+    return yaml.safe_load((SHIPPED_STACKS_DIR / f"{stack}.yaml").read_text())["config"]
 
 
 def load(document: dict[str, Any]) -> PlatformConfig:
@@ -84,9 +97,10 @@ def recorded(request) -> Recording:
     return render_fixture(request.param)
 
 
-# The README walk-through (tests/test_readme_steps.py) runs the stack checks of a copy of the project
-# in a process of its own. Started as soon as collection selects it, that process uses the second core
-# while this one runs the rest of the suite; the test then only collects its result.
+# The README walk-through (tests/test_readme_steps.py) runs the tests that read root stack files
+# (marker `stack_files`) in a copy of the project, in a process of its own. Started as soon as
+# collection selects it, that process uses the second core while this one runs the rest of the suite;
+# the test then only collects its result.
 WALKTHROUGH = pytest.StashKey[Any]()
 
 

@@ -46,15 +46,15 @@ def test_protect_drives_the_clusters_eks_deletion_protection_too():
         assert cluster.protect is protect and cluster.inputs["deletionProtection"] is protect
 
 
-def test_the_readme_gives_the_prod_destroy_sequence_in_order():
-    readme = project_path("README.md").read_text()
+def test_the_deploying_guide_gives_the_prod_destroy_sequence_in_order():
+    readme = project_path("docs", "deploying.md").read_text()
     at = [readme.find(step) for step in (
         "pulumi config set --path gpu-platform:cluster.protect false", "pulumi up", "pulumi destroy"
     )]
     start = at[0]
     assert start >= 0
     following = [readme.find(step, start) for step in ("pulumi up", "pulumi destroy")]
-    assert 0 < following[0] < following[1], "README: protect off, then `pulumi up`, then `pulumi destroy`"
+    assert 0 < following[0] < following[1], "docs/deploying.md: protect off, then `pulumi up`, then `pulumi destroy`"
 
 
 def test_node_groups_go_before_the_cluster_and_add_nothing_to_the_destroy_steps_or_the_account():

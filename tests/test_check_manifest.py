@@ -18,8 +18,9 @@ import yaml
 
 from offline import check_manifest
 from offline.check_manifest import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Cluster, Finding, check, rendered_objects, report
+from offline.stack import load_stack
 
-from .conftest import load, render_fixture
+from .conftest import load, render_fixture, shipped_document
 from .test_big_gpus import document as big_gpu_document
 from .test_big_gpus import rendered as big_gpu_render
 from .test_doc_snippets import SNIPPETS, rendered, stack_config, stack_crds, stack_document
@@ -244,7 +245,10 @@ def test_a_deployments_replicas_are_admitted_one_by_one_but_all_count_against_th
 # --- the command line ----------------------------------------------------------------------------------
 
 
-def test_an_unknown_tenant_or_an_unreadable_file_exits_2(tmp_path, capsys):
+def test_an_unknown_tenant_or_an_unreadable_file_exits_2(tmp_path, monkeypatch, capsys):
+    # dev as shipped, in a project of its own: the command reads the stack file the way a tenant runs it.
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump({"config": shipped_document("dev")}))
+    monkeypatch.setattr("offline.stack.load_stack", functools.partial(load_stack, project_dir=tmp_path))
     manifest = tmp_path / "job.yaml"
     manifest.write_text("kind: Job\n")
     assert check_manifest.main("dev", "nobody", [manifest]) == EXIT_USAGE

@@ -253,14 +253,14 @@ def test_subnets_are_carved_from_the_vpc_without_overlap(az_count, nat, vpc, exp
     assert plan.nat_per_az == (nat == "perAz")
 
 
-def test_the_readme_config_reference_matches_the_models():
-    from config.reference import BEGIN, END, reference_markdown
+def test_the_config_reference_matches_the_models():
+    from config.reference import BEGIN, END, REFERENCE_FILE, reference_markdown
 
     from .conftest import project_path
 
-    readme = project_path("README.md").read_text()
-    documented = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
-    assert documented == reference_markdown(), "run `python -m config.reference` and paste it into README.md"
+    text = project_path(REFERENCE_FILE).read_text()
+    documented = text[text.index(BEGIN) : text.index(END) + len(END)]
+    assert documented == reference_markdown(), f"run `make docs` to regenerate {REFERENCE_FILE}"
 
 
 def test_every_config_field_has_a_description_for_the_reference():

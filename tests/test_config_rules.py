@@ -536,7 +536,9 @@ def test_a_key_under_the_projects_namespace_that_names_no_section_is_refused():
 def test_the_cluster_section_is_required():
     document = fixture_document("single-pool")
     del document["gpu-platform:cluster"]
-    assert problems_of(document) == ["gpu-platform:cluster: required but not set; see the config reference in README.md"]
+    assert problems_of(document) == [
+        "gpu-platform:cluster: required but not set; see the config reference in docs/configuration.md"
+    ]
 
 
 def test_every_section_is_checked_even_when_one_is_missing():
@@ -544,7 +546,7 @@ def test_every_section_is_checked_even_when_one_is_missing():
     del document["gpu-platform:cluster"]
     document["gpu-platform:monitoring"]["replicas"] = 5
     assert problems_of(document) == [
-        "gpu-platform:cluster: required but not set; see the config reference in README.md",
+        "gpu-platform:cluster: required but not set; see the config reference in docs/configuration.md",
         "gpu-platform:monitoring.replicas: 5 is out of range; must be <= 3",
     ]
 

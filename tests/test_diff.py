@@ -87,17 +87,18 @@ def test_an_embedded_document_that_changed_is_shown_as_a_diff() -> None:
 # --- version warnings ----------------------------------------------------------------------------
 
 import functools  # noqa: E402
+import subprocess  # noqa: E402
 
 import pytest  # noqa: E402
 import yaml  # noqa: E402
 
 from config.versions import CHARTS, ChartPin  # noqa: E402
 from offline.__main__ import main as cli  # noqa: E402
-from offline.diff import kubernetes_version, warnings  # noqa: E402
+from offline.diff import EXIT_FAILED, changes_found, kubernetes_version, warnings  # noqa: E402
 from offline.stack import load_stack  # noqa: E402
 from offline.versions_check import chart_override_problems, kubernetes_change_warnings  # noqa: E402
 
-from .conftest import fixture_document  # noqa: E402
+from .conftest import fixture_document, project_path  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -160,6 +161,7 @@ def test_check_refuses_an_unvendored_chart_override_with_exit_2(tmp_path, monkey
     assert len(err) == 2 and all(line.startswith("Pulumi.bumped.yaml: gpu-platform:versions.charts") for line in err)
 
 
+@pytest.mark.stack_files
 def test_the_review_warns_of_a_downgrade_in_the_direction_of_the_change():
     """`diff` reads the base render's cluster version as before and the working tree's as after: 1.35 in
     the base and 1.34 now is a downgrade EKS refuses; 1.34 -> 1.35 is an ordinary upgrade."""
@@ -172,3 +174,38 @@ def test_the_review_warns_of_a_downgrade_in_the_direction_of_the_change():
         "Kubernetes 1.35 -> 1.34 is a downgrade: EKS never moves a control plane back a minor"
     ]
     assert warnings("dev", cluster_at("1.34"), cluster_at("1.35")) == []
+
+
+# --- exit statuses: the module's for CI, make's for a person ----------------------------------------------
+
+
+def test_a_change_ends_with_a_line_saying_so_and_what_changed() -> None:
+    line = changes_found("dev", "HEAD", BEFORE, AFTER)
+    assert line == (
+        "changes found: stack dev renders 1 added, 1 removed, 1 changed against HEAD (exit 1: the review above, not an error)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("module_exit", "make_exit", "says_changes_found"),
+    [(EXIT_SAME, 0, False), (EXIT_CHANGED, 0, True), (EXIT_FAILED, 2, False)],
+)
+def test_make_diff_succeeds_with_or_without_changes_and_fails_only_when_a_render_fails(
+    tmp_path: Path, module_exit: int, make_exit: int, says_changes_found: bool
+) -> None:
+    # The recipe as written in the Makefile, with a stand-in interpreter exiting as `python -m offline diff` would.
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\necho '# the review'\nexit {module_exit}\n")
+    python.chmod(0o755)
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / ".installed").touch()
+    result = subprocess.run(
+        ["make", "-s", "-C", str(project_path()), "diff", f"PY={python}", f"VENV={venv}", "STACK=dev", "BASE=main"],
+        capture_output=True, text=True, check=False,
+    )
+    assert result.returncode == make_exit, result.stdout + result.stderr
+    assert result.stdout.startswith("# the review\n")
+    changes_line = "make diff: changes found in stack dev against main, listed above\n"
+    assert (changes_line in result.stdout) is says_changes_found
+    assert ("Error" in result.stderr) is (make_exit != 0)

@@ -16,7 +16,6 @@ A block without the comment fails the test, so no example goes unchecked.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import re
@@ -33,9 +32,7 @@ from models.kueue.constants import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from offline.engine import Recording
 from offline.validate import CustomResourceDefinitions, object_findings
 
-from .conftest import fixture_document, load, project_path, render
-
-SHIPPED_DIR = project_path("tests", "fixtures", "shipped")
+from .conftest import fixture_document, load, project_path, render, shipped_document
 
 DOCUMENTS = ("README.md", *sorted(f"docs/{path.name}" for path in project_path("docs").glob("*.md")))
 _BLOCK = re.compile(r"(?:^|\n)(?P<before>[^\n]*)\n```yaml\n(?P<body>.*?)```", re.DOTALL)
@@ -71,13 +68,7 @@ SNIPPETS = snippets()
 def stack_document(stack: str) -> dict[str, Any]:
     if stack.startswith("fixture:"):
         return fixture_document(stack.removeprefix("fixture:"))
-    return copy.deepcopy(_shipped_stack(stack))
-
-
-@functools.cache
-def _shipped_stack(stack: str) -> dict[str, Any]:
-    """A root stack as the docs describe it: the frozen copy, never the stack file an operator edits."""
-    return yaml.safe_load((SHIPPED_DIR / f"{stack}.yaml").read_text())["config"]
+    return shipped_document(stack)
 
 
 def with_snippet(snippet: Snippet) -> dict[str, Any]:

@@ -1,15 +1,25 @@
-"""The README's steps, followed in a copy of the project, leave the stack checks and the doc examples green.
+"""The README's steps, followed in a copy of the project, leave every test that reads a stack file green.
 
-A user onboards a tenant into `Pulumi.dev.yaml` (README: "Tenants and fair-share queues") and adds an
-environment (README: "Add an environment"), then runs the tests. Both edits land in a copy, so the
-user's own stack files are read but never changed; the copy's `tests/test_stacks.py` must pass and
-must have checked the new stack, and its `tests/test_doc_snippets.py`, whose examples include the very
-entry just onboarded, must pass too. On dev as shipped the README's entry goes in literally.
+A user onboards a tenant into `Pulumi.dev.yaml` (README: "Onboard a tenant"), adds an environment
+(README: "Add an environment"), keeps warm GPUs on one of its pools (docs/time-to-gpu.md, "Warm
+headroom") and offboards a team from it (docs/tenants.md, "Onboarding and offboarding"), then runs the
+tests. The edits land in a copy, so the user's own stack files are read
+but never changed.
+
+The copy does not run the whole suite again, which would double its CPU time: an edit to a root stack
+file can reach only the tests that read one, and those carry the `stack_files` marker
+(tests/stack_file_readers.py finds them by reading the source, and a test here keeps the marks equal to
+what it finds). The copy runs `pytest -m stack_files` over the files that hold them: the generic
+checks of tests/test_stacks.py on the edited and the new stack, and every other test that reads a root
+stack file. Every other test reads fixtures and frozen copies (tests/fixtures/), which the steps do not
+touch, so it passes in the copy exactly as it passes here.
 """
 
 from __future__ import annotations
 
 import copy
+import io
+import json
 import math
 import re
 import shutil
@@ -22,13 +32,15 @@ from ipaddress import ip_network
 from pathlib import Path
 from typing import Any
 
+import ruamel.yaml
 import yaml
 
 from config.regions import AVAILABILITY_ZONES
 from offline.stack import stack_names
 
 from . import test_stacks
-from .conftest import WALKTHROUGH, load, project_path
+from .conftest import WALKTHROUGH, load, project_path, shipped_document
+from .stack_file_readers import MARKER, marked_tests, reading_tests
 
 # The stack the README's steps start from and edit; another one if the user has removed it.
 SOURCE_STACK = "dev"
@@ -42,10 +54,27 @@ CPU_FIELDS = {"cpu": "cpu", "memoryGiB": "memory_gib"}
 TENANT_DEFAULTS = {"cpu": 32, "memoryGiB": 128}
 
 
-# What the copy runs: the checks of every stack file, and the doc examples, which must not read them.
-COPY_TESTS = ("tests/test_stacks.py", "tests/test_doc_snippets.py")
 # The checks tests/test_stacks.py gives every stack.
 STACK_CHECKS = frozenset(name for name in vars(test_stacks) if name.startswith("test_"))
+
+
+def _editor() -> ruamel.yaml.YAML:
+    editor = ruamel.yaml.YAML()
+    editor.indent(mapping=2, sequence=4, offset=2)  # the shipped stack files' list style
+    editor.preserve_quotes = True
+    editor.width = 4096  # long strings (a signer's subject pattern) stay on one line
+    return editor
+
+
+def read_stack_file(path: Path) -> Any:
+    """A stack file as an editor holds it: comments, the schema line and key order survive a write."""
+    return _editor().load(path.read_text())
+
+
+def write_stack_file(path: Path, document: Any) -> None:
+    stream = io.StringIO()
+    _editor().dump(document, stream)
+    path.write_text(stream.getvalue())
 
 
 def readme_section(heading: str) -> str:
@@ -57,7 +86,7 @@ def readme_section(heading: str) -> str:
 
 def readme_tenant() -> dict[str, Any]:
     """The example entry the onboarding section shows, as the user pastes it."""
-    section = readme_section("Tenants and fair-share queues")
+    section = readme_section("Onboard a tenant")
     [block] = re.findall(r"```yaml\n(.*?)```", section, re.DOTALL)
     [tenant] = yaml.safe_load(block)
     return tenant
@@ -77,7 +106,7 @@ def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]
     quota gets more `gpus`, and a borrowing limit is lowered to what the rest of the cohort can lend.
     """
     tenant = dict(example)
-    config = load(document)
+    config = load(json.loads(json.dumps(document)))
     taken = {t.name for t in config.tenants}
     tenant["name"] = unused(example["name"], taken)
     if tenant.get("businessUnit") not in config.queueing.business_units:
@@ -109,7 +138,7 @@ def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]
 def add_environment(project: Path, source: str, name: str) -> None:
     """README "Add an environment": copy dev, then change name, region, VPC range, admins, endpoint, the
     `environment` tag and the cohort."""
-    stacks = {path: yaml.safe_load(path.read_text()) for path in sorted(project.glob("Pulumi.*.yaml"))}
+    stacks = {path: read_stack_file(path) for path in sorted(project.glob("Pulumi.*.yaml"))}
     copied = stacks[project / f"Pulumi.{source}.yaml"]
     document = copied["config"]
     cluster = document["gpu-platform:cluster"]
@@ -127,7 +156,30 @@ def add_environment(project: Path, source: str, name: str) -> None:
     cluster.setdefault("tags", {})["environment"] = name
     if "gpu-platform:queueing" in document and "cohort" in document["gpu-platform:queueing"]:
         document["gpu-platform:queueing"]["cohort"] = f"gpu-{name}"
-    (project / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump(copied, sort_keys=False))
+    write_stack_file(project / f"Pulumi.{name}.yaml", copied)
+
+
+def keep_warm_headroom(document: dict[str, Any]) -> str | None:
+    """docs/time-to-gpu.md, "Warm headroom": 4 idle GPUs on the first pool that may have them (not MIG or DRA)."""
+    for pool in document["gpu-platform:nodePools"]:
+        sharing = (pool.get("sharing") or {}).get("mode", "none")
+        if sharing != "mig" and pool.get("allocation") != "dra" and "warmStart" not in pool:
+            pool["warmStart"] = {"headroom": {"gpus": 4, "gpusPerPod": 1}}
+            return str(pool["name"])
+    return None
+
+
+def offboard(document: dict[str, Any]) -> str:
+    """docs/tenants.md "Offboarding removes the entry": the stack's last team goes. What it lent leaves the
+    cohort with it, so, as `make check` then says, a borrowing limit above what the rest can lend is lowered."""
+    gone = document[T].pop()["name"]
+    for entry in document[T]:
+        for flavor, quota in (entry.get("gpu") or {}).items():
+            others = [o["gpu"][flavor] for o in document[T] if o is not entry and flavor in (o.get("gpu") or {})]
+            lendable = sum(o["nominal"] if o.get("lendingLimit") is None else o["lendingLimit"] for o in others)
+            if quota.get("borrowingLimit", 0) > lendable:
+                quota["borrowingLimit"] = lendable
+    return gone
 
 
 @dataclass
@@ -160,19 +212,28 @@ def start_walkthrough() -> Walkthrough:
     source = SOURCE_STACK if SOURCE_STACK in stacks else stacks[0]
     new_stack = unused(NEW_STACK, stacks)
     add_environment(project, source, new_stack)
+    new_file = project / f"Pulumi.{new_stack}.yaml"
+    added = read_stack_file(new_file)
+    keep_warm_headroom(added["config"])
+    if len(added["config"].get(T) or []) > 1:
+        offboard(added["config"])
+    write_stack_file(new_file, added)
     source_file = project / f"Pulumi.{source}.yaml"
-    edited = yaml.safe_load(source_file.read_text())
+    edited = read_stack_file(source_file)
     onboard(edited["config"], readme_tenant())
-    source_file.write_text(yaml.safe_dump(edited, sort_keys=False))
+    write_stack_file(source_file, edited)
 
     # The stacks the steps leave alone are the project's own files, byte for byte, which this
-    # session's tests/test_stacks.py checks; the copy checks the two the steps write.
+    # session's tests/test_stacks.py checks; the copy checks the two the steps write (its cheap marked
+    # tests run for every stack).
     untouched = [
         f"--deselect=tests/test_stacks.py::{check}[{stack}]" for stack in stacks if stack != source for check in STACK_CHECKS
     ]
+    # Only the files that hold marked tests: collecting the rest would import every test module for nothing.
+    files = sorted({test.split("::")[0] for test in marked_tests()})
     with (workdir / "pytest.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", *COPY_TESTS, *untouched],
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "-m", MARKER, *files, *untouched],
             cwd=project,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -191,9 +252,17 @@ def test_onboarding_a_tenant_and_adding_an_environment_as_the_readme_says_keeps_
     assert new == edited == STACK_CHECKS, output[-8000:]
 
 
+def test_the_copy_runs_every_test_that_reads_a_root_stack_file():
+    """The walk-through's `-m stack_files` selects exactly the tests that read `Pulumi.<stack>.yaml` at the root."""
+    reading, marked = reading_tests(), marked_tests()
+    assert reading - marked == set(), f"read a root stack file: mark them @pytest.mark.{MARKER}"
+    assert marked - reading == set(), f"marked @pytest.mark.{MARKER} but read no root stack file: unmark them"
+    assert "tests/test_stacks.py::test_its_config_validates" in reading
+
+
 def test_the_readme_entry_goes_into_dev_as_shipped_literally():
     """No adaptation: the README's `vision` entry fits the shipped dev's pools, CPU pool and cohort as written."""
-    document = yaml.safe_load(project_path("tests", "fixtures", "shipped", "dev.yaml").read_text())["config"]
+    document = shipped_document("dev")
     before = copy.deepcopy(document)
     example = readme_tenant()
     added = onboard(document, example)

@@ -47,6 +47,7 @@ def test_an_unknown_stack_is_a_clear_error(project_of, capsys):
     assert "no stack 'staging': Pulumi.staging.yaml does not exist (stacks: dev, prod)" in capsys.readouterr().err
 
 
+@pytest.mark.stack_files
 def test_python_m_offline_exits_2_with_the_error_and_no_traceback():
     # A stack name no project has, so the real project directory serves without being written to.
     result = subprocess.run(
@@ -73,6 +74,7 @@ print("loaded", *sorted(m for m in sys.modules if m.split(".")[0] in ("pulumi", 
 """
 
 
+@pytest.mark.stack_files
 @pytest.mark.parametrize("command", ["check", "kubernetes-version"])
 def test_checking_a_stack_never_loads_pulumi(command):
     # `check` runs where no Pulumi SDK or provider may be installed (a pre-commit hook, a tenant's laptop).

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import copy
-import functools
 import math
 from typing import Any
 
 import pytest
-import yaml
 
 from sim.admission import kueue_for
 from sim.engine import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS
@@ -16,7 +13,7 @@ from sim.report import render_report
 from sim.run import Result, simulate
 from sim.workload import Workload
 
-from .conftest import load, project_path
+from .conftest import load, project_path, shipped_document
 
 MONDAY = "2026-06-01T00:00:00Z"
 LAUNCH = 240  # seconds, made exact: median = p95
@@ -25,13 +22,9 @@ G6E_XLARGE_USD = 1.861  # config/catalog.py: the cheapest g6e, 1 GPU
 SPOT_FACTOR = 0.35  # the workload file's default spot price share
 
 
-@functools.cache
-def _dev() -> dict[str, Any]:
-    return yaml.safe_load(project_path("Pulumi.dev.yaml").read_text())["config"]
-
-
 def dev() -> dict[str, Any]:
-    return copy.deepcopy(_dev())
+    """dev as shipped (the frozen copy): the scenarios name its tenants, pools and flavors."""
+    return shipped_document("dev")
 
 
 def workload(**fields: Any) -> Workload:

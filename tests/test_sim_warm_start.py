@@ -10,7 +10,6 @@ import functools
 import re
 
 import pytest
-import yaml
 
 from sim.admission import kueue_for
 from sim.engine import Options, Simulation
@@ -20,7 +19,7 @@ from sim.state import Node, Pod
 from sim.warm_start import HEADROOM_TENANT, limit_gpus, start_delay
 from sim.workload import Workload, load_workload
 
-from .conftest import fixture_document, load, project_path
+from .conftest import fixture_document, load, project_path, shipped_document
 from .test_sim_scenarios import BATCH, LAUNCH, dev, workload
 
 PREEMPTION = 5  # config/time_to_gpu.py PREEMPTION
@@ -87,7 +86,7 @@ def test_a_pod_that_the_headroom_cannot_hold_still_waits_for_a_node():
 
 
 def prod_sim(without: frozenset[str] = frozenset()) -> Simulation:
-    config = load(yaml.safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
+    config = load(shipped_document("prod"))
     return Simulation(config, Workload.model_validate({"start": "2026-06-01T00:00:00Z", "duration": "1h"}),
                       kueue_for(config, False), Options(without=without))
 
@@ -148,7 +147,7 @@ def test_the_working_hours_floor_holds_only_inside_its_window():
 @functools.cache
 def surge_times(without: frozenset[str] = frozenset()) -> tuple[float, ...]:
     """Model A's time to GPU per scale-up, prod with workloads/surge-warm-start.yaml at seed 0 (`make simulate`)."""
-    config = load(yaml.safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
+    config = load(shipped_document("prod"))
     workload_ = load_workload(project_path("workloads", "surge-warm-start.yaml"))
     result = simulate(config, workload_, kueue_for, seed=0, project_dir=project_path(), without=without)
     return tuple(result.sim.record.time_to_gpu["inference/model-a"])
@@ -180,8 +179,8 @@ def test_the_allocation_plot_counts_no_placeholder_as_allocated():
         ('| `... WITHOUT="headroom image-snapshot model-source"` |', frozenset({"headroom", "image-snapshot", "model-source"})),
     ],
 )
-def test_the_readme_quotes_the_surge_as_the_simulator_measures_it(row, without):
-    [line] = [line for line in project_path("README.md").read_text().splitlines() if line.startswith(row)]
+def test_the_time_to_gpu_guide_quotes_the_surge_as_the_simulator_measures_it(row, without):
+    [line] = [line for line in project_path("docs", "time-to-gpu.md").read_text().splitlines() if line.startswith(row)]
     quoted = re.search(r"(\d+) scale-ups, (?:time to GPU )?p50 ([\d.]+) min, \*\*p95 ([\d.]+) min", line)
     assert quoted is not None, line
     times = list(surge_times(without))

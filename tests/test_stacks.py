@@ -22,6 +22,8 @@ from offline.render import write_render
 from offline.stack import SECURE_PLACEHOLDER, StackConfig, load_stack, stack_names
 from offline.validate import validate_render
 
+# Every test here reads the root stack files; the README walk-through runs them in its copy.
+pytestmark = pytest.mark.stack_files
 ROOT_STACKS = stack_names()
 # What a kubeconfig carries; the plan holds it only as a secret output, never as an input.
 KUBECONFIG_MARKERS = ("certificate-authority-data", "get-token")

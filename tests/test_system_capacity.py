@@ -175,6 +175,7 @@ def test_karpenters_rendered_resources_are_the_config_sides():
 # --- the check -----------------------------------------------------------------------------------------
 
 
+@pytest.mark.stack_files
 @pytest.mark.parametrize("stack", stack_names())
 def test_every_root_stack_fits_its_system_nodes(stack):
     plan = load_platform_config(load_stack(stack).values).system_capacity
