@@ -88,6 +88,7 @@ def test_a_public_endpoint_cidr_inside_a_documentation_range_is_warned_about(cid
     assert all("is a documentation range (RFC 5737)" in line for line in lines)
 
 
+@pytest.mark.stack_files
 def test_the_offline_check_of_the_prod_stack_file_warns_of_each_and_still_passes(capsys):
     """Pulumi.prod.yaml itself, as `make check STACK=prod` reads it; an operator's own values silence it."""
     assert offline_main(["check", "--stack", "prod"]) == 0

@@ -24,7 +24,7 @@ from config.schedulability import Fix, Unpromised, unpromised
 from offline.summary import render_summary
 
 from .builders import irregular_capacity_document, stack_item
-from .conftest import FIXTURES, fixture_document, load, project_path, render_fixture
+from .conftest import FIXTURES, fixture_document, load, project_path, render_fixture, shipped_document
 
 P = f"{CONFIG_NAMESPACE}:nodePools"
 T = f"{CONFIG_NAMESPACE}:tenants"
@@ -139,7 +139,7 @@ def test_what_the_headroom_adds_beyond_the_declared_gpus_is_not_unpromised():
 
 
 def test_prods_headroom_is_no_warning():
-    prod = load(example_stack(project_path() / "Pulumi.prod.yaml"))
+    prod = load(shipped_document("prod"))
     assert warnings_of(prod) == []
 
 
