@@ -198,7 +198,8 @@ class TenantPlan:
             "persistentvolumeclaims": str(self.config.max_volume_claims),
             "requests.storage": f"{self.config.volume_storage_gib}Gi",
             # Object counts: etcd holds every object, and a namespace with no bound fills it for everyone.
-            **{kind: str(self.config.max_objects) for kind in COUNTED_OBJECTS},
+            **{kind: str(times * self.config.max_objects) for kind, times in OBJECT_COUNTS.items()},
+            "count/pods": str(self.config.max_pods + FINISHED_PODS_PER_OBJECT * self.config.max_objects),
             "services.loadbalancers": str(self.config.network.load_balancers),
             "services.nodeports": "0",
         }
@@ -212,17 +213,47 @@ class TenantPlan:
         return dict(sorted(hard.items()))
 
 
-# The kinds a tenant creates freely whose count its ResourceQuota bounds (Kubernetes
-# pkg/quota/v1/evaluator/core: the short names for core kinds, `count/<resource>.<group>` for the rest).
-# Jobs are not counted: Kueue queues them, and a sweep of thousands is ordinary.
-COUNTED_OBJECTS = (
-    "configmaps",
-    "secrets",
-    "services",
-    "count/deployments.apps",
-    "count/statefulsets.apps",
-    "count/cronjobs.batch",
-)
+# What each kind a tenant can create counts against in its ResourceQuota, as a multiple of the tenant's
+# `maxObjects` (kubernetes/kubernetes pkg/quota/v1/evaluator/core: a core kind's short name counts its
+# stored objects, pods excepted; `count/<resource>.<group>` any kind, custom resources included). Every
+# kind the tenant's `admin` role lets it create has a row (tests/test_object_quotas.py derives the kinds
+# from the rendered roles), kinds the platform's options install included: a row for an absent kind
+# bounds nothing and costs nothing. Events have none: the quota system ignores them
+# (models/kubernetes/resourcequota.py IGNORED_RESOURCES); the API server drops them after an hour.
+OBJECT_COUNTS: dict[str, int] = {
+    # What a team declares: a few dozen of each, hundreds at most.
+    "configmaps": 1,
+    "secrets": 1,
+    "services": 1,
+    "replicationcontrollers": 1,
+    "count/serviceaccounts": 1,
+    "count/deployments.apps": 1,
+    "count/statefulsets.apps": 1,
+    "count/daemonsets.apps": 1,
+    "count/cronjobs.batch": 1,
+    "count/horizontalpodautoscalers.autoscaling": 1,
+    "count/poddisruptionbudgets.policy": 1,
+    "count/ingresses.networking.k8s.io": 1,
+    "count/networkpolicies.networking.k8s.io": 1,
+    "count/roles.rbac.authorization.k8s.io": 1,
+    "count/rolebindings.rbac.authorization.k8s.io": 1,
+    "count/leases.coordination.k8s.io": 1,
+    "count/resourceclaimtemplates.resource.k8s.io": 1,
+    "count/externalsecrets.external-secrets.io": 1,
+    "count/trainingruntimes.trainer.kubeflow.org": 1,
+    # Each Deployment keeps its ReplicaSet and revisionHistoryLimit (10 by default) old ones.
+    "count/replicasets.apps": 11,
+    # Submitted in sweeps: Kueue queues thousands of them and admits what the quota holds; a finished
+    # one stays until its TTL or its owner deletes it.
+    "count/jobs.batch": 10,
+    "count/jobsets.jobset.x-k8s.io": 10,
+    "count/trainjobs.trainer.kubeflow.org": 10,
+    # Made from a pod's claim templates, one per claim, and deleted with the pod.
+    "count/resourceclaims.resource.k8s.io": 10,
+}
+# Pods in storage, finished ones included (`pods` counts live ones only): a Job's finished pods stay
+# with it, so as many as the Jobs on top of the live ones.
+FINISHED_PODS_PER_OBJECT = 10
 
 
 def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problems: Problems) -> tuple[FlavorPlan, ...]:

@@ -162,16 +162,28 @@ def test_a_pool_without_a_price_has_no_cost():
 # --- tenants: the ResourceQuota is what Kueue can admit, in full --------------------------------
 
 # Every fixture tenant keeps the defaults: 500 pods, 50 claims, 1000 GiB of node-local storage, 5000 GiB
-# of volumes, 1000 of each counted kind.
+# of volumes, 1000 of each declared kind, 11000 ReplicaSets, 10000 of each kind made in bulk, and
+# 500 + 10000 pods in storage.
+DECLARED = (
+    "configmaps", "secrets", "services", "replicationcontrollers", "count/serviceaccounts", "count/deployments.apps",
+    "count/statefulsets.apps", "count/daemonsets.apps", "count/cronjobs.batch",
+    "count/horizontalpodautoscalers.autoscaling", "count/poddisruptionbudgets.policy",
+    "count/ingresses.networking.k8s.io", "count/networkpolicies.networking.k8s.io",
+    "count/roles.rbac.authorization.k8s.io", "count/rolebindings.rbac.authorization.k8s.io",
+    "count/leases.coordination.k8s.io", "count/resourceclaimtemplates.resource.k8s.io",
+    "count/externalsecrets.external-secrets.io", "count/trainingruntimes.trainer.kubeflow.org",
+)
+IN_BULK = (
+    "count/jobs.batch", "count/jobsets.jobset.x-k8s.io", "count/trainjobs.trainer.kubeflow.org",
+    "count/resourceclaims.resource.k8s.io",
+)
 BASE = {
     "persistentvolumeclaims": "50",
     "requests.storage": "5000Gi",
-    "configmaps": "1000",
-    "secrets": "1000",
-    "services": "1000",
-    "count/deployments.apps": "1000",
-    "count/statefulsets.apps": "1000",
-    "count/cronjobs.batch": "1000",
+    **dict.fromkeys(DECLARED, "1000"),
+    **dict.fromkeys(IN_BULK, "10000"),
+    "count/replicasets.apps": "11000",
+    "count/pods": "10500",
     "pods": "500",
     "services.nodeports": "0",
     "requests.ephemeral-storage": "1000Gi",
@@ -240,9 +252,9 @@ def test_a_tenant_may_change_its_pod_claim_storage_and_load_balancer_limits():
     assert (hard["requests.ephemeral-storage"], hard["limits.ephemeral-storage"]) == ("200Gi", "200Gi")
     assert hard["services.nodeports"] == "0"
     assert hard["requests.storage"] == "300Gi"
-    counted = ("configmaps", "secrets", "services", "count/deployments.apps", "count/statefulsets.apps", "count/cronjobs.batch")
-    assert {kind: hard[kind] for kind in counted} == dict.fromkeys(counted, "60")
-    assert "count/jobs.batch" not in hard
+    assert {kind: hard[kind] for kind in DECLARED} == dict.fromkeys(DECLARED, "60")
+    assert {kind: hard[kind] for kind in IN_BULK} == dict.fromkeys(IN_BULK, "600")
+    assert (hard["count/replicasets.apps"], hard["count/pods"]) == ("660", "640")
 
 
 def test_covered_resources_list_cpu_memory_then_every_gpu_resource_sorted():
