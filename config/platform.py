@@ -16,11 +16,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, RootModel, ValidationError
 
+from models.kubernetes.features import DRA_EXTENDED_RESOURCE, enabled_by_default
+
 from .autoscaling import HUB, AutoscalingConfig, check_model_sources
 from .capacity import GpuPoolPlan, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
-from .cluster import ClusterConfig
+from .cluster import ClusterConfig, dra_extended_resource_reason
 from .errors import Problems, item_labels, show
 from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_warm_start
@@ -520,6 +522,11 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
             f"{CONFIG_NAMESPACE}:gpu.dra.enabled",
             f"true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs {cluster.kubernetes_version}: "
             "upgrade cluster.kubernetesVersion or set dra.enabled: false",
+        )
+    if gpu.dra.enabled and enabled_by_default(DRA_EXTENDED_RESOURCE, cluster.kubernetes_version):
+        problems.add(
+            f"{CONFIG_NAMESPACE}:cluster.kubernetesVersion",
+            f"{cluster.kubernetes_version} with gpu.dra.enabled: {dra_extended_resource_reason()}",
         )
     dra_pools = [pool for pool in pools if pool.config.allocation == "dra"]
     for pool in pools:
