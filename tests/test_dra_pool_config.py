@@ -18,7 +18,10 @@ from .conftest import fixture_document, load
 
 POOL = "gpu-l4-dra"
 KEY = f"gpu-platform:nodePools[{POOL}]"
-UNREAD = "configures nothing: the pool is an EKS managed node group of fixed size, not a Karpenter NodePool, and nothing reads {field} for it; remove it"
+UNREAD = (
+    "configures nothing: the pool is an EKS managed node group of fixed size, not a Karpenter NodePool, and nothing "
+    "reads {field} for it; remove it"
+)
 REASON = (
     "from Kubernetes 1.36 DRAExtendedResource is on by default, and the NVIDIA DRA driver's DeviceClass names "
     "extendedResourceName nvidia.com/gpu: a pod asking for nvidia.com/gpu could take a DRA pool's GPU, counted "
@@ -51,7 +54,8 @@ def _with_pool_fields(**fields):
     ],
 )
 def test_a_karpenter_only_field_on_a_dra_pool_is_one_line(field, value):
-    assert _problems(_with_pool_fields(**{field: value})) == [f"{KEY}.{field}: set on DRA pool {POOL}, " + UNREAD.format(field=field)]
+    expected = f"{KEY}.{field}: set on DRA pool {POOL}, " + UNREAD.format(field=field)
+    assert _problems(_with_pool_fields(**{field: value})) == [expected]
 
 
 def test_two_such_fields_are_two_lines_and_the_same_fields_on_a_karpenter_pool_are_fine():
