@@ -10,8 +10,9 @@ with any other operator never allows, so an unmodelled condition cannot pass by 
 Identity policies ("Policy evaluation logic"): an explicit Deny wins, then any Allow, else the implicit
 deny. "IAM JSON policy elements: Resource" and "Condition operators": `*` matches any run of characters
 and `?` one, `/` included, and nothing else is special; ARNs and S3 object keys compare case-sensitively.
-`StringLike` with a list of values holds when any value matches (a condition key with several values is
-ORed); a key the request does not carry fails it. S3 (Amazon S3 User Guide, "Condition keys for Amazon
+`NotResource` names every resource but those it lists. `StringLike` with a list of values holds when
+any value matches (a condition key with several values is ORed); a key the request does not carry
+fails it. S3 (Amazon S3 User Guide, "Condition keys for Amazon
 S3", `s3:prefix`): ListBucket carries `s3:prefix` only when the request names a prefix, exactly as sent;
 S3 then returns every key that starts with it, so a prefix without the tenant's trailing slash (`ml`)
 lists another tenant's keys (`mlops/...`) too.
@@ -64,9 +65,14 @@ def _conditions_hold(conditions: Mapping[str, Mapping[str, Any]], context: Mappi
 
 
 def _applies(statement: Mapping[str, Any], action: str, resource: str, context: Mapping[str, str]) -> bool:
+    """An action matches case-insensitively; `NotResource` matches every resource it does not list."""
+    if "Resource" in statement:
+        named = any(wildcard_match(r, resource) for r in _listed(statement["Resource"]))
+    else:
+        named = not any(wildcard_match(r, resource) for r in _listed(statement["NotResource"]))
     return (
         any(wildcard_match(a.lower(), action.lower()) for a in _listed(statement["Action"]))
-        and any(wildcard_match(r, resource) for r in _listed(statement["Resource"]))
+        and named
         and _conditions_hold(statement.get("Condition", {}), context)
     )
 
