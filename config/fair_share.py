@@ -142,6 +142,8 @@ class TenantPlan:
     cohort: str
     quotas: tuple[TenantQuota, ...]
     priority_value: int
+    # The stack's options that install kinds a tenant writes (OPTIONAL_COUNTS): their counts join the quota.
+    options: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -198,7 +200,11 @@ class TenantPlan:
             "persistentvolumeclaims": str(self.config.max_volume_claims),
             "requests.storage": f"{self.config.volume_storage_gib}Gi",
             # Object counts: etcd holds every object, and a namespace with no bound fills it for everyone.
-            **{kind: str(times * self.config.max_objects) for kind, times in OBJECT_COUNTS.items()},
+            **{
+                kind: str(times * self.config.max_objects)
+                for kind, times in OBJECT_COUNTS.items()
+                if OPTIONAL_COUNTS.get(kind, REQUIRED) in self.options | {REQUIRED}
+            },
             "count/pods": str(self.config.max_pods + FINISHED_PODS_PER_OBJECT * self.config.max_objects),
             "services.loadbalancers": str(self.config.network.load_balancers),
             "services.nodeports": "0",
@@ -217,8 +223,7 @@ class TenantPlan:
 # `maxObjects` (kubernetes/kubernetes pkg/quota/v1/evaluator/core: a core kind's short name counts its
 # stored objects, pods excepted; `count/<resource>.<group>` any kind, custom resources included). Every
 # kind the tenant's `admin` role lets it create has a row (tests/test_object_quotas.py derives the kinds
-# from the rendered roles), kinds the platform's options install included: a row for an absent kind
-# bounds nothing and costs nothing. Events have none: the quota system ignores them
+# from the rendered roles). Events have none: the quota system ignores them
 # (models/kubernetes/resourcequota.py IGNORED_RESOURCES); the API server drops them after an hour.
 OBJECT_COUNTS: dict[str, int] = {
     # What a team declares: a few dozen of each, hundreds at most.
@@ -250,6 +255,15 @@ OBJECT_COUNTS: dict[str, int] = {
     "count/trainjobs.trainer.kubeflow.org": 10,
     # Made from a pod's claim templates, one per claim, and deleted with the pod.
     "count/resourceclaims.resource.k8s.io": 10,
+}
+# Kinds the stack serves only with an option (`secrets.enabled`, `gpu.dra.enabled`; the trainer and
+# JobSet are always installed): counted only then, since the quota controller computes usage only for
+# the resources the API server serves, and a row for another would stay in `hard` with no `used`.
+SECRETS_OPTION, DRA_OPTION, REQUIRED = "secrets", "dra", ""
+OPTIONAL_COUNTS: dict[str, str] = {
+    "count/externalsecrets.external-secrets.io": SECRETS_OPTION,
+    "count/resourceclaimtemplates.resource.k8s.io": DRA_OPTION,
+    "count/resourceclaims.resource.k8s.io": DRA_OPTION,
 }
 # Pods in storage, finished ones included (`pods` counts live ones only): a Job's finished pods stay
 # with it, so as many as the Jobs on top of the live ones.
@@ -310,9 +324,11 @@ def plan_tenants(
     problems: Problems,
     creator: str | None = None,
     complete: bool = True,
+    options: frozenset[str] = frozenset(),
 ) -> tuple[TenantPlan, ...]:
     """Plan and check every tenant; `complete` False: some tenants were left out as invalid, so what the
-    others could borrow from them is unknown and borrowing is not checked."""
+    others could borrow from them is unknown and borrowing is not checked. `options`: the stack's options
+    that install kinds tenants write (OPTIONAL_COUNTS)."""
     root = f"{CONFIG_NAMESPACE}:tenants"
     by_flavor = {flavor.name: flavor for flavor in flavors}
     _check_names(tenants, root, problems)
@@ -350,6 +366,7 @@ def plan_tenants(
                 cohort=tenant.business_unit or queueing.cohort,
                 quotas=tuple(quotas),
                 priority_value=queueing.priorities.get(tenant.priority, 0),
+                options=options,
             )
         )
     _check_deployment_names(tenants, root, problems)

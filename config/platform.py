@@ -24,7 +24,7 @@ from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig, dra_extended_resource_reason
 from .errors import Problems, item_labels, show
-from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .fair_share import DRA_OPTION, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
@@ -273,8 +273,15 @@ def _rule_queues(parsed: ParsedConfig, problems: Problems) -> None:
     creator = cluster.creator if cluster is not None else None
     tenants = parsed.section("tenants", TenantsConfig)
     checked = tenants if tenants is not None else parsed.partial_tenants
+    secrets, gpu = parsed.section("secrets", SecretsConfig), parsed.section("gpu", GpuConfig)
+    options = frozenset(
+        option for option, on in ((SECRETS_OPTION, secrets is not None and secrets.enabled),
+                                  (DRA_OPTION, gpu is not None and gpu.dra.enabled)) if on
+    )
     if checked is not None:
-        plans = plan_tenants(checked.root, parsed.flavors, queueing, admins, problems, creator, complete=checked is tenants)
+        plans = plan_tenants(
+            checked.root, parsed.flavors, queueing, admins, problems, creator, complete=checked is tenants, options=options
+        )
         parsed.tenant_plans = plans if checked is tenants else ()
         check_schedulability(parsed.flavors, plans, parsed.gpu_pools, problems)
 

@@ -47,7 +47,8 @@ def _tenant_quota(objects: list[dict[str, Any]], namespace: str) -> dict[str, st
 
 
 @pytest.mark.parametrize(("fixture", "tenant", "version"), [("multi-pool", "data-science", "1.35"),
-                                                              ("single-pool-dra", "ml-research", "1.35")])
+                                                              ("single-pool-dra", "ml-research", "1.35"),
+                                                              ("single-pool", "ml-research", "1.35")])
 def test_every_kind_a_tenant_can_create_has_an_object_count(fixture, tenant, version):
     objects = _objects(fixture)
     hard = _tenant_quota(objects, tenant)
@@ -84,7 +85,6 @@ CEILINGS = [
     ("trainer.kubeflow.org", "trainjobs", "count/trainjobs.trainer.kubeflow.org", 10000),
     ("trainer.kubeflow.org", "trainingruntimes", "count/trainingruntimes.trainer.kubeflow.org", 1000),
     ("external-secrets.io", "externalsecrets", "count/externalsecrets.external-secrets.io", 1000),
-    ("resource.k8s.io", "resourceclaims", "count/resourceclaims.resource.k8s.io", 10000),
 ]
 
 
@@ -94,6 +94,19 @@ def test_the_object_past_each_ceiling_is_refused_and_the_last_one_under_it_is_no
     assert exceeded(objects, "data-science", group, resource, {}, used={key: str(ceiling - 1)}) == []
     over = exceeded(objects, "data-science", group, resource, {}, used={key: str(ceiling)})
     assert [name.split("/", 1)[1] for name in over] == [key]
+
+
+@pytest.mark.parametrize(("fixture", "tenant", "counted"), [
+    ("multi-pool", "data-science", {"count/externalsecrets.external-secrets.io": "1000"}),  # secrets.enabled, no DRA
+    ("single-pool-dra", "ml-research", {"count/resourceclaims.resource.k8s.io": "10000",
+                                        "count/resourceclaimtemplates.resource.k8s.io": "1000"}),
+    ("single-pool", "ml-research", {}),
+])
+def test_kinds_an_option_installs_are_counted_only_where_the_stack_installs_them(fixture, tenant, counted):
+    hard = _tenant_quota(_objects(fixture), tenant)
+    optional = ("count/externalsecrets.external-secrets.io", "count/resourceclaims.resource.k8s.io",
+                "count/resourceclaimtemplates.resource.k8s.io")
+    assert {key: hard[key] for key in optional if key in hard} == counted
 
 
 def test_live_pods_stay_bounded_by_the_pod_quota_below_the_stored_pod_count():
@@ -131,8 +144,7 @@ def test_the_tenant_guide_states_the_ceilings_the_quota_sets():
     for row, keys in [
         ("| ReplicaSets (a Deployment keeps 10 old ones) | ", ["count/replicasets.apps"]),
         ("| Jobs, JobSets, TrainJobs, ResourceClaims | ", ["count/jobs.batch", "count/jobsets.jobset.x-k8s.io",
-                                                         "count/trainjobs.trainer.kubeflow.org",
-                                                         "count/resourceclaims.resource.k8s.io"]),
+                                                         "count/trainjobs.trainer.kubeflow.org"]),
         ("| pods stored, finished ones included (running at once: 500) | ", ["count/pods"]),
         ("Leases, ReplicationControllers, ResourceClaimTemplates, ExternalSecrets, TrainingRuntimes | ",
          ["configmaps", "count/leases.coordination.k8s.io", "count/externalsecrets.external-secrets.io"]),

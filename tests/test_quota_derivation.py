@@ -170,13 +170,13 @@ DECLARED = (
     "count/horizontalpodautoscalers.autoscaling", "count/poddisruptionbudgets.policy",
     "count/ingresses.networking.k8s.io", "count/networkpolicies.networking.k8s.io",
     "count/roles.rbac.authorization.k8s.io", "count/rolebindings.rbac.authorization.k8s.io",
-    "count/leases.coordination.k8s.io", "count/resourceclaimtemplates.resource.k8s.io",
-    "count/externalsecrets.external-secrets.io", "count/trainingruntimes.trainer.kubeflow.org",
+    "count/leases.coordination.k8s.io", "count/trainingruntimes.trainer.kubeflow.org",
 )
-IN_BULK = (
-    "count/jobs.batch", "count/jobsets.jobset.x-k8s.io", "count/trainjobs.trainer.kubeflow.org",
-    "count/resourceclaims.resource.k8s.io",
-)
+IN_BULK = ("count/jobs.batch", "count/jobsets.jobset.x-k8s.io", "count/trainjobs.trainer.kubeflow.org")
+# Counted only where the stack installs the kind: ExternalSecrets with secrets.enabled (multi-pool),
+# ResourceClaims and their templates with gpu.dra.enabled (single-pool-dra).
+SECRETS = {"count/externalsecrets.external-secrets.io": "1000"}
+DRA = {"count/resourceclaimtemplates.resource.k8s.io": "1000", "count/resourceclaims.resource.k8s.io": "10000"}
 BASE = {
     "persistentvolumeclaims": "50",
     "requests.storage": "5000Gi",
@@ -200,7 +200,7 @@ RESOURCE_QUOTAS = [
     # single-pool's numbers plus the DRA flavor: cpu 352 + 2 x 8 = 368; memory 2688 + 2 x 32 = 2752 GiB;
     # the two L4s counted under the DeviceClass's quota name, as a claim charges them.
     ("single-pool-dra", "ml-research", {
-        **BASE, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
+        **BASE, **DRA, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
         "requests.nvidia.com/gpu": "20", DRA_GPU: "2", "services.loadbalancers": "0",
     }),
     # cpu 16 + (12 + 4) x 16 = 272; memory 64 + 16 x 128 = 2112 GiB; lending changes nothing here.
@@ -211,26 +211,26 @@ RESOURCE_QUOTAS = [
     # H100 16 + 12 = 28 GPUs, A100 8 + 8 = 16: cpu 64 + 28 x 24 + 16 x 12 = 928;
     # memory 256 + 28 x 256 + 16 x 144 = 9728 GiB; MIG 28 x (2, 1, 1).
     ("multi-pool", "llm-training", {
-        **BASE, "requests.cpu": "928", "requests.memory": "9728Gi", "limits.memory": "9728Gi",
+        **BASE, **SECRETS, "requests.cpu": "928", "requests.memory": "9728Gi", "limits.memory": "9728Gi",
         "requests.nvidia.com/gpu": "16", f"requests.{MIG_1G}": "56", f"requests.{MIG_2G}": "28",
         f"requests.{MIG_3G}": "28", "services.loadbalancers": "0",
     }),
     # H100 8, L40S 12 + 4 = 16: cpu 64 + 8 x 24 + 16 x 24 = 640; memory 256 + 8 x 256 + 16 x 192 = 5376 GiB.
     ("multi-pool", "inference", {
-        **BASE, "requests.cpu": "640", "requests.memory": "5376Gi", "limits.memory": "5376Gi",
+        **BASE, **SECRETS, "requests.cpu": "640", "requests.memory": "5376Gi", "limits.memory": "5376Gi",
         "requests.nvidia.com/gpu": "16", f"requests.{MIG_1G}": "16", f"requests.{MIG_2G}": "8",
         f"requests.{MIG_3G}": "8", "services.loadbalancers": "2",
     }),
     # H100 16, A100 8, L40S 4 + 8 = 12: cpu 128 + 16 x 24 + 8 x 12 + 12 x 24 = 896;
     # memory 512 + 16 x 256 + 8 x 144 + 12 x 192 = 8064 GiB; whole GPUs 8 + 12 = 20.
     ("multi-pool", "data-science", {
-        **BASE, "requests.cpu": "896", "requests.memory": "8064Gi", "limits.memory": "8064Gi",
+        **BASE, **SECRETS, "requests.cpu": "896", "requests.memory": "8064Gi", "limits.memory": "8064Gi",
         "requests.nvidia.com/gpu": "20", f"requests.{MIG_1G}": "32", f"requests.{MIG_2G}": "16",
         f"requests.{MIG_3G}": "16", "services.loadbalancers": "0",
     }),
     # Borrowing only: H100 8, A100 8: cpu 16 + 8 x 24 + 8 x 12 = 304; memory 64 + 8 x 256 + 8 x 144 = 3264 GiB.
     ("multi-pool", "experiments", {
-        **BASE, "requests.cpu": "304", "requests.memory": "3264Gi", "limits.memory": "3264Gi",
+        **BASE, **SECRETS, "requests.cpu": "304", "requests.memory": "3264Gi", "limits.memory": "3264Gi",
         "requests.nvidia.com/gpu": "8", f"requests.{MIG_1G}": "16", f"requests.{MIG_2G}": "8",
         f"requests.{MIG_3G}": "8", "services.loadbalancers": "0",
     }),
