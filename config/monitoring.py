@@ -37,6 +37,9 @@ TENANT_SCRAPE_LABEL_NAME_LENGTH_LIMIT = 64
 # The longest kept value a platform server writes: `job` (`<namespace>/<PodMonitor>`, 63 + 1 + 253),
 # `pod` (a DNS subdomain, 253) and `model_name` (the served model, `serving.model`, held to this too).
 TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT = 512
+# Targets relabeling dropped (a labelled pod not running, a port other than the metrics port) that
+# Prometheus keeps in memory with all their discovered labels, for its targets page only: a few.
+TENANT_SCRAPE_KEEP_DROPPED_TARGETS = 16
 
 # The Prometheus resource's `enforced*` fields, each a cap on every scrape job Prometheus runs (the
 # kubelet's, kube-state-metrics', DCGM's), not only the tenants'. A tenant cannot write a monitor (RBAC

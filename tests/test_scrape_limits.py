@@ -124,19 +124,27 @@ def test_one_sample_over_a_label_limit_fails_the_scrape(labels, failure):
 
 # --- the render: the tenant's PodMonitor and the Prometheus resource ----------------------------------
 
-def test_the_tenant_scrape_sets_every_per_scrape_limit_the_crd_offers():
+def test_the_tenant_scrape_bounds_its_body_samples_labels_and_dropped_targets():
     monitor = _monitor(_objects())
     offered = _crd_spec("PodMonitor")
-    limits = {k: v for k, v in monitor["spec"].items() if k not in ("selector", "podMetricsEndpoints")}
+    limits = {k: v for k, v in monitor["spec"].items() if k not in ("selector", "selectorMechanism", "podMetricsEndpoints")}
     assert limits == {
         "bodySizeLimit": "8MiB",
         "sampleLimit": 200,
         "labelLimit": 16,
         "labelNameLengthLimit": 64,
         "labelValueLengthLimit": 512,
+        "keepDroppedTargets": 16,
     }
     assert set(limits) <= set(offered)
     assert re.match(offered["bodySizeLimit"]["pattern"], limits["bodySizeLimit"])
+
+
+def test_prometheus_discovers_only_the_labelled_pods_of_a_tenant():
+    """RoleSelector hands the label selector to the API server: unlabelled pods never reach Prometheus' memory."""
+    monitor = _monitor(_objects())
+    assert monitor["spec"]["selectorMechanism"] == "RoleSelector"
+    assert "RoleSelector" in _crd_spec("PodMonitor")["selectorMechanism"]["enum"]
 
 
 def test_the_tenant_scrape_follows_no_redirect():

@@ -341,6 +341,10 @@ def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
         },
         "spec": {
             "selector": {"matchLabels": {SERVING_METRICS_LABEL: "true"}},
+            # The selector goes to the API server (prometheus-operator v0.93.0 promcfg.go
+            # generateRoleSelectorConfig: kubernetes_sd `selectors`), so Prometheus watches, and holds in
+            # memory, only the labelled pods of the namespace, not every pod the tenant creates.
+            "selectorMechanism": "RoleSelector",
             "podMetricsEndpoints": [
                 {
                     "port": SERVING_METRICS_PORT,

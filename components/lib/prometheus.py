@@ -8,6 +8,7 @@ from typing import Any
 
 from config.monitoring import (
     TENANT_SCRAPE_BODY_SIZE_LIMIT,
+    TENANT_SCRAPE_KEEP_DROPPED_TARGETS,
     TENANT_SCRAPE_LABEL_LIMIT,
     TENANT_SCRAPE_LABEL_NAME_LENGTH_LIMIT,
     TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT,
@@ -84,6 +85,7 @@ def tenant_scrape_limits() -> dict[str, Any]:
         "labelLimit": TENANT_SCRAPE_LABEL_LIMIT,
         "labelNameLengthLimit": TENANT_SCRAPE_LABEL_NAME_LENGTH_LIMIT,
         "labelValueLengthLimit": TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT,
+        "keepDroppedTargets": TENANT_SCRAPE_KEEP_DROPPED_TARGETS,
     }
 
 
