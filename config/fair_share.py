@@ -224,7 +224,8 @@ class TenantPlan:
 # stored objects, pods excepted; `count/<resource>.<group>` any kind, custom resources included). Every
 # kind the tenant's `admin` role lets it create has a row (tests/test_object_quotas.py derives the kinds
 # from the rendered roles). Events have none: the quota system ignores them
-# (models/kubernetes/resourcequota.py IGNORED_RESOURCES); the API server drops them after an hour.
+# (models/kubernetes/resourcequota.py IGNORED_RESOURCES); the API server drops them after its event TTL
+# (`--event-ttl`, an hour by default).
 OBJECT_COUNTS: dict[str, int] = {
     # What a team declares: a few dozen of each, hundreds at most.
     "configmaps": 1,

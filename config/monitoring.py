@@ -20,8 +20,8 @@ Severity = Literal["critical", "warning", "info"]
 
 # --- what one scrape of a tenant's pod may bring (models/prometheus/limits.py) ---------------------------
 # The serving PodMonitor (components/autoscaling) scrapes pods whose /metrics the tenant writes, so
-# each of Prometheus' per-scrape limits is set on it; a scrape past any of them fails alone, and its
-# target's `up` turns 0. Sized from what vLLM v0.11.0 exposes (upstream/metrics/vllm/, vendored
+# Prometheus' per-scrape limits on the body, samples and labels are set on it; a scrape past any of
+# them fails alone, and its target's `up` turns 0. Sized from what vLLM v0.11.0 exposes (upstream/metrics/vllm/, vendored
 # loggers.py): 57 series names per engine, 15 of them histogram buckets of at most 23 `le` values,
 # every series labelled model_name and engine (tests/test_scrape_limits.py builds that exposition).
 # The uncompressed body Prometheus reads at most: vLLM's whole exposition at its largest, eight engines

@@ -75,8 +75,9 @@ POD_MONITOR_TARGET_LABELS = ("job", "instance", "namespace", "pod", "container",
 
 
 def tenant_scrape_limits() -> dict[str, Any]:
-    """A tenant PodMonitor's spec-level limits: every per-scrape bound prometheus-operator v0.93 offers
-    (crd-podmonitors.yaml), so a pod exposing more fails its own scrape instead of filling Prometheus.
+    """A tenant PodMonitor's spec-level limits (prometheus-operator v0.93 crd-podmonitors.yaml) on the body,
+    samples, labels and dropped targets, so a pod exposing more fails its own scrape instead of filling
+    Prometheus.
     They sit on the platform's PodMonitor, which tenants cannot write; config/monitoring.py sizes them
     and says why Prometheus' enforced* caps are not their home."""
     return {
