@@ -74,6 +74,8 @@ class DraNodeGroups(pulumi.ComponentResource):
         cluster_name: str,
         kubernetes_version: str,
         partition: str,
+        account_id: pulumi.Input[str],
+        repository_prefixes: Sequence[str],
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
@@ -85,6 +87,8 @@ class DraNodeGroups(pulumi.ComponentResource):
         :param cluster_name: the EKS cluster's name; names the role and the node groups.
         :param kubernetes_version: `ClusterConfig.kubernetes_version`: each group follows the control plane's minor.
         :param partition: `aws`, `aws-cn`, ... (`aws.get_partition().partition`), for the managed policies' ARNs.
+        :param account_id: the cluster's account, whose ECR the nodes pull from only under `repository_prefixes`.
+        :param repository_prefixes: `SupplyChainConfig.node_repositories`.
         :param subnet_ids: `Network.private_subnet_ids`, where the nodes run.
         :param tags: tags on every AWS resource.
         :param depends_on: what a node needs from the cluster before it boots (the cluster, its networking add-ons).
@@ -93,7 +97,9 @@ class DraNodeGroups(pulumi.ComponentResource):
         """
         super().__init__("gpu-platform:nodes:DraNodeGroups", name, None, opts)
         dra_pools = [pool for pool in pools if pool.is_dra]
-        role, attachments = node_role(name, f"{cluster_name}-dra-node", partition, tags, self)
+        role, attachments = node_role(
+            name, f"{cluster_name}-dra-node", partition, account_id, repository_prefixes, tags, self
+        )
         self.node_groups = {}
         for pool in dra_pools:
             template = ec2.LaunchTemplate(

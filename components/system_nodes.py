@@ -38,6 +38,8 @@ class SystemNodeGroup(pulumi.ComponentResource):
         cluster_name: str,
         kubernetes_version: str,
         partition: str,
+        account_id: pulumi.Input[str],
+        repository_prefixes: Sequence[str],
         subnet_ids: Sequence[pulumi.Input[str]],
         tags: Mapping[str, str],
         depends_on: Sequence[pulumi.Resource] = (),
@@ -46,10 +48,14 @@ class SystemNodeGroup(pulumi.ComponentResource):
         """
         :param config: `ClusterConfig.system_nodes`.
         :param kubernetes_version: `ClusterConfig.kubernetes_version`: the group follows the control plane's minor.
+        :param account_id: the cluster's account, whose ECR the nodes pull from only under `repository_prefixes`.
+        :param repository_prefixes: `SupplyChainConfig.node_repositories`.
         """
         super().__init__("gpu-platform:nodes:SystemNodeGroup", name, None, opts)
 
-        role, attachments = node_role(name, f"{cluster_name}-system-node", partition, tags, self)
+        role, attachments = node_role(
+            name, f"{cluster_name}-system-node", partition, account_id, repository_prefixes, tags, self
+        )
 
         template = ec2.LaunchTemplate(
             f"{name}-nodes",

@@ -16,6 +16,7 @@ from models.keda import cron
 
 from .base import ConfigModel
 from .errors import Problems, item_labels, show
+from .monitoring import TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT
 
 if TYPE_CHECKING:
     from .tenants import TenantConfig
@@ -199,6 +200,12 @@ class ServingConfig(ConfigModel):
                 f"{'is empty' if not model else 'is blank' if not model.strip() else 'contains a space'}: name the model "
                 "`--model` loads, a Hugging "
                 "Face model id such as 'meta-llama/Llama-3.1-8B-Instruct' or a path"
+            )
+        if len(model) > TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT:
+            raise ValueError(
+                f"is {len(model)} characters: vLLM writes it into the `model_name` label of every metric, and the "
+                f"serving scrape fails whole on a value over {TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT} (its queue-depth "
+                "trigger then reads nothing); use a shorter path"
             )
         return model
 

@@ -342,6 +342,12 @@ def _plan_pool(pool: NodePoolConfig, key: str, protected: bool, mig_strategy: st
     return GpuPoolPlan(config=pool, instance_types=types, gpu=gpu, mig_strategy=mig_strategy)
 
 
+# The pool fields only a Karpenter NodePool reads (components/node_pools.py): how it consolidates, expires
+# and drains nodes, its rank among pools, and its CPU and memory limits. A DRA pool's managed node group
+# (components/dra_nodes.py) reads none of them.
+KARPENTER_ONLY_FIELDS = ("disruption", "expire_after", "weight", "termination_grace_period", "cpu_limit", "memory_limit_gib")
+
+
 def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:
     """What a DRA pool's EKS managed node group can be: instance types of one GPU count, at least one node;
     one capacity type, on-demand or spot; no EFA; no MIG.
@@ -386,6 +392,14 @@ def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...],
             f"{show(pool.ami_version)} on DRA pool {pool.name}: its managed node group runs the EKS AL2023 NVIDIA AMI "
             "of the release pinned per Kubernetes minor (config/versions.py NODE_GROUP_RELEASE_VERSIONS); remove amiVersion",
         )
+    for field in KARPENTER_ONLY_FIELDS:
+        if field in pool.model_fields_set:
+            alias = NodePoolConfig.model_fields[field].alias
+            problems.add(
+                f"{key}.{alias}",
+                f"set on DRA pool {pool.name}, configures nothing: the pool is an EKS managed node group of fixed "
+                f"size, not a Karpenter NodePool, and nothing reads {alias} for it; remove it",
+            )
     if pool.sharing.mode == "mig":
         problems.add(
             f"{key}.sharing.mode",

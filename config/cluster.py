@@ -8,10 +8,12 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator
 
+from models.kubernetes.features import DRA_EXTENDED_RESOURCE, enabled_by_default, first_enabled
+
 from .base import ConfigModel
 from .errors import ConfigError, duplicates, show
 from .keys import CONFIG_NAMESPACE
-from .versions import KUBERNETES_VERSIONS, ami_release_problems, node_group_release_version
+from .versions import DRA_EXTENDED_RESOURCE_REASON, KUBERNETES_VERSIONS, ami_release_problems, node_group_release_version
 
 # An IAM role or user ARN in any partition. Access entries take roles and users, not groups.
 _PRINCIPAL_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:(role|user)/[\w+=,.@/-]{1,512}$")
@@ -348,7 +350,7 @@ class ClusterConfig(ConfigModel):
         if str(version) not in KUBERNETES_VERSIONS:
             raise ValueError(
                 f"is not supported by the pinned components; use one of {', '.join(KUBERNETES_VERSIONS)} "
-                "(quote it in YAML: \"1.30\" is not 1.3)"
+                "(quote it in YAML: \"1.30\" is not 1.3)" + _newer_minor_reason(str(version))
             )
         # Every node image must exist for the minor before the control plane moves to it.
         problems = ami_release_problems(str(version))
@@ -366,6 +368,20 @@ class ClusterConfig(ConfigModel):
                 f"{len(tags) - MAX_STACK_TAGS}"
             )
         return tags
+
+
+def _newer_minor_reason(version: str) -> str:
+    """What else stands in the way of `version`, beyond the pins: a default-on feature gate the platform does not handle."""
+    if not re.fullmatch(r"\d+\.\d+", version) or not enabled_by_default(DRA_EXTENDED_RESOURCE, version):
+        return ""
+    return "; " + dra_extended_resource_reason()
+
+
+def dra_extended_resource_reason() -> str:
+    """Why a cluster with DRAExtendedResource on by default is refused, in one clause."""
+    return DRA_EXTENDED_RESOURCE_REASON.format(
+        first=first_enabled(DRA_EXTENDED_RESOURCE), latest=KUBERNETES_VERSIONS[-1]
+    )
 
 
 def _check_retention(days: int) -> int:

@@ -140,6 +140,8 @@ class TenantPlan:
     cohort: str
     quotas: tuple[TenantQuota, ...]
     priority_value: int
+    # The stack's options that install kinds a tenant writes (OPTIONAL_COUNTS): their counts join the quota.
+    options: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -193,7 +195,12 @@ class TenantPlan:
             "persistentvolumeclaims": str(self.config.max_volume_claims),
             "requests.storage": f"{self.config.volume_storage_gib}Gi",
             # Object counts: etcd holds every object, and a namespace with no bound fills it for everyone.
-            **{kind: str(self.config.max_objects) for kind in COUNTED_OBJECTS},
+            **{
+                kind: str(times * self.config.max_objects)
+                for kind, times in OBJECT_COUNTS.items()
+                if OPTIONAL_COUNTS.get(kind, REQUIRED) in self.options | {REQUIRED}
+            },
+            "count/pods": str(self.config.max_pods + FINISHED_PODS_PER_OBJECT * self.config.max_objects),
             "services.loadbalancers": str(self.config.network.load_balancers),
             "services.nodeports": "0",
         }
@@ -207,17 +214,56 @@ class TenantPlan:
         return dict(sorted(hard.items()))
 
 
-# The kinds a tenant creates freely whose count its ResourceQuota bounds (Kubernetes
-# pkg/quota/v1/evaluator/core: the short names for core kinds, `count/<resource>.<group>` for the rest).
-# Jobs are not counted: Kueue queues them, and a sweep of thousands is ordinary.
-COUNTED_OBJECTS = (
-    "configmaps",
-    "secrets",
-    "services",
-    "count/deployments.apps",
-    "count/statefulsets.apps",
-    "count/cronjobs.batch",
-)
+# What each kind a tenant can create counts against in its ResourceQuota, as a multiple of the tenant's
+# `maxObjects` (kubernetes/kubernetes pkg/quota/v1/evaluator/core: a core kind's short name counts its
+# stored objects, pods excepted; `count/<resource>.<group>` any kind, custom resources included). Every
+# kind the tenant's `admin` role lets it create has a row (tests/test_object_quotas.py derives the kinds
+# from the rendered roles). Events have none: the quota system ignores them
+# (models/kubernetes/resourcequota.py IGNORED_RESOURCES); the API server drops them after its event TTL
+# (`--event-ttl`, an hour by default).
+OBJECT_COUNTS: dict[str, int] = {
+    # What a team declares: a few dozen of each, hundreds at most.
+    "configmaps": 1,
+    "secrets": 1,
+    "services": 1,
+    "replicationcontrollers": 1,
+    "count/serviceaccounts": 1,
+    "count/deployments.apps": 1,
+    "count/statefulsets.apps": 1,
+    "count/daemonsets.apps": 1,
+    "count/cronjobs.batch": 1,
+    "count/horizontalpodautoscalers.autoscaling": 1,
+    "count/poddisruptionbudgets.policy": 1,
+    "count/ingresses.networking.k8s.io": 1,
+    "count/networkpolicies.networking.k8s.io": 1,
+    "count/roles.rbac.authorization.k8s.io": 1,
+    "count/rolebindings.rbac.authorization.k8s.io": 1,
+    "count/leases.coordination.k8s.io": 1,
+    "count/resourceclaimtemplates.resource.k8s.io": 1,
+    "count/externalsecrets.external-secrets.io": 1,
+    "count/trainingruntimes.trainer.kubeflow.org": 1,
+    # Each Deployment keeps its ReplicaSet and revisionHistoryLimit (10 by default) old ones.
+    "count/replicasets.apps": 11,
+    # Submitted in sweeps: Kueue queues thousands of them and admits what the quota holds; a finished
+    # one stays until its TTL or its owner deletes it.
+    "count/jobs.batch": 10,
+    "count/jobsets.jobset.x-k8s.io": 10,
+    "count/trainjobs.trainer.kubeflow.org": 10,
+    # Made from a pod's claim templates, one per claim, and deleted with the pod.
+    "count/resourceclaims.resource.k8s.io": 10,
+}
+# Kinds the stack serves only with an option (`secrets.enabled`, `gpu.dra.enabled`; the trainer and
+# JobSet are always installed): counted only then, since the quota controller computes usage only for
+# the resources the API server serves, and a row for another would stay in `hard` with no `used`.
+SECRETS_OPTION, DRA_OPTION, REQUIRED = "secrets", "dra", ""
+OPTIONAL_COUNTS: dict[str, str] = {
+    "count/externalsecrets.external-secrets.io": SECRETS_OPTION,
+    "count/resourceclaimtemplates.resource.k8s.io": DRA_OPTION,
+    "count/resourceclaims.resource.k8s.io": DRA_OPTION,
+}
+# Pods in storage, finished ones included (`pods` counts live ones only): a Job's finished pods stay
+# with it, so as many as the Jobs on top of the live ones.
+FINISHED_PODS_PER_OBJECT = 10
 
 
 def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problems: Problems) -> tuple[FlavorPlan, ...]:
@@ -274,9 +320,11 @@ def plan_tenants(
     problems: Problems,
     creator: str | None = None,
     complete: bool = True,
+    options: frozenset[str] = frozenset(),
 ) -> tuple[TenantPlan, ...]:
     """Plan and check every tenant; `complete` False: some tenants were left out as invalid, so what the
-    others could borrow from them is unknown and borrowing is not checked."""
+    others could borrow from them is unknown and borrowing is not checked. `options`: the stack's options
+    that install kinds tenants write (OPTIONAL_COUNTS)."""
     root = f"{CONFIG_NAMESPACE}:tenants"
     by_flavor = {flavor.name: flavor for flavor in flavors}
     _check_names(tenants, root, problems)
@@ -314,6 +362,7 @@ def plan_tenants(
                 cohort=tenant.business_unit or queueing.cohort,
                 quotas=tuple(quotas),
                 priority_value=queueing.priorities.get(tenant.priority, 0),
+                options=options,
             )
         )
     _check_deployment_names(tenants, root, problems)

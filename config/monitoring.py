@@ -18,6 +18,59 @@ DEFAULT_RUNBOOK_BASE_URL = "https://github.com/gpu-platform/gpu-platform/blob/ma
 Severity = Literal["critical", "warning", "info"]
 
 
+# --- what one scrape of a tenant's pod may bring (models/prometheus/limits.py) ---------------------------
+# The serving PodMonitor (components/autoscaling) scrapes pods whose /metrics the tenant writes, so
+# Prometheus' per-scrape limits on the body, samples and labels are set on it; a scrape past any of
+# them fails alone, and its target's `up` turns 0. Sized from what vLLM v0.11.0 exposes (upstream/metrics/vllm/, vendored
+# loggers.py): 57 series names per engine, 15 of them histogram buckets of at most 23 `le` values,
+# every series labelled model_name and engine (tests/test_scrape_limits.py builds that exposition).
+# The uncompressed body Prometheus reads at most: vLLM's whole exposition at its largest, eight engines
+# of one server with a model name at the value limit below and its HTTP and process metrics, is about
+# 1.9 MB; a quarter of the limit.
+TENANT_SCRAPE_BODY_SIZE_LIMIT = "8MiB"
+# Samples kept after relabeling: the kept metrics have one series per served model and engine.
+TENANT_SCRAPE_SAMPLE_LIMIT = 200
+# Labels per kept sample: the target's six, __name__ and the kept metrics' own.
+TENANT_SCRAPE_LABEL_LIMIT = 16
+# Every label the scrape keeps is named by the platform (`labelkeep`); the longest is `model_name`.
+TENANT_SCRAPE_LABEL_NAME_LENGTH_LIMIT = 64
+# The longest kept value a platform server writes: `job` (`<namespace>/<PodMonitor>`, 63 + 1 + 253),
+# `pod` (a DNS subdomain, 253) and `model_name` (the served model, `serving.model`, held to this too).
+TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT = 512
+# Targets relabeling dropped (a labelled pod not running, a port other than the metrics port) that
+# Prometheus keeps in memory with all their discovered labels, for its targets page only: a few.
+TENANT_SCRAPE_KEEP_DROPPED_TARGETS = 16
+
+# The Prometheus resource's `enforced*` fields, each a cap on every scrape job Prometheus runs (the
+# kubelet's, kube-state-metrics', DCGM's), not only the tenants'. A tenant cannot write a monitor (RBAC
+# leaves monitoring.coreos.com out of `admin`), so the serving PodMonitor's own limits bound every
+# scrape of tenant pods; an enforced value is set only where it can bound a platform scrape without
+# ever failing a healthy one. None: not set, for the reason beside it.
+PROMETHEUS_ENFORCED_LIMITS: dict[str, str | int | None] = {
+    # Prometheus reads at most this much of any response, so no target, a misbehaving exporter or a
+    # scrape a tenant's objects inflate, can make it buffer more. Far above the largest healthy body:
+    # kube-state-metrics serves its body from the metrics it keeps in memory, capped at 64Mi
+    # (config/system_capacity.py), and a node's kubelet/cAdvisor body is a few MiB; and a sixteenth of
+    # Prometheus' 2Gi memory limit.
+    "enforcedBodySizeLimit": "128MiB",
+    # kube-state-metrics and cAdvisor write tens of thousands of samples in a large cluster; a cap
+    # low enough to bound a tenant would fail those whole scrapes, and every kube_* alert with them.
+    "enforcedSampleLimit": None,
+    # kube-state-metrics' label counts follow the allowlisted node labels; the tenants' scrape has its own.
+    "enforcedLabelLimit": None,
+    # Names in platform scrapes are the exporters' own (and allowlisted node labels); nothing to bound.
+    "enforcedLabelNameLengthLimit": None,
+    # Values in platform scrapes include what tenants write into their objects (kube-state-metrics'
+    # and cAdvisor's `image`): one over-long value would fail the whole scrape, blacking out every
+    # tenant's kube_* series; stored instead, it costs its bytes.
+    "enforcedLabelValueLengthLimit": None,
+    # Targets are nodes, the platform's pods, and tenant pods bounded by their `pods` quota.
+    "enforcedTargetLimit": None,
+    # Dropped targets are kept for the UI only; the tenant PodMonitors select within one namespace.
+    "enforcedKeepDroppedTargets": None,
+}
+
+
 def _paging_severities() -> list[Severity]:
     return ["critical", "warning"]
 

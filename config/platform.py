@@ -17,13 +17,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, RootModel, ValidationError
 
+from models.kubernetes.features import DRA_EXTENDED_RESOURCE, enabled_by_default
+
 from .autoscaling import HUB, AutoscalingConfig, check_model_sources
 from .capacity import GpuPoolPlan, check_sold_in_region, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
-from .cluster import ClusterConfig
+from .cluster import ClusterConfig, dra_extended_resource_reason
 from .errors import Problems, item_labels, show
-from .fair_share import FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .fair_share import DRA_OPTION, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_snapshot_keys, check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
@@ -288,8 +290,15 @@ def _rule_queues(parsed: ParsedConfig, problems: Problems) -> None:
     creator = cluster.creator if cluster is not None else None
     tenants = parsed.section("tenants", TenantsConfig)
     checked = tenants if tenants is not None else parsed.partial_tenants
+    secrets, gpu = parsed.section("secrets", SecretsConfig), parsed.section("gpu", GpuConfig)
+    options = frozenset(
+        option for option, on in ((SECRETS_OPTION, secrets is not None and secrets.enabled),
+                                  (DRA_OPTION, gpu is not None and gpu.dra.enabled)) if on
+    )
     if checked is not None:
-        plans = plan_tenants(checked.root, parsed.flavors, queueing, admins, problems, creator, complete=checked is tenants)
+        plans = plan_tenants(
+            checked.root, parsed.flavors, queueing, admins, problems, creator, complete=checked is tenants, options=options
+        )
         parsed.tenant_plans = plans if checked is tenants else ()
         check_schedulability(parsed.flavors, plans, parsed.gpu_pools, problems)
 
@@ -565,6 +574,11 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
             f"{CONFIG_NAMESPACE}:gpu.dra.enabled",
             f"true needs Kubernetes 1.34 or newer (resource.k8s.io/v1); the cluster runs {cluster.kubernetes_version}: "
             "upgrade cluster.kubernetesVersion or set dra.enabled: false",
+        )
+    if gpu.dra.enabled and enabled_by_default(DRA_EXTENDED_RESOURCE, cluster.kubernetes_version):
+        problems.add(
+            f"{CONFIG_NAMESPACE}:cluster.kubernetesVersion",
+            f"{cluster.kubernetes_version} with gpu.dra.enabled: {dra_extended_resource_reason()}",
         )
     dra_pools = [pool for pool in pools if pool.config.allocation == "dra"]
     for pool in pools:

@@ -22,6 +22,9 @@ _POLICY_NAME = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 # What Kyverno matches with gobwas/glob: an image reference as the pod spec writes it, `*` for any run.
 _IMAGE_GLOB = re.compile(r"^[a-z0-9*][a-z0-9._/:@*?-]*$")
 _OIDC_ISSUER = re.compile(r"^https://[^\s/]+(/[^\s]*)?$")
+# ECR repository names: lowercase path components of letters and digits joined by `.`, `_` or `-`
+# (ECR API Reference, CreateRepository `repositoryName`); a prefix is one or more whole components.
+_REPOSITORY_PREFIX = re.compile(r"^([a-z0-9]+([._-][a-z0-9]+)*/)+$")
 
 
 class KeylessIdentity(ConfigModel):
@@ -138,3 +141,25 @@ class SupplyChainConfig(ConfigModel):
         description="Platform-served model servers must name `serving.revision` (vLLM `--revision`): a commit "
         "hash pins the weights a new replica downloads.",
     )
+    node_repositories: list[str] = Field(
+        default_factory=list,
+        description="Repository name prefixes, each ending in `/`, of this account's ECR that every node may pull "
+        "from with its own role: the platform's own images and pull-through caches (e.g. `platform/`, "
+        "`ecr-public/`). No other repository of the account is within the nodes' reach, so one tenant cannot run "
+        "another's private images: tenants pull theirs with their own credentials (`imagePullSecrets`; "
+        "docs/security.md). Other accounts' repositories (the EKS add-ons' images) stay pullable.",
+    )
+
+    @field_validator("node_repositories")
+    @classmethod
+    def _repository_prefixes(cls, prefixes: list[str]) -> list[str]:
+        for prefix in prefixes:
+            if not _REPOSITORY_PREFIX.match(prefix):
+                raise ValueError(
+                    f"has {prefix!r}, which is not an ECR repository name prefix ending in '/' (e.g. 'platform/'): "
+                    "without the slash, 'ml' would also take in another tenant's 'mlops/...'"
+                )
+        repeated = duplicates(prefixes)
+        if repeated:
+            raise ValueError(f"lists {repeated[0]!r} twice")
+        return prefixes

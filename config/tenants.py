@@ -113,9 +113,11 @@ class TenantConfig(ConfigModel):
         1000,
         ge=1,
         le=100000,
-        description="ResourceQuota on the count of each of ConfigMaps, Secrets, Services, Deployments, StatefulSets and "
-        "CronJobs in the namespace: what one tenant may store in the cluster's etcd. The platform's own objects "
-        "there (a Service per inference deployment, synced Secrets) count too.",
+        description="ResourceQuota on the count of each kind of object the tenant can create in its namespace (ConfigMaps, "
+        "Secrets, Services, Deployments, Roles, Leases, ExternalSecrets, ...): what one tenant may store in the "
+        "cluster's etcd. Kinds made in bulk get a multiple: ReplicaSets 11x, Jobs, JobSets, TrainJobs and "
+        "ResourceClaims 10x, pods in storage (finished ones included) maxPods + 10x (docs/tenants.md). The "
+        "platform's own objects there (a Service per inference deployment, synced Secrets) count too.",
     )
     ephemeral_storage_gib: int | None = Field(
         None,

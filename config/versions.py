@@ -50,6 +50,18 @@ _VERSION_INDEPENDENT_ADDONS: dict[str, str] = {
 # extended support until 2027-07-29) and within the range of every pinned controller.
 KUBERNETES_VERSIONS: tuple[str, ...] = tuple(ADDON_VERSIONS)
 
+# Why no newer minor is supported even once its pins exist (models/kubernetes/features.py): from 1.36
+# DRAExtendedResource is on by default, and the NVIDIA DRA driver's `gpu.nvidia.com` DeviceClass names
+# `extendedResourceName: nvidia.com/gpu` (its chart's deviceclass template on resource.k8s.io/v1), so the
+# scheduler may give a pod that asks for `nvidia.com/gpu` a DRA pool's GPU through a claim it makes
+# itself, while Kueue's quotas and the ResourceQuota count DRA GPUs under the DeviceClass's resource
+# (config/fair_share.py): the same GPU would be counted under either key, or both.
+DRA_EXTENDED_RESOURCE_REASON = (
+    "from Kubernetes {first} DRAExtendedResource is on by default, and the NVIDIA DRA driver's DeviceClass names "
+    "extendedResourceName nvidia.com/gpu: a pod asking for nvidia.com/gpu could take a DRA pool's GPU, counted "
+    "against a quota key the platform's quotas do not give it; stay on {latest} until the platform handles that"
+)
+
 ADDON_NAMES: tuple[str, ...] = (*ADDON_VERSIONS[KUBERNETES_VERSIONS[-1]], *_VERSION_INDEPENDENT_ADDONS)
 
 _CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")

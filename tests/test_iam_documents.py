@@ -130,9 +130,9 @@ UPSTREAM_CONTROLLER_POLICIES = {
 }
 
 # Upstream's node role policies (the same template's KarpenterNodeRole.ManagedPolicyArns), which the
-# system nodes need as well.
+# system nodes need as well, but for AmazonEC2ContainerRegistryPullOnly: it pulls from every repository
+# of the account, and an inline policy (components/lib/iam.py node_image_pull_policy) grants the pulls.
 NODE_POLICIES = [
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",

@@ -106,6 +106,7 @@ def _declare_karpenter() -> None:
         region=REGION,
         account_id=aws.get_caller_identity_output().account_id,
         partition=aws.get_partition_output().partition,
+        node_repositories=("platform/",),
         chart_versions=CHARTS,
         k8s_provider=provider,
         tags=TAGS,
@@ -246,7 +247,13 @@ def test_controller_service_account_gets_the_role_through_pod_identity():
 # --- node role --------------------------------------------------------------------------------
 
 
-def test_node_role_is_for_ec2_with_the_four_node_policies():
+def test_node_role_pulls_this_accounts_images_only_under_the_given_prefixes():
+    recording = karpenter()
+    [inline] = [p for p in recording.by_type("aws:iam/rolePolicy:RolePolicy") if short(p.parent) == f"{COMPONENT}-node-role"]
+    assert json.loads(inline.inputs["policy"]) == policies.node_image_pull_policy("aws", ACCOUNT_ID, ["platform/"])
+
+
+def test_node_role_is_for_ec2_with_the_three_node_policies():
     recording = karpenter()
     role = recording.named(ROLE, f"{COMPONENT}-node-role")
     assert json.loads(role.inputs["assumeRolePolicy"]) == policies.service_trust_policy("ec2.amazonaws.com")
@@ -256,7 +263,6 @@ def test_node_role_is_for_ec2_with_the_four_node_policies():
     assert attached == {f"arn:aws:iam::aws:policy/{p}" for p in NODE_ROLE_POLICIES}
     assert {p.rsplit("/", 1)[-1] for p in attached} == {
         "AmazonEKSWorkerNodePolicy",
-        "AmazonEC2ContainerRegistryPullOnly",
         "AmazonEKS_CNI_Policy",
         "AmazonSSMManagedInstanceCore",
     }

@@ -74,7 +74,6 @@ def test_node_role_is_trusted_by_ec2_and_has_only_the_node_policies(recording):
     }
     assert attached == {
         "AmazonEKSWorkerNodePolicy",
-        "AmazonEC2ContainerRegistryPullOnly",
         "AmazonEKS_CNI_Policy",
         "AmazonSSMManagedInstanceCore",
     }

@@ -162,16 +162,28 @@ def test_a_pool_without_a_price_has_no_cost():
 # --- tenants: the ResourceQuota is what Kueue can admit, in full --------------------------------
 
 # Every fixture tenant keeps the defaults: 500 pods, 50 claims, 1000 GiB of node-local storage, 5000 GiB
-# of volumes, 1000 of each counted kind.
+# of volumes, 1000 of each declared kind, 11000 ReplicaSets, 10000 of each kind made in bulk, and
+# 500 + 10000 pods in storage.
+DECLARED = (
+    "configmaps", "secrets", "services", "replicationcontrollers", "count/serviceaccounts", "count/deployments.apps",
+    "count/statefulsets.apps", "count/daemonsets.apps", "count/cronjobs.batch",
+    "count/horizontalpodautoscalers.autoscaling", "count/poddisruptionbudgets.policy",
+    "count/ingresses.networking.k8s.io", "count/networkpolicies.networking.k8s.io",
+    "count/roles.rbac.authorization.k8s.io", "count/rolebindings.rbac.authorization.k8s.io",
+    "count/leases.coordination.k8s.io", "count/trainingruntimes.trainer.kubeflow.org",
+)
+IN_BULK = ("count/jobs.batch", "count/jobsets.jobset.x-k8s.io", "count/trainjobs.trainer.kubeflow.org")
+# Counted only where the stack installs the kind: ExternalSecrets with secrets.enabled (multi-pool),
+# ResourceClaims and their templates with gpu.dra.enabled (single-pool-dra).
+SECRETS = {"count/externalsecrets.external-secrets.io": "1000"}
+DRA = {"count/resourceclaimtemplates.resource.k8s.io": "1000", "count/resourceclaims.resource.k8s.io": "10000"}
 BASE = {
     "persistentvolumeclaims": "50",
     "requests.storage": "5000Gi",
-    "configmaps": "1000",
-    "secrets": "1000",
-    "services": "1000",
-    "count/deployments.apps": "1000",
-    "count/statefulsets.apps": "1000",
-    "count/cronjobs.batch": "1000",
+    **dict.fromkeys(DECLARED, "1000"),
+    **dict.fromkeys(IN_BULK, "10000"),
+    "count/replicasets.apps": "11000",
+    "count/pods": "10500",
     "pods": "500",
     "services.nodeports": "0",
     "requests.ephemeral-storage": "1000Gi",
@@ -188,7 +200,7 @@ RESOURCE_QUOTAS = [
     # single-pool's numbers plus the DRA flavor: cpu 352 + 2 x 8 = 368; memory 2688 + 2 x 32 = 2752 GiB;
     # the two L4s counted under the DeviceClass's quota name, as a claim charges them.
     ("single-pool-dra", "ml-research", {
-        **BASE, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
+        **BASE, **DRA, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
         "requests.nvidia.com/gpu": "20", DRA_GPU: "2", "services.loadbalancers": "0",
     }),
     # cpu 16 + (12 + 4) x 16 = 272; memory 64 + 16 x 128 = 2112 GiB; lending changes nothing here.
@@ -199,26 +211,26 @@ RESOURCE_QUOTAS = [
     # H100 16 + 12 = 28 GPUs, A100 8 + 8 = 16: cpu 64 + 28 x 24 + 16 x 12 = 928;
     # memory 256 + 28 x 256 + 16 x 144 = 9728 GiB; MIG 28 x (2, 1, 1).
     ("multi-pool", "llm-training", {
-        **BASE, "requests.cpu": "928", "requests.memory": "9728Gi", "limits.memory": "9728Gi",
+        **BASE, **SECRETS, "requests.cpu": "928", "requests.memory": "9728Gi", "limits.memory": "9728Gi",
         "requests.nvidia.com/gpu": "16", f"requests.{MIG_1G}": "56", f"requests.{MIG_2G}": "28",
         f"requests.{MIG_3G}": "28", "services.loadbalancers": "0",
     }),
     # H100 8, L40S 12 + 4 = 16: cpu 64 + 8 x 24 + 16 x 24 = 640; memory 256 + 8 x 256 + 16 x 192 = 5376 GiB.
     ("multi-pool", "inference", {
-        **BASE, "requests.cpu": "640", "requests.memory": "5376Gi", "limits.memory": "5376Gi",
+        **BASE, **SECRETS, "requests.cpu": "640", "requests.memory": "5376Gi", "limits.memory": "5376Gi",
         "requests.nvidia.com/gpu": "16", f"requests.{MIG_1G}": "16", f"requests.{MIG_2G}": "8",
         f"requests.{MIG_3G}": "8", "services.loadbalancers": "2",
     }),
     # H100 16, A100 8, L40S 4 + 8 = 12: cpu 128 + 16 x 24 + 8 x 12 + 12 x 24 = 896;
     # memory 512 + 16 x 256 + 8 x 144 + 12 x 192 = 8064 GiB; whole GPUs 8 + 12 = 20.
     ("multi-pool", "data-science", {
-        **BASE, "requests.cpu": "896", "requests.memory": "8064Gi", "limits.memory": "8064Gi",
+        **BASE, **SECRETS, "requests.cpu": "896", "requests.memory": "8064Gi", "limits.memory": "8064Gi",
         "requests.nvidia.com/gpu": "20", f"requests.{MIG_1G}": "32", f"requests.{MIG_2G}": "16",
         f"requests.{MIG_3G}": "16", "services.loadbalancers": "0",
     }),
     # Borrowing only: H100 8, A100 8: cpu 16 + 8 x 24 + 8 x 12 = 304; memory 64 + 8 x 256 + 8 x 144 = 3264 GiB.
     ("multi-pool", "experiments", {
-        **BASE, "requests.cpu": "304", "requests.memory": "3264Gi", "limits.memory": "3264Gi",
+        **BASE, **SECRETS, "requests.cpu": "304", "requests.memory": "3264Gi", "limits.memory": "3264Gi",
         "requests.nvidia.com/gpu": "8", f"requests.{MIG_1G}": "16", f"requests.{MIG_2G}": "8",
         f"requests.{MIG_3G}": "8", "services.loadbalancers": "0",
     }),
@@ -240,9 +252,9 @@ def test_a_tenant_may_change_its_pod_claim_storage_and_load_balancer_limits():
     assert (hard["requests.ephemeral-storage"], hard["limits.ephemeral-storage"]) == ("200Gi", "200Gi")
     assert hard["services.nodeports"] == "0"
     assert hard["requests.storage"] == "300Gi"
-    counted = ("configmaps", "secrets", "services", "count/deployments.apps", "count/statefulsets.apps", "count/cronjobs.batch")
-    assert {kind: hard[kind] for kind in counted} == dict.fromkeys(counted, "60")
-    assert "count/jobs.batch" not in hard
+    assert {kind: hard[kind] for kind in DECLARED} == dict.fromkeys(DECLARED, "60")
+    assert {kind: hard[kind] for kind in IN_BULK} == dict.fromkeys(IN_BULK, "600")
+    assert (hard["count/replicasets.apps"], hard["count/pods"]) == ("660", "640")
 
 
 def test_covered_resources_list_cpu_memory_then_every_gpu_resource_sorted():

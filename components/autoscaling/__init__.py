@@ -47,10 +47,9 @@ from ..lib.placement import on_system_nodes
 from ..lib.prometheus import (
     PROMETHEUS_RELEASE,
     PROMETHEUS_URL,
-    TENANT_LABEL_LIMIT,
-    TENANT_SAMPLE_LIMIT,
     gpu_busy_percent,
     tenant_metric_relabelings,
+    tenant_scrape_limits,
 )
 from ..lib.resources import Children, declare
 from .vllm import deployment_labels, server_manifests
@@ -329,7 +328,8 @@ def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
     servers carry the same label. One monitor
     per namespace scrapes each pod once, so the queue-depth sum counts every replica once. The
     tenant's NetworkPolicy admits scrapes from the monitoring namespace. What a pod exposes is the
-    tenant's, so the scrape keeps SERVING_METRICS_KEPT only, with bounded samples and labels.
+    tenant's, so the scrape keeps SERVING_METRICS_KEPT only, bounded in body size, samples and labels,
+    and follows no redirect.
     """
     return {
         "apiVersion": "monitoring.coreos.com/v1",
@@ -341,16 +341,21 @@ def serving_pod_monitor(tenant: TenantPlan) -> dict[str, Any]:
         },
         "spec": {
             "selector": {"matchLabels": {SERVING_METRICS_LABEL: "true"}},
+            # The selector goes to the API server (prometheus-operator v0.93.0 promcfg.go
+            # generateRoleSelectorConfig: kubernetes_sd `selectors`), so Prometheus watches, and holds in
+            # memory, only the labelled pods of the namespace, not every pod the tenant creates.
+            "selectorMechanism": "RoleSelector",
             "podMetricsEndpoints": [
                 {
                     "port": SERVING_METRICS_PORT,
                     "path": SERVING_METRICS_PATH,
                     "interval": "15s",
                     "metricRelabelings": tenant_metric_relabelings(SERVING_METRICS_KEPT),
+                    # The pod answers the scrape: a redirect would send Prometheus wherever it points.
+                    "followRedirects": False,
                 }
             ],
-            "sampleLimit": TENANT_SAMPLE_LIMIT,
-            "labelLimit": TENANT_LABEL_LIMIT,
+            **tenant_scrape_limits(),
         },
     }
 

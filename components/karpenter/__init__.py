@@ -99,6 +99,7 @@ class Karpenter(pulumi.ComponentResource):
         region: str,
         account_id: pulumi.Input[str],
         partition: pulumi.Input[str],
+        node_repositories: Sequence[str],
         chart_versions: Mapping[str, ChartPin],
         k8s_provider: k8s.Provider,
         tags: Mapping[str, str],
@@ -113,6 +114,8 @@ class Karpenter(pulumi.ComponentResource):
         :param region: the cluster's region; IAM conditions are scoped to it.
         :param account_id: the cluster's account (`aws.get_caller_identity_output().account_id`).
         :param partition: `aws`, `aws-cn`, ... (`aws.get_partition_output().partition`).
+        :param node_repositories: `SupplyChainConfig.node_repositories`: the only repositories of the account's
+            ECR the nodes may pull from (`policies.node_image_pull_policy`).
         :param chart_versions: `config.versions.CHARTS`; needs `karpenter-crd` and `karpenter`.
         :param k8s_provider: the cluster's Kubernetes provider, for the Helm releases.
         :param tags: tags on every AWS resource.
@@ -133,7 +136,7 @@ class Karpenter(pulumi.ComponentResource):
         self._after_cluster = Children(self, depends_on=depends_on)
         in_cluster = Children(self, k8s_provider, depends_on)
 
-        node_attachments = self._node_role(partition)
+        node_attachments = self._node_role(partition, account_id, node_repositories)
         interruption = self._interruption_handling()
         self.spot_service_linked_role = self._spot_role(create_spot_service_linked_role)
         pod_identity, controller_policies, controller_attachments = self._controller_identity(region, account_id, partition)
@@ -168,7 +171,9 @@ class Karpenter(pulumi.ComponentResource):
             }
         )
 
-    def _node_role(self, partition: pulumi.Input[str]) -> list[iam.RolePolicyAttachment]:
+    def _node_role(
+        self, partition: pulumi.Input[str], account_id: pulumi.Input[str], repositories: Sequence[str]
+    ) -> list[pulumi.Resource]:
         """The role Karpenter's nodes run as, and the access entry that lets them join; returns its attachments."""
         name, tags = self._name, self._tags
         self.node_role = iam.Role(
@@ -178,7 +183,7 @@ class Karpenter(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        node_attachments = [
+        node_attachments: list[pulumi.Resource] = [
             iam.RolePolicyAttachment(
                 f"{name}-node-role-{policy}",
                 role=self.node_role.name,
@@ -187,6 +192,16 @@ class Karpenter(pulumi.ComponentResource):
             )
             for policy in NODE_ROLE_POLICIES
         ]
+        node_attachments.append(
+            iam.RolePolicy(
+                f"{name}-node-role-image-pull",
+                role=self.node_role.id,
+                policy=pulumi.Output.all(partition, account_id).apply(
+                    lambda args: policies.to_json(policies.node_image_pull_policy(args[0], args[1], repositories))
+                ),
+                opts=pulumi.ResourceOptions(parent=self.node_role),
+            )
+        )
         # With API authentication mode, this entry is what lets Karpenter's nodes join the cluster.
         self.node_access_entry = aws_eks.AccessEntry(
             f"{name}-node-access",

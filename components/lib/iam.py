@@ -7,6 +7,7 @@ exactly one service principal.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 # The policy language version every document declares.
@@ -14,10 +15,11 @@ POLICY_VERSION = "2012-10-17"
 # The service principal a node role trusts: EC2 assumes it for the instances.
 EC2_SERVICE = "ec2.amazonaws.com"
 
-# What every node role carries: the system node group's and Karpenter's.
+# What every node role carries: the system node group's and Karpenter's. Image pulls from ECR are
+# not among them: AmazonEC2ContainerRegistryPullOnly grants them on every repository (`Resource: *`),
+# this account's private ones included; `node_image_pull_policy` grants them instead.
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryPullOnly",
     # The VPC CNI reads its credentials from the node, before any pod (Pod Identity's agent included) runs.
     "AmazonEKS_CNI_Policy",
     # Shell access through Session Manager instead of SSH keys and open ports.
@@ -114,6 +116,34 @@ def service_endpoint(service: str, region: str, partition: str) -> str:
     """A service's regional endpoint as `kms:ViaService` names it: `s3.us-east-1.amazonaws.com`; China's
     partition ends in `amazonaws.com.cn` (AWS KMS Developer Guide, "kms:ViaService")."""
     return f"{service}.{region}.{'amazonaws.com.cn' if partition == 'aws-cn' else 'amazonaws.com'}"
+
+
+# What the kubelet's ECR credential provider and containerd call to pull an image (ECR API Reference:
+# GetAuthorizationToken for the registry login, BatchGetImage for the manifest, GetDownloadUrlForLayer
+# for each layer); AmazonEC2ContainerRegistryPullOnly grants these three.
+ECR_PULL_ACTIONS = ("ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
+
+
+def node_image_pull_policy(partition: str, account_id: str, repository_prefixes: Sequence[str]) -> dict[str, Any]:
+    """Pulls from ECR for a node role: any other account's repositories (the EKS add-ons' images live in
+    AWS's registries, whose repository policies let every account pull), and of this account's only the
+    repositories under `repository_prefixes` (`SupplyChainConfig.node_repositories`). A tenant's private
+    images elsewhere in the account are out of every node's reach: their pulls need the tenant's own
+    credentials. `NotResource` with Allow grants everything but the ARNs it lists ("IAM JSON policy
+    elements: NotResource")."""
+    own = f"arn:{partition}:ecr:*:{account_id}:repository/"
+    statements: list[dict[str, Any]] = [
+        {"Sid": "RegistryLogin", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+        {"Sid": "OtherAccountsImages", "Effect": "Allow", "Action": list(ECR_PULL_ACTIONS), "NotResource": f"{own}*"},
+    ]
+    if repository_prefixes:
+        statements.append({
+            "Sid": "PlatformImages",
+            "Effect": "Allow",
+            "Action": list(ECR_PULL_ACTIONS),
+            "Resource": [f"{own}{prefix}*" for prefix in repository_prefixes],
+        })
+    return {"Version": POLICY_VERSION, "Statement": statements}
 
 
 def to_json(document: dict[str, Any]) -> str:

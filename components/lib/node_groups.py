@@ -24,7 +24,7 @@ pods move.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,11 +115,18 @@ def lifecycle_args(
 
 
 def node_role(
-    name: str, role_name: str, partition: str, tags: Mapping[str, str], parent: pulumi.Resource
-) -> tuple[iam.Role, list[iam.RolePolicyAttachment]]:
-    """A managed node group's IAM role, trusted by EC2 only, with the managed policies every EKS node needs.
+    name: str,
+    role_name: str,
+    partition: str,
+    account_id: pulumi.Input[str],
+    repository_prefixes: Sequence[str],
+    tags: Mapping[str, str],
+    parent: pulumi.Resource,
+) -> tuple[iam.Role, list[pulumi.Resource]]:
+    """A managed node group's IAM role, trusted by EC2 only, with the managed policies every EKS node needs
+    and its image pulls (`policies.node_image_pull_policy`: this account's ECR only under `repository_prefixes`).
 
-    Returns the role and its attachments: a node group waits for them, or its nodes boot without the
+    Returns the role and its policies: a node group waits for them, or its nodes boot without the
     permissions to join.
     """
     role = iam.Role(
@@ -129,7 +136,7 @@ def node_role(
         tags=dict(tags),
         opts=pulumi.ResourceOptions(parent=parent),
     )
-    attachments = [
+    attachments: list[pulumi.Resource] = [
         iam.RolePolicyAttachment(
             f"{name}-node-{policy}",
             role=role.name,
@@ -138,5 +145,14 @@ def node_role(
         )
         for policy in NODE_ROLE_POLICIES
     ]
+    attachments.append(
+        iam.RolePolicy(
+            f"{name}-node-image-pull",
+            role=role.id,
+            policy=pulumi.Output.from_input(account_id).apply(
+                lambda account: policies.to_json(policies.node_image_pull_policy(partition, account, repository_prefixes))
+            ),
+            opts=pulumi.ResourceOptions(parent=role),
+        )
+    )
     return role, attachments
-

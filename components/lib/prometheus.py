@@ -6,6 +6,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from config.monitoring import (
+    TENANT_SCRAPE_BODY_SIZE_LIMIT,
+    TENANT_SCRAPE_KEEP_DROPPED_TARGETS,
+    TENANT_SCRAPE_LABEL_LIMIT,
+    TENANT_SCRAPE_LABEL_NAME_LENGTH_LIMIT,
+    TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT,
+    TENANT_SCRAPE_SAMPLE_LIMIT,
+)
 from config.namespaces import MONITORING
 
 # kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring`: the release name
@@ -58,20 +66,28 @@ KEDA_JOB = f'job="{EXPORTER_JOBS["keda"]}"'
 # --- what the platform keeps from tenants' pods -----------------------------------------------------
 # A tenant (or a compromised model server) writes whatever its /metrics says. Prometheus attaches the
 # scrape's target labels first (no honorLabels: a clashing label the pod writes becomes `exported_<name>`),
-# then applies metricRelabelings, then counts sampleLimit and labelLimit on what is left
+# then applies metricRelabelings, then counts sampleLimit and the label limits on what is left
 # (prometheus/prometheus scrape/scrape.go `mutateSampleLabels`, `relabel.Process`, `sampleLimitErr`;
 # prometheus-operator v0.93.0 crd-podmonitors.yaml). So a scrape of tenant pods keeps the named metrics
 # only, with their own labels and the target's, and any other label (`hostname`, `gpu`, `UUID`,
 # `modelName`, `exported_job`, ...) is dropped before it can pose as a platform series.
 POD_MONITOR_TARGET_LABELS = ("job", "instance", "namespace", "pod", "container", "endpoint")
-# Samples one tenant pod may leave after relabeling (a scrape above it fails whole): the kept metrics
-# have one series per served model and engine. The limits sit on the platform's PodMonitor, which tenants
-# cannot write, and not in Prometheus' enforcedSampleLimit/enforcedLabelLimit: prometheus-operator v0.93
-# makes those the global scrape limits and caps every monitor's own with them (pkg/prometheus/promcfg.go
-# getLimit), so at these values every kubelet, DCGM and kube-state-metrics scrape would fail.
-TENANT_SAMPLE_LIMIT = 200
-# Labels per sample after relabeling: the target's six, __name__ and the kept metrics' own.
-TENANT_LABEL_LIMIT = 16
+
+
+def tenant_scrape_limits() -> dict[str, Any]:
+    """A tenant PodMonitor's spec-level limits (prometheus-operator v0.93 crd-podmonitors.yaml) on the body,
+    samples, labels and dropped targets, so a pod exposing more fails its own scrape instead of filling
+    Prometheus.
+    They sit on the platform's PodMonitor, which tenants cannot write; config/monitoring.py sizes them
+    and says why Prometheus' enforced* caps are not their home."""
+    return {
+        "bodySizeLimit": TENANT_SCRAPE_BODY_SIZE_LIMIT,
+        "sampleLimit": TENANT_SCRAPE_SAMPLE_LIMIT,
+        "labelLimit": TENANT_SCRAPE_LABEL_LIMIT,
+        "labelNameLengthLimit": TENANT_SCRAPE_LABEL_NAME_LENGTH_LIMIT,
+        "labelValueLengthLimit": TENANT_SCRAPE_LABEL_VALUE_LENGTH_LIMIT,
+        "keepDroppedTargets": TENANT_SCRAPE_KEEP_DROPPED_TARGETS,
+    }
 
 
 def tenant_metric_relabelings(kept: Mapping[str, Sequence[str]]) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ import pulumi_kubernetes as k8s
 
 from config import namespaces
 from config.labels import DEFAULT_STORAGE_CLASS, GPU_MODEL_LABEL, POOL_LABEL
-from config.monitoring import MonitoringConfig, ReceiverConfig
+from config.monitoring import PROMETHEUS_ENFORCED_LIMITS, MonitoringConfig, ReceiverConfig
 from config.system_capacity import (
     ALERTMANAGER_RESOURCES,
     GRAFANA_RESOURCES,
@@ -194,6 +194,8 @@ def stack_values(config: MonitoringConfig) -> dict[str, Any]:
                 **selectors,
                 "replicas": config.replicas,
                 "resources": _values(PROMETHEUS_RESOURCES),
+                # Caps on every scrape job; config/monitoring.py says why each is set or not.
+                **{field: value for field, value in PROMETHEUS_ENFORCED_LIMITS.items() if value is not None},
                 "retention": config.retention,
                 # prometheus-operator sets it on the StatefulSet (crd-prometheuses.yaml: "The default behavior is
                 # all PVCs are retained"). With Delete, the operator's delete-and-recreate on an immutable change

@@ -11,6 +11,11 @@ kubernetes/kubernetes v1.35.0:
   `requests.storage` its requested storage; pkg/quota/v1/generic/evaluator.go
   `ObjectCountQuotaResourceNameFor`: any object uses `count/<resource>.<group>` 1 (ConfigMaps,
   Secrets and Services also under their short names, pkg/quota/v1/evaluator/core/registry.go).
+- pkg/quota/v1/evaluator/core/pods.go `PodUsageFunc`: `count/pods` counts every pod in storage, while
+  `pods` counts only those not yet in a terminal phase; every other short name counts what is stored.
+- pkg/quota/v1/install/registry.go `ignoredResources` (read at commit 761db196, the copy the search
+  index stores; not checked against the v1.35.0 tag): the quota system never counts events (core and
+  events.k8s.io) nor the virtual review resources, whatever a quota names.
 """
 
 from __future__ import annotations
@@ -23,6 +28,41 @@ from .quantity import parse_quantity
 # Core kinds the quota also counts under their bare resource name.
 _SHORT_COUNTS = frozenset({"configmaps", "secrets", "services", "persistentvolumeclaims", "pods",
                            "replicationcontrollers", "resourcequotas"})
+
+
+# The resources quota admission and the quota controller skip (registry.go `ignoredResources`).
+IGNORED_RESOURCES = frozenset({
+    ("", "bindings"),
+    ("", "componentstatuses"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("", "events"),
+    ("events.k8s.io", "events"),
+})
+
+
+def count_key(api_group: str, resource: str) -> str:
+    """generic/evaluator.go `ObjectCountQuotaResourceNameFor`: `count/<resource>.<group>`, core kinds without a group."""
+    return f"count/{resource}" + (f".{api_group}" if api_group else "")
+
+
+def stored_object_bound(hard: Mapping[str, str], api_group: str, resource: str) -> str | None:
+    """The key of `hard` that bounds how many `resource` objects of `api_group` the namespace stores, or None.
+
+    A subresource is no object of its own, and the quota system ignores IGNORED_RESOURCES whatever
+    `hard` says; `pods` counts only live pods, so pods need `count/pods`.
+    """
+    if "/" in resource or (api_group, resource) in IGNORED_RESOURCES:
+        return None
+    if count_key(api_group, resource) in hard:
+        return count_key(api_group, resource)
+    if not api_group and resource in _SHORT_COUNTS - {"pods"} and resource in hard:
+        return resource
+    return None
 
 
 def quota_denials(objects: Sequence[Mapping[str, Any]], pod: Mapping[str, Any], namespace: str) -> list[str]:
@@ -42,8 +82,7 @@ def quota_denials(objects: Sequence[Mapping[str, Any]], pod: Mapping[str, Any], 
 
 def usage(api_group: str, resource: str, obj: Mapping[str, Any]) -> dict[str, str]:
     """What creating `obj` (of `resource` in `api_group`) adds to a namespace's quota usage."""
-    counted = f"count/{resource}" + (f".{api_group}" if api_group else "")
-    used = {counted: "1"}
+    used = {count_key(api_group, resource): "1"}
     if not api_group and resource in _SHORT_COUNTS:
         used[resource] = "1"
     if not api_group and resource == "persistentvolumeclaims":
