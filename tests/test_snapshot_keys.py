@@ -57,7 +57,7 @@ def with_snapshot_key(key: str = KEY) -> dict:
 
 def test_the_controllers_role_gets_the_key_before_karpenter_is_installed():
     recording = render(with_snapshot_key(), "snapshot-key")
-    [inline] = recording.by_type("aws:iam/rolePolicy:RolePolicy")
+    [inline] = [p for p in recording.by_type("aws:iam/rolePolicy:RolePolicy") if p.inputs.get("name") == "snapshot-keys"]
     assert json.loads(inline.inputs["policy"]) == POLICY
     [role] = [r for r in recording.by_type("aws:iam/role:Role") if r.inputs["name"] == "gpu-dev-karpenter-controller"]
     assert inline.parent == role.urn
