@@ -37,9 +37,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.namespaces import KUEUE, TENANT_WORKLOAD_CONTROLLERS
+from config.namespaces import JOB_RESUMERS, KUEUE, TENANT_WORKLOAD_CONTROLLERS
 from models.aws_eks import SESSION_NAME, access_entry_username
 from models.kubernetes.controllers import (
+    JOB_CONTROLLER,
     KUBE_CONTROLLER_MANAGER,
     NAMESPACE_CONTROLLER,
     OWNING_CONTROLLERS,
@@ -47,6 +48,9 @@ from models.kubernetes.controllers import (
 )
 from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
+from models.kueue.constants import SUSPENDED_BY_PARENT_ANNOTATION
+from models.kueue.integrations import INTEGRATIONS
+from models.kueue.webhooks import SPEC_SUSPEND_FRAMEWORKS
 
 from .lib.namespaces import every_tenant_namespace
 from .lib.resources import Children, declare
@@ -83,6 +87,14 @@ CONTROLLER_REQUEST = (
 )
 # Kueue's controller, in its own namespace, removes its gate when it admits the pod's workload.
 KUEUE_REQUEST = _in_group([f"{SERVICE_ACCOUNT_GROUP_PREFIX}{KUEUE}"])
+# The Job controller (either identity form): the one creator of pods a Job owns.
+JOB_CONTROLLER_REQUEST = _username_in([KUBE_CONTROLLER_MANAGER, controller_username(JOB_CONTROLLER)])
+# Kueue, the trainer and JobSet (config/namespaces.py JOB_RESUMERS): the ones that resume a suspended job.
+RESUMER_REQUEST = _in_group([f"{SERVICE_ACCOUNT_GROUP_PREFIX}{n}" for n in JOB_RESUMERS])
+# The kinds Kueue suspends through `spec.suspend`, as admission rules name them (group, plural).
+SUSPENDED_JOB_RESOURCES: tuple[tuple[str, str], ...] = tuple(
+    (INTEGRATIONS[f].group, f"{INTEGRATIONS[f].kind.lower()}s") for f in SPEC_SUSPEND_FRAMEWORKS
+)
 
 
 def deployer_request(deployers: Sequence[str]) -> str:
@@ -106,6 +118,7 @@ _CONTROLLER_OWNERS = (
     "has({o}.metadata.ownerReferences) ? {o}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller) : []"
 )
 _GATES = "has({o}.spec.schedulingGates) ? {o}.spec.schedulingGates.map(g, g.name) : []"
+_SUSPENDED = "(has({o}.spec.suspend) && {o}.spec.suspend)"
 
 
 def _rule(groups: Sequence[str], resources: Sequence[str], operations: Sequence[str]) -> dict[str, Any]:
@@ -174,6 +187,50 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                     "expression": f"({KUEUE_REQUEST}) || !('{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='oldObject')})) "
                     f"|| '{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='object')})",
                     "message": f"only Kueue lifts the {KUEUE_SCHEDULING_GATE} scheduling gate, when it admits the pod",
+                }
+            ],
+        },
+        "tenant-pods-gated-or-owned-by-a-job": {
+            # Kueue's pod webhook leaves ungated a pod whose owners lead to a managed job: right for a Job's
+            # pods (the Job stays suspended until Kueue admits it), wrong for a pod a tenant's ReplicaSet makes
+            # from a template without the suspending-parent annotation (its Deployment is managed).
+            "rules": [_rule([""], ["pods"], ["CREATE"])],
+            "variables": [{"name": "owners", "expression": _CONTROLLER_OWNERS.format(o="object")}],
+            "validations": [
+                {
+                    "expression": f"'{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='object')}) || (({JOB_CONTROLLER_REQUEST}) "
+                    "&& variables.owners.exists(r, r.apiVersion == 'batch/v1' && r.kind == 'Job'))",
+                    "message": f"pods in tenant namespaces wait for Kueue: each carries its {KUEUE_SCHEDULING_GATE} "
+                    "scheduling gate or belongs to a Job, created by the Job controller. A ReplicaSet or StatefulSet "
+                    f"template without the {SUSPENDED_BY_PARENT_ANNOTATION} annotation Kueue's webhooks give a "
+                    "Deployment's or StatefulSet's makes pods Kueue never admits: edit the Deployment, not its ReplicaSet",
+                }
+            ],
+        },
+        "tenant-jobs-resumed-by-kueue": {
+            # Kueue creates every job of a tenant namespace suspended and resumes it when it admits it; a job
+            # resumed by anyone else runs its pods until Kueue suspends it again, and a pod's grace period
+            # can stretch that stop to days.
+            "rules": [_rule([g], [r], ["CREATE", "UPDATE"]) for g, r in SUSPENDED_JOB_RESOURCES],
+            "validations": [
+                {
+                    "expression": f"({RESUMER_REQUEST}) || {_SUSPENDED.format(o='object')} || "
+                    f"(request.operation == 'UPDATE' && !{_SUSPENDED.format(o='oldObject')})",
+                    "message": "jobs in tenant namespaces start suspended and only Kueue resumes them, when it "
+                    "admits them: leave spec.suspend to Kueue",
+                }
+            ],
+        },
+        "tenant-pods-claims-from-templates": {
+            # Kueue charges the devices of a pod's ResourceClaimTemplates to its quota and skips claims a pod
+            # names (kueue v0.19.2 pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates).
+            "rules": [_rule([""], ["pods"], ["CREATE"])],
+            "validations": [
+                {
+                    "expression": "!has(object.spec.resourceClaims) || "
+                    "object.spec.resourceClaims.all(c, !has(c.resourceClaimName))",
+                    "message": "pods in tenant namespaces take DRA devices through resourceClaims[].resourceClaimTemplateName, "
+                    "which Kueue charges to the tenant's quota; a named ResourceClaim (resourceClaimName) is not charged",
                 }
             ],
         },
