@@ -6,7 +6,8 @@ among them are read as the tenant's own), it says what the cluster the stack dec
 - schema: valid against the cluster's Kubernetes version and the pinned charts' CRDs (offline/validate.py);
 - policies: refused or not by the namespace's Pod Security level (models.kubernetes.podsecurity) and the
   admission guards (models.kubernetes.admission, over the render's ValidatingAdmissionPolicies), for the
-  object as the tenant creates it and for each pod its controller creates;
+  object as the tenant creates it and for each pod its controllers create, each as Kueue's mutating
+  webhooks leave it (models.kueue.webhooks);
 - kueue: the flavor it takes, within the tenant's nominal quota or only by borrowing (and from whom), or
   never, with the reason and the fix (models.kueue: PodSets, charged resources, best-case flavor assignment);
 - quota: its pods, after the LimitRange's defaults (models.kubernetes.limitranger), against the ResourceQuota;
