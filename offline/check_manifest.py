@@ -37,7 +37,7 @@ from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubeflow_trainer, kubelet
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
-from models.kubernetes.podsecurity import ENFORCE_LABEL, violations
+from models.kubernetes.podsecurity import ENFORCE_LABEL, ENFORCE_VERSION_LABEL, LATEST, violations
 from models.kubernetes.quantity import parse_quantity
 from models.kubernetes.user import User, service_account
 from models.kueue.cohort import Snapshot
@@ -215,6 +215,7 @@ def _policies(
 ) -> list[Finding]:
     labels = cluster.namespace_labels()
     level = labels.get(ENFORCE_LABEL, "privileged")
+    version = labels.get(ENFORCE_VERSION_LABEL, LATEST)
     group, plural = WORKLOADS[obj["kind"]]
     creator = POD_CREATOR.get(obj["kind"], cluster.tenant_admin())
     found: list[Finding] = []
@@ -223,7 +224,7 @@ def _policies(
         cluster.objects, Request("CREATE", group, plural, cluster.namespace, cluster.tenant_admin(), workload, None, labels)
     )
     for pod in pods:
-        reasons = violations(pod, level)
+        reasons = violations(pod, level, version)
         if reasons:
             who = "it" if obj["kind"] == "Pod" else "each of its pods"
             found.append(Finding(where, "policies", f"Pod Security {level} refuses {who}: {'; '.join(reasons)}", True))
