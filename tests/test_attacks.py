@@ -1208,3 +1208,15 @@ def test_the_security_table_gives_each_admission_row_its_severity():
     for attack in ADMISSION_ATTACKS:
         [documented] = {s for name, s in severities.items() if fnmatch.fnmatchcase(attack.name, name)}
         assert documented == attack.severity, attack.name
+
+
+def test_tenants_create_resource_claims_from_1_34_so_admission_keeps_named_claims_out_of_pods():
+    """The bootstrap policy's DRA rules (DynamicResourceAllocation on, the default from 1.34) give `edit`, and so
+    `admin`, ResourceClaims and their templates; `view` reads them."""
+    objects = rendered()
+    admin, viewer = IDENTITIES["tenant-admin"], IDENTITIES[VIEWER]
+    for resource in ("resourceclaims", "resourceclaimtemplates"):
+        assert rbac_allows(objects, admin, "create", "resource.k8s.io", resource, TENANT), resource
+        assert rbac_allows(objects, viewer, "list", "resource.k8s.io", resource, TENANT), resource
+        assert not rbac_allows(objects, viewer, "create", "resource.k8s.io", resource, TENANT), resource
+    assert not rbac_allows(objects, admin, "create", "resource.k8s.io", "deviceclasses", None)
