@@ -119,6 +119,11 @@ _CONTROLLER_OWNERS = (
 )
 _GATES = "has({o}.spec.schedulingGates) ? {o}.spec.schedulingGates.map(g, g.name) : []"
 _SUSPENDED = "(has({o}.spec.suspend) && {o}.spec.suspend)"
+# A field of a job's spec unchanged by an update, set or unset alike.
+_SAME = (
+    "(has(object.spec.{f}) == has(oldObject.spec.{f}) && "
+    "(!has(object.spec.{f}) || object.spec.{f} == oldObject.spec.{f}))"
+)
 
 
 def _rule(groups: Sequence[str], resources: Sequence[str], operations: Sequence[str]) -> dict[str, Any]:
@@ -207,10 +212,12 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 }
             ],
         },
-        "tenant-jobs-resumed-by-kueue": {
+        "tenant-jobs-run-as-kueue-admits-them": {
             # Kueue creates every job of a tenant namespace suspended and resumes it when it admits it; a job
             # resumed by anyone else runs its pods until Kueue suspends it again, and a pod's grace period
-            # can stretch that stop to days.
+            # can stretch that stop to days. A running Job resized no longer matches its Workload: the Job
+            # controller starts the extra pods at once, and Kueue stops the Job and deletes the Workload, its
+            # quota freed while the pods terminate (kueue v0.19.2 jobframework/reconciler.go ensureOneWorkload).
             "rules": [_rule([g], [r], ["CREATE", "UPDATE"]) for g, r in SUSPENDED_JOB_RESOURCES],
             "validations": [
                 {
@@ -218,7 +225,15 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                     f"(request.operation == 'UPDATE' && !{_SUSPENDED.format(o='oldObject')})",
                     "message": "jobs in tenant namespaces start suspended and only Kueue resumes them, when it "
                     "admits them: leave spec.suspend to Kueue",
-                }
+                },
+                {
+                    # Only a Job has these fields; a JobSet or TrainJob never reaches them.
+                    "expression": f"request.resource.resource != 'jobs' || request.operation != 'UPDATE' || "
+                    f"({RESUMER_REQUEST}) || {_SUSPENDED.format(o='oldObject')} || "
+                    f"({_SAME.format(f='parallelism')} && {_SAME.format(f='completions')})",
+                    "message": "a running Job in a tenant namespace keeps its parallelism and completions: suspend it "
+                    "(spec.suspend: true), resize it, and Kueue admits it again at its new size",
+                },
             ],
         },
         "tenant-pods-claims-from-templates": {

@@ -534,6 +534,23 @@ def resumed_by_its_tenant(which: str) -> Callable[[Objects], Sent]:
     return sent
 
 
+def running_job() -> dict[str, Any]:
+    """The tenant's one-pod Job as Kueue resumes it after admitting it."""
+    job = suspended("Job", "batch/v1", {**copy.deepcopy(JOB_SPEC), "parallelism": 1, "completions": 1})
+    job["spec"]["suspend"] = False
+    return job
+
+
+def job_resized_while_running(objects: Objects) -> Sent:
+    """The admitted one-pod Job scaled to eight: the Job controller starts seven more pods (a Job's, ungated) at
+    once; Kueue then finds no matching Workload, stops the Job and deletes the Workload, freeing its quota
+    while the pods take their week-long grace period to stop."""
+    before = running_job()
+    after = copy.deepcopy(before)
+    after["spec"]["parallelism"] = after["spec"]["completions"] = 8
+    return Sent("patch", "UPDATE", "batch", "jobs", after, before)
+
+
 def admitted_jobset() -> dict[str, Any]:
     return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
             "metadata": {"name": "tiny", "namespace": TENANT, "uid": JOBSET_UID}, "spec": {"suspend": False}}
@@ -619,7 +636,7 @@ class AdmissionAttack:
 
 OWNERS = "tenant-controller-owners-from-controllers"
 GATED = "tenant-pods-gated-or-owned-by-a-job"
-RESUMED = "tenant-jobs-resumed-by-kueue"
+RESUMED = "tenant-jobs-run-as-kueue-admits-them"
 ADMISSION_ATTACKS = [
     AdmissionAttack(
         "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
@@ -648,6 +665,7 @@ ADMISSION_ATTACKS = [
         AdmissionAttack(f"{which}-resumed-by-its-tenant", resumed_by_its_tenant(which), (RESUMED,), "MEDIUM")
         for which in RESUMABLE
     ),
+    AdmissionAttack("job-resized-while-running", job_resized_while_running, (RESUMED,), "MEDIUM"),
     AdmissionAttack("pod-with-a-named-resourceclaim-skips-kueues-charge", pod_with_a_named_claim,
                     ("tenant-pods-claims-from-templates",), "LOW"),
     AdmissionAttack("kueue-gate-lifted-by-hand", kueue_gate_lifted_by_hand, ("tenant-pods-keep-the-kueue-gate",), "HIGH"),
@@ -1192,7 +1210,7 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-pods-canonical-image-registries",
         "tenant-services-no-external-ips",
         "tenant-pods-gated-or-owned-by-a-job",
-        "tenant-jobs-resumed-by-kueue",
+        "tenant-jobs-run-as-kueue-admits-them",
         "tenant-pods-claims-from-templates",
     }
     assert tenant_policies <= set(policies)

@@ -34,6 +34,7 @@ from .test_attacks import (
     reference,
     rendered,
     request,
+    running_job,
     suspended,
 )
 
@@ -92,6 +93,27 @@ def test_tenants_suspend_their_running_jobs_and_edit_them_either_way(who):
     relabelled["metadata"]["labels"] = {"team": "nlp"}
     assert refusals(user, "UPDATE", group, plural, relabelled, suspended_job) == []
     assert refusals(user, "UPDATE", group, plural, {**running, "metadata": relabelled["metadata"]}, running) == []
+
+
+def test_a_job_is_resized_suspended_or_by_kueue_and_other_kinds_never_reach_the_size_check():
+    running = running_job()
+    resized = copy.deepcopy(running)
+    resized["spec"]["parallelism"] = 4
+    # Kueue's partial admission sets parallelism as it resumes a Job.
+    assert refusals(KUEUE, "UPDATE", "batch", "jobs", resized, running) == []
+    stopped = {**copy.deepcopy(running), "spec": {**running["spec"], "suspend": True}}
+    resized_stopped = {**copy.deepcopy(stopped), "spec": {**stopped["spec"], "parallelism": 4}}
+    assert refusals(ADMIN, "UPDATE", "batch", "jobs", resized_stopped, stopped) == []
+    # completions set where it was unset is a resize too; unchanged fields pass.
+    assert refusals(ADMIN, "UPDATE", "batch", "jobs", running, running) == []
+    unset = copy.deepcopy(running)
+    del unset["spec"]["completions"]
+    assert refusals(ADMIN, "UPDATE", "batch", "jobs", running, unset) != []
+    # A running JobSet has no parallelism of its own: the size check never reads it.
+    group, plural, running_jobset, _ = resumed("jobset")
+    relabelled = copy.deepcopy(running_jobset)
+    relabelled["metadata"]["labels"] = {"team": "nlp"}
+    assert refusals(ADMIN, "UPDATE", group, plural, relabelled, running_jobset) == []
 
 
 @pytest.mark.parametrize("which", RESUMABLE)
