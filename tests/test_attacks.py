@@ -826,6 +826,18 @@ ATTACKS = [
         without_cluster_admin_role,
     ),
     Attack(
+        "tenant-admits-its-own-workload",
+        rbac_denies("patch", "kueue.x-k8s.io", "workloads/status"),
+        "RBAC: Kueue's chart aggregates only read access to Workloads into admin, edit and view",
+        without_cluster_admin_role,
+    ),
+    Attack(
+        "running-pod-resized-past-kueues-charge",
+        rbac_denies("patch", "", "pods/resize"),
+        "RBAC: no built-in role a tenant holds grants pods/resize",
+        without_cluster_admin_role,
+    ),
+    Attack(
         "tenant-pod-identity-association-assumes-karpenters-role",
         assume_role(f"{CLUSTER}-karpenter-controller", pod_identity_context(TENANT, "karpenter"), "pods.eks.amazonaws.com"),
         "IAM trust: namespace and service account tags",
