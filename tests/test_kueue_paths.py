@@ -16,7 +16,7 @@ import pytest
 
 from models.kubernetes.admission import admission_denials
 from models.kubernetes.user import User, service_account
-from models.kueue.constants import ADMISSION_SCHEDULING_GATE, MANAGED_LABEL, SUSPENDED_BY_PARENT_ANNOTATION
+from models.kueue.constants import ADMISSION_SCHEDULING_GATE, SUSPENDED_BY_PARENT_ANNOTATION
 
 from .test_attacks import (
     ADMIN,
@@ -159,7 +159,7 @@ def test_a_statefulset_template_edited_without_kueues_marks_still_makes_gated_po
     statefulset = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "uid": "ss"},
                    "spec": {"template": {"metadata": {"labels": {"app": "db"}}, "spec": pod()["spec"]}}}
     edited = kueue_defaults("template", statefulset)
-    assert MANAGED_LABEL in edited["spec"]["template"]["metadata"]["labels"]
+    assert edited["spec"]["template"]["metadata"]["annotations"] == {SUSPENDED_BY_PARENT_ANNOTATION: "statefulset"}
     created_pod = kueue_defaults("pod", pod_of(edited, edited["spec"]["template"]), edited)
     assert gates(created_pod) == [ADMISSION_SCHEDULING_GATE]
     controller = service_account("kube-system", "statefulset-controller")

@@ -109,12 +109,20 @@ def test_the_pod_webhook_gates_unless_a_managed_ancestor_and_no_parent_annotatio
 
 def test_deployment_and_statefulset_templates_are_marked_and_other_kinds_are_not():
     template = {"spec": {"template": {"metadata": {"labels": {"app": "a"}}, "spec": {}}}}
-    for kind, framework in (("Deployment", "deployment"), ("StatefulSet", "statefulset")):
-        marked = default_pod_template_owner({"apiVersion": "apps/v1", "kind": kind, **template}, ALL)
-        assert marked["spec"]["template"]["metadata"] == {
-            "labels": {"app": "a", "kueue.x-k8s.io/managed": "true"},
-            "annotations": {"kueue.x-k8s.io/pod-suspending-parent": framework},
-        }
+    deployment = default_pod_template_owner({"apiVersion": "apps/v1", "kind": "Deployment", **template}, ALL)
+    assert deployment["spec"]["template"]["metadata"] == {
+        "labels": {"app": "a", "kueue.x-k8s.io/managed": "true"},
+        "annotations": {"kueue.x-k8s.io/pod-suspending-parent": "deployment"},
+    }
+    statefulset = default_pod_template_owner({"apiVersion": "apps/v1", "kind": "StatefulSet", **template}, ALL)
+    assert statefulset["spec"]["template"]["metadata"] == {
+        "labels": {"app": "a"},
+        "annotations": {"kueue.x-k8s.io/pod-suspending-parent": "statefulset"},
+    }
+    # A StatefulSet another framework (LeaderWorkerSet) marked is left to it.
+    other = {"metadata": {"annotations": {"kueue.x-k8s.io/pod-suspending-parent": "leaderworkerset"}}, "spec": {}}
+    lws_owned = default_pod_template_owner({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"template": other}}, ALL)
+    assert lws_owned["spec"]["template"]["metadata"] == other["metadata"]
     replica_set = default_pod_template_owner({"apiVersion": "apps/v1", "kind": "ReplicaSet", **template}, ALL)
     assert replica_set["spec"]["template"]["metadata"] == {"labels": {"app": "a"}}
     unlisted = default_pod_template_owner({"apiVersion": "apps/v1", "kind": "Deployment", **template}, ("batch/job",))

@@ -15,8 +15,10 @@ validating admission sees it (kubernetes-sigs/kueue v0.19.2).
   namespace under `manageJobsWithoutQueueName` gets the `managed` label, Kueue's finalizer and its
   scheduling gate.
 - pkg/controller/jobs/deployment/deployment_webhook.go and statefulset/statefulset_webhook.go `Default`
-  (CREATE and UPDATE): the pod template gets the `pod-suspending-parent` annotation and the `managed`
-  label, so each pod the ReplicaSet or StatefulSet creates is gated. No Kueue webhook sees a ReplicaSet.
+  (CREATE and UPDATE): the pod template gets the `pod-suspending-parent` annotation (a Deployment's the
+  `managed` label too), so each pod the ReplicaSet or StatefulSet creates is gated. A StatefulSet whose
+  template already names another framework in the annotation is left as it is
+  (statefulset_controller.go `managedByAnotherFramework`). No Kueue webhook sees a ReplicaSet.
 
 Callers pass the namespace's objects the walk can find, by UID; the functions return a changed copy.
 """
@@ -115,8 +117,12 @@ def default_pod_template_owner(obj: Mapping[str, Any], frameworks: Iterable[str]
     if framework not in TEMPLATE_GATING_FRAMEWORKS or framework not in set(frameworks):
         return result
     metadata = result["spec"]["template"].setdefault("metadata", {})
-    metadata.setdefault("annotations", {})[SUSPENDED_BY_PARENT_ANNOTATION] = framework
-    metadata.setdefault("labels", {})[MANAGED_LABEL] = MANAGED_LABEL_VALUE
+    annotations = metadata.setdefault("annotations", {})
+    if annotations.get(SUSPENDED_BY_PARENT_ANNOTATION, framework) != framework:
+        return result
+    annotations[SUSPENDED_BY_PARENT_ANNOTATION] = framework
+    if framework == "deployment":
+        metadata.setdefault("labels", {})[MANAGED_LABEL] = MANAGED_LABEL_VALUE
     return result
 
 
