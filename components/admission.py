@@ -20,6 +20,15 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   kubernetes/controllers.py) and the service accounts of the platform's controller namespaces that
   serve tenants' objects (config/namespaces.py `TENANT_WORKLOAD_CONTROLLERS`).
 - Kueue's scheduling gate is lifted by Kueue only: removing it by hand starts a pod Kueue never admitted.
+- Every pod is created carrying that gate, or owned by a Job and created by the Job controller. Kueue's
+  pod webhook gates a pod only when no Kueue-managed job is above it or its template carries the
+  `pod-suspending-parent` annotation Kueue's Deployment webhook writes; no Kueue webhook sees a
+  ReplicaSet, so a Deployment's ReplicaSet edited without the annotation makes ungated pods
+  (models/kueue/webhooks.py).
+- Jobs (Job, JobSet, TrainJob) start suspended, only Kueue, the trainer and JobSet resume them, and a
+  running Job keeps its size: Kueue charges a job when it admits it and releases the charge when it
+  suspends it or finds it resized, whatever its pods' grace period still holds.
+- Pods take DRA devices through claim templates, which Kueue charges; a named ResourceClaim it skips.
 - No `NVIDIA_*` variable in a container's env or envFrom prefix: the NVIDIA container toolkit reads them to choose the
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
   this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
