@@ -29,6 +29,8 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   running Job keeps its size: Kueue charges a job when it admits it and releases the charge when it
   suspends it or finds it resized, whatever its pods' grace period still holds.
 - Pods take DRA devices through claim templates, which Kueue charges; a named ResourceClaim it skips.
+- Pods stop promptly: their grace period (in the spec, a delete or an eviction) is bounded, since a
+  stopping pod keeps its GPUs after Kueue has released its quota.
 - No `NVIDIA_*` variable in a container's env or envFrom prefix: the NVIDIA container toolkit reads them to choose the
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
   this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
@@ -47,6 +49,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from config.namespaces import JOB_RESUMERS, KUEUE, TENANT_WORKLOAD_CONTROLLERS
+from config.timing import TENANT_POD_MAX_GRACE_SECONDS
 from models.aws_eks import SESSION_NAME, access_entry_username
 from models.kubernetes.controllers import (
     JOB_CONTROLLER,
@@ -256,6 +259,37 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                     "message": "pods in tenant namespaces take DRA devices through resourceClaims[].resourceClaimTemplateName, "
                     "which Kueue charges to the tenant's quota; a named ResourceClaim (resourceClaimName) is not charged",
                 }
+            ],
+        },
+        "tenant-pods-stop-promptly": {
+            # A terminating pod is no longer a job's active pod: Kueue frees its quota and the Job
+            # controller replaces it while it still runs (config/timing.py TENANT_POD_MAX_GRACE_SECONDS).
+            "rules": [
+                _rule([""], ["pods"], ["CREATE", "DELETE"]),
+                _rule([""], ["pods/eviction"], ["CREATE"]),
+            ],
+            "validations": [
+                {
+                    "expression": "request.operation != 'CREATE' || request.subResource != '' || "
+                    "!has(object.spec.terminationGracePeriodSeconds) || "
+                    f"object.spec.terminationGracePeriodSeconds <= {TENANT_POD_MAX_GRACE_SECONDS}",
+                    "message": f"pods in tenant namespaces stop within {TENANT_POD_MAX_GRACE_SECONDS} s "
+                    "(terminationGracePeriodSeconds): a stopping pod keeps its GPUs after Kueue has released its quota",
+                },
+                {
+                    "expression": "request.operation != 'DELETE' || !has(request.options) || request.options == null || "
+                    "!has(request.options.gracePeriodSeconds) || "
+                    f"request.options.gracePeriodSeconds <= {TENANT_POD_MAX_GRACE_SECONDS}",
+                    "message": f"a pod in a tenant namespace is deleted with a grace period of at most "
+                    f"{TENANT_POD_MAX_GRACE_SECONDS} s",
+                },
+                {
+                    "expression": "request.subResource != 'eviction' || !has(object.deleteOptions) || "
+                    "!has(object.deleteOptions.gracePeriodSeconds) || "
+                    f"object.deleteOptions.gracePeriodSeconds <= {TENANT_POD_MAX_GRACE_SECONDS}",
+                    "message": f"a pod in a tenant namespace is evicted with a grace period of at most "
+                    f"{TENANT_POD_MAX_GRACE_SECONDS} s",
+                },
             ],
         },
         "tenant-pods-no-nvidia-env": {

@@ -94,7 +94,10 @@ def tenant_labels(objects: Objects) -> dict[str, str]:
 
 
 def request(objects: Objects, operation: str, api_group: str, resource: str, user: User = ADMIN, **objs: Any) -> Request:
-    return Request(operation, api_group, resource, TENANT, user, objs.get("object"), objs.get("old"), tenant_labels(objects))
+    return Request(
+        operation, api_group, resource, TENANT, user, objs.get("object"), objs.get("old"), tenant_labels(objects),
+        objs.get("options"),
+    )
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -134,6 +137,7 @@ class Sent:
     old: dict[str, Any] | None = None
     by: User | None = None
     step: tuple[str, str, str] | None = None
+    options: dict[str, Any] | None = None
 
     def tenant_request(self) -> tuple[str, str, str] | None:
         """What the tenant itself asks RBAC for: its step, or the request itself when no controller sends it."""
@@ -568,6 +572,38 @@ def job_under_an_admitted_jobset(objects: Objects) -> Sent:
     return Sent("create", "CREATE", "batch", "jobs", created)
 
 
+def job_pod_with_a_weeks_grace(objects: Objects) -> Sent:
+    """The Job controller creates the pods of the tenant's Job with a week-long grace period: when Kueue preempts
+    or evicts the Job, it frees the quota as soon as the pods are terminating, and they run on for a week."""
+    job = suspended("Job", "batch/v1", copy.deepcopy(JOB_SPEC))
+    created_pod = kueue_defaults("pod", pod_of(job, job["spec"]["template"]), job)
+    assert created_pod["spec"]["terminationGracePeriodSeconds"] == WEEK_SECONDS
+    return Sent("create", "CREATE", "", "pods", created_pod, by=JOB_CONTROLLER, step=("create", "batch", "jobs"))
+
+
+def admitted_job_pod() -> dict[str, Any]:
+    job = running_job()
+    return kueue_defaults("pod", pod_of(job, job["spec"]["template"]), job)
+
+
+def pod_deleted_with_a_weeks_grace(objects: Objects) -> Sent:
+    """`kubectl delete pod --grace-period=604800` on a running Job pod: no longer active, so the Job controller
+    replaces it under the same admission while it runs on for a week."""
+    return Sent("delete", "DELETE", "", "pods", None, admitted_job_pod(), options={
+        "apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "gracePeriodSeconds": WEEK_SECONDS,
+    })
+
+
+def pod_evicted_with_a_weeks_grace(objects: Objects) -> Sent:
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": TENANT},
+        "deleteOptions": {"gracePeriodSeconds": WEEK_SECONDS},
+    }
+    return Sent("create", "CREATE", "", "pods/eviction", eviction)
+
+
 def pod_with_a_named_claim(objects: Objects) -> Sent:
     """A pod naming a ResourceClaim the tenant created: Kueue charges claim templates' devices, not this one's."""
     bare = pod(resourceClaims=[{"name": "gpus", "resourceClaimName": "eight-gpus"}])
@@ -637,6 +673,7 @@ class AdmissionAttack:
 OWNERS = "tenant-controller-owners-from-controllers"
 GATED = "tenant-pods-gated-or-owned-by-a-job"
 RESUMED = "tenant-jobs-run-as-kueue-admits-them"
+PROMPT = "tenant-pods-stop-promptly"
 ADMISSION_ATTACKS = [
     AdmissionAttack(
         "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
@@ -666,6 +703,11 @@ ADMISSION_ATTACKS = [
         for which in RESUMABLE
     ),
     AdmissionAttack("job-resized-while-running", job_resized_while_running, (RESUMED,), "MEDIUM"),
+    AdmissionAttack("job-pods-with-a-weeks-grace-outlive-their-quota", job_pod_with_a_weeks_grace, (PROMPT,), "MEDIUM"),
+    AdmissionAttack("pod-deleted-with-a-weeks-grace-runs-beside-its-replacement", pod_deleted_with_a_weeks_grace,
+                    (PROMPT,), "MEDIUM"),
+    AdmissionAttack("pod-evicted-with-a-weeks-grace-runs-beside-its-replacement", pod_evicted_with_a_weeks_grace,
+                    (PROMPT,), "MEDIUM"),
     AdmissionAttack("pod-with-a-named-resourceclaim-skips-kueues-charge", pod_with_a_named_claim,
                     ("tenant-pods-claims-from-templates",), "LOW"),
     AdmissionAttack("kueue-gate-lifted-by-hand", kueue_gate_lifted_by_hand, ("tenant-pods-keep-the-kueue-gate",), "HIGH"),
@@ -696,7 +738,9 @@ BY_POLICY = [(a, p) for a in ADMISSION_ATTACKS for p in a.policies]
 def admission_refuses(objects: Objects, attack: AdmissionAttack, who: str) -> bool:
     sent = attack.sent(objects)
     user = sent.by or IDENTITIES[who]
-    req = request(objects, sent.operation, sent.api_group, sent.resource, user, object=sent.object, old=sent.old)
+    req = request(
+        objects, sent.operation, sent.api_group, sent.resource, user, object=sent.object, old=sent.old, options=sent.options
+    )
     return bool(admission_denials(objects, req))
 
 
@@ -1224,6 +1268,7 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-pods-gated-or-owned-by-a-job",
         "tenant-jobs-run-as-kueue-admits-them",
         "tenant-pods-claims-from-templates",
+        "tenant-pods-stop-promptly",
     }
     assert tenant_policies <= set(policies)
     for name in tenant_policies:

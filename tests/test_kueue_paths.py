@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from models.kubernetes.admission import admission_denials
+from config.labels import TENANT_LABEL
+from config.timing import TENANT_POD_MAX_GRACE_SECONDS
+from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.user import User, service_account
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE, SUSPENDED_BY_PARENT_ANNOTATION
 
@@ -25,6 +27,7 @@ from .test_attacks import (
     KUEUE,
     REPLICA_SET_CONTROLLER,
     RESUMABLE,
+    admitted_job_pod,
     admitted_jobset,
     created,
     kueue_defaults,
@@ -44,9 +47,11 @@ KEDA = service_account("keda", "keda-operator")
 CRONJOB_CONTROLLER = service_account("kube-system", "cronjob-controller")
 
 
-def refusals(user: User, operation: str, group: str, resource: str, obj: Any, old: Any = None) -> list[str]:
+def refusals(
+    user: User, operation: str, group: str, resource: str, obj: Any, old: Any = None, options: Any = None
+) -> list[str]:
     objects = rendered()
-    return admission_denials(objects, request(objects, operation, group, resource, user, object=obj, old=old))
+    return admission_denials(objects, request(objects, operation, group, resource, user, object=obj, old=old, options=options))
 
 
 def gates(obj: dict[str, Any]) -> list[str]:
@@ -212,3 +217,49 @@ def test_an_ungated_pod_passes_only_as_a_jobs_created_by_the_job_controller(user
 def test_a_pod_taking_devices_through_a_claim_template_passes():
     claimed = created(resourceClaims=[{"name": "gpus", "resourceClaimTemplateName": "one-gpu"}])
     assert refusals(ADMIN, "CREATE", "", "pods", claimed) == []
+
+
+# --- stopping ------------------------------------------------------------------------------------------
+
+
+def test_the_platforms_model_servers_stop_within_the_cap_and_pass_every_pod_guard():
+    """Each inference Deployment the render declares in a tenant namespace, its pods as the ReplicaSet controller
+    creates them after Kueue's webhooks."""
+    objects = rendered()
+    tenants = {o["metadata"]["name"]: o["metadata"]["labels"] for o in objects
+               if o["kind"] == "Namespace" and TENANT_LABEL in o["metadata"].get("labels", {})}
+    deployments = [o for o in objects if o["kind"] == "Deployment" and o["metadata"].get("namespace") in tenants]
+    assert deployments, "the fixture declares inference Deployments in tenant namespaces"
+    for deployment in deployments:
+        managed = kueue_defaults("template", {**deployment, "metadata": {**deployment["metadata"], "uid": "d"}})
+        replica_set: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                   "metadata": {"name": "rs", "uid": "rs", "ownerReferences": [reference(managed)]},
+                                   "spec": {"template": managed["spec"]["template"]}}
+        created_pod = kueue_defaults("pod", pod_of(replica_set, replica_set["spec"]["template"]), managed, replica_set)
+        assert 0 < created_pod["spec"]["terminationGracePeriodSeconds"] <= TENANT_POD_MAX_GRACE_SECONDS
+        namespace = deployment["metadata"]["namespace"]
+        sent = Request("CREATE", "", "pods", namespace, REPLICA_SET_CONTROLLER, created_pod, None, tenants[namespace])
+        assert admission_denials(objects, sent) == [], deployment["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    "grace, refused",
+    [(None, False), (0, False), (TENANT_POD_MAX_GRACE_SECONDS, False), (TENANT_POD_MAX_GRACE_SECONDS + 1, True)],
+    ids=["unset", "zero", "at-the-cap", "over-the-cap"],
+)
+def test_a_pods_grace_period_up_to_the_cap_passes_in_its_spec_a_delete_and_an_eviction(grace, refused):
+    spec = {} if grace is None else {"terminationGracePeriodSeconds": grace}
+    assert bool(refusals(ADMIN, "CREATE", "", "pods", created(**spec))) is refused
+    options = {"kind": "DeleteOptions"} if grace is None else {"kind": "DeleteOptions", "gracePeriodSeconds": grace}
+    assert bool(refusals(ADMIN, "DELETE", "", "pods", None, admitted_job_pod(), options)) is refused
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"},
+                "deleteOptions": {} if grace is None else {"gracePeriodSeconds": grace}}
+    assert bool(refusals(ADMIN, "CREATE", "", "pods/eviction", eviction)) is refused
+
+
+def test_the_job_controller_and_karpenter_stop_pods_as_their_specs_say():
+    job_controller_delete = {"kind": "DeleteOptions", "propagationPolicy": "Background"}
+    assert refusals(JOB_CONTROLLER, "DELETE", "", "pods", None, admitted_job_pod(), job_controller_delete) == []
+    karpenter = service_account("kube-system", "karpenter")
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p"}}
+    assert refusals(karpenter, "CREATE", "", "pods/eviction", eviction) == []
