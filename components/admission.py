@@ -166,6 +166,11 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
 
     `deployers`: the IAM principals the platform deploys with (ClusterConfig.admins and the creator).
     """
+    return {**_platform_owned(deployers), **_kueue_holds(), **_pod_contents(), **_services()}
+
+
+def _platform_owned(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What only the platform writes in a tenant namespace."""
     return {
         "tenant-network-policies-are-platform-owned": {
             "rules": [_rule(["networking.k8s.io"], ["networkpolicies"], ["CREATE", "UPDATE", "DELETE"])],
@@ -177,6 +182,12 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+    }
+
+
+def _kueue_holds() -> dict[str, dict[str, Any]]:
+    """Every pod waits for Kueue and stops when Kueue stops its job: owners, gates, suspension, claims, grace."""
+    return {
         "tenant-controller-owners-from-controllers": {
             # Every kind: a ReplicaSet or Job owned by a Kueue-managed Job escapes Kueue as a pod would.
             "rules": [_rule(["*"], ["*"], ["CREATE", "UPDATE"])],
@@ -292,6 +303,12 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 },
             ],
         },
+    }
+
+
+def _pod_contents() -> dict[str, dict[str, Any]]:
+    """What a pod's containers may carry: no GPU selection by variable, registries as the supply-chain globs read them."""
+    return {
         "tenant-pods-no-nvidia-env": {
             "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
             "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
@@ -317,6 +334,11 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+    }
+
+
+def _services() -> dict[str, dict[str, Any]]:
+    return {
         "tenant-services-no-external-ips": {
             "rules": [_rule([""], ["services"], ["CREATE", "UPDATE"])],
             "validations": [
@@ -327,6 +349,7 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
             ],
         },
     }
+
 
 
 def validating_admission_policy(name: str, policy: dict[str, Any]) -> dict[str, Any]:
