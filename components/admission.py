@@ -20,6 +20,17 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   kubernetes/controllers.py) and the service accounts of the platform's controller namespaces that
   serve tenants' objects (config/namespaces.py `TENANT_WORKLOAD_CONTROLLERS`).
 - Kueue's scheduling gate is lifted by Kueue only: removing it by hand starts a pod Kueue never admitted.
+- Every pod is created carrying that gate, or owned by a Job and created by the Job controller. Kueue's
+  pod webhook gates a pod only when no Kueue-managed job is above it or its template carries the
+  `pod-suspending-parent` annotation Kueue's Deployment webhook writes; no Kueue webhook sees a
+  ReplicaSet, so a Deployment's ReplicaSet edited without the annotation makes ungated pods
+  (models/kueue/webhooks.py).
+- Jobs (Job, JobSet, TrainJob) start suspended, only Kueue, the trainer and JobSet resume them, and a
+  running Job keeps its size: Kueue charges a job when it admits it and releases the charge when it
+  suspends it or finds it resized, whatever its pods' grace period still holds.
+- Pods take DRA devices through claim templates, which Kueue charges; a named ResourceClaim it skips.
+- Pods stop promptly: their grace period (in the spec, a delete or an eviction) is bounded, since a
+  stopping pod keeps its GPUs after Kueue has released its quota.
 - No `NVIDIA_*` variable in a container's env or envFrom prefix: the NVIDIA container toolkit reads them to choose the
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
   this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
@@ -37,9 +48,11 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.namespaces import KUEUE, TENANT_WORKLOAD_CONTROLLERS
+from config.namespaces import JOB_RESUMERS, KUEUE, TENANT_WORKLOAD_CONTROLLERS
+from config.timing import TENANT_POD_MAX_GRACE_SECONDS
 from models.aws_eks import SESSION_NAME, access_entry_username
 from models.kubernetes.controllers import (
+    JOB_CONTROLLER,
     KUBE_CONTROLLER_MANAGER,
     NAMESPACE_CONTROLLER,
     OWNING_CONTROLLERS,
@@ -47,6 +60,9 @@ from models.kubernetes.controllers import (
 )
 from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
+from models.kueue.constants import SUSPENDED_BY_PARENT_ANNOTATION
+from models.kueue.integrations import INTEGRATIONS
+from models.kueue.webhooks import SPEC_SUSPEND_FRAMEWORKS
 
 from .lib.namespaces import every_tenant_namespace
 from .lib.resources import Children, declare
@@ -83,6 +99,14 @@ CONTROLLER_REQUEST = (
 )
 # Kueue's controller, in its own namespace, removes its gate when it admits the pod's workload.
 KUEUE_REQUEST = _in_group([f"{SERVICE_ACCOUNT_GROUP_PREFIX}{KUEUE}"])
+# The Job controller (either identity form): the one creator of pods a Job owns.
+JOB_CONTROLLER_REQUEST = _username_in([KUBE_CONTROLLER_MANAGER, controller_username(JOB_CONTROLLER)])
+# Kueue, the trainer and JobSet (config/namespaces.py JOB_RESUMERS): the ones that resume a suspended job.
+RESUMER_REQUEST = _in_group([f"{SERVICE_ACCOUNT_GROUP_PREFIX}{n}" for n in JOB_RESUMERS])
+# The kinds Kueue suspends through `spec.suspend`, as admission rules name them (group, plural).
+SUSPENDED_JOB_RESOURCES: tuple[tuple[str, str], ...] = tuple(
+    (INTEGRATIONS[f].group, f"{INTEGRATIONS[f].kind.lower()}s") for f in SPEC_SUSPEND_FRAMEWORKS
+)
 
 
 def deployer_request(deployers: Sequence[str]) -> str:
@@ -106,6 +130,12 @@ _CONTROLLER_OWNERS = (
     "has({o}.metadata.ownerReferences) ? {o}.metadata.ownerReferences.filter(r, has(r.controller) && r.controller) : []"
 )
 _GATES = "has({o}.spec.schedulingGates) ? {o}.spec.schedulingGates.map(g, g.name) : []"
+_SUSPENDED = "(has({o}.spec.suspend) && {o}.spec.suspend)"
+# A field of a job's spec unchanged by an update, set or unset alike.
+_SAME = (
+    "(has(object.spec.{f}) == has(oldObject.spec.{f}) && "
+    "(!has(object.spec.{f}) || object.spec.{f} == oldObject.spec.{f}))"
+)
 
 
 def _rule(groups: Sequence[str], resources: Sequence[str], operations: Sequence[str]) -> dict[str, Any]:
@@ -136,6 +166,11 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
 
     `deployers`: the IAM principals the platform deploys with (ClusterConfig.admins and the creator).
     """
+    return {**_platform_owned(deployers), **_kueue_holds(), **_pod_contents(), **_services()}
+
+
+def _platform_owned(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What only the platform writes in a tenant namespace."""
     return {
         "tenant-network-policies-are-platform-owned": {
             "rules": [_rule(["networking.k8s.io"], ["networkpolicies"], ["CREATE", "UPDATE", "DELETE"])],
@@ -147,6 +182,12 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+    }
+
+
+def _kueue_holds() -> dict[str, dict[str, Any]]:
+    """Every pod waits for Kueue and stops when Kueue stops its job: owners, gates, suspension, claims, grace."""
+    return {
         "tenant-controller-owners-from-controllers": {
             # Every kind: a ReplicaSet or Job owned by a Kueue-managed Job escapes Kueue as a pod would.
             "rules": [_rule(["*"], ["*"], ["CREATE", "UPDATE"])],
@@ -177,6 +218,97 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+        "tenant-pods-gated-or-owned-by-a-job": {
+            # Kueue's pod webhook leaves ungated a pod whose owners lead to a managed job: right for a Job's
+            # pods (the Job stays suspended until Kueue admits it), wrong for a pod a tenant's ReplicaSet makes
+            # from a template without the suspending-parent annotation (its Deployment is managed).
+            "rules": [_rule([""], ["pods"], ["CREATE"])],
+            "variables": [{"name": "owners", "expression": _CONTROLLER_OWNERS.format(o="object")}],
+            "validations": [
+                {
+                    "expression": f"'{KUEUE_SCHEDULING_GATE}' in ({_GATES.format(o='object')}) || (({JOB_CONTROLLER_REQUEST}) "
+                    "&& variables.owners.exists(r, r.apiVersion == 'batch/v1' && r.kind == 'Job'))",
+                    "message": f"pods in tenant namespaces wait for Kueue: each carries its {KUEUE_SCHEDULING_GATE} "
+                    "scheduling gate or belongs to a Job, created by the Job controller. A ReplicaSet or StatefulSet "
+                    f"template without the {SUSPENDED_BY_PARENT_ANNOTATION} annotation Kueue's webhooks give a "
+                    "Deployment's or StatefulSet's makes pods Kueue never admits: edit the Deployment, not its ReplicaSet",
+                }
+            ],
+        },
+        "tenant-jobs-run-as-kueue-admits-them": {
+            # Kueue creates every job of a tenant namespace suspended and resumes it when it admits it; a job
+            # resumed by anyone else runs its pods until Kueue suspends it again, and a pod's grace period
+            # can stretch that stop to days. A running Job resized no longer matches its Workload: the Job
+            # controller starts the extra pods at once, and Kueue stops the Job and deletes the Workload, its
+            # quota freed while the pods terminate (kueue v0.19.2 jobframework/reconciler.go ensureOneWorkload).
+            "rules": [_rule([g], [r], ["CREATE", "UPDATE"]) for g, r in SUSPENDED_JOB_RESOURCES],
+            "validations": [
+                {
+                    "expression": f"({RESUMER_REQUEST}) || {_SUSPENDED.format(o='object')} || "
+                    f"(request.operation == 'UPDATE' && !{_SUSPENDED.format(o='oldObject')})",
+                    "message": "jobs in tenant namespaces start suspended and only Kueue resumes them, when it "
+                    "admits them: leave spec.suspend to Kueue",
+                },
+                {
+                    # Only a Job has these fields; a JobSet or TrainJob never reaches them.
+                    "expression": f"request.resource.resource != 'jobs' || request.operation != 'UPDATE' || "
+                    f"({RESUMER_REQUEST}) || {_SUSPENDED.format(o='oldObject')} || "
+                    f"({_SAME.format(f='parallelism')} && {_SAME.format(f='completions')})",
+                    "message": "a running Job in a tenant namespace keeps its parallelism and completions: suspend it "
+                    "(spec.suspend: true), resize it, and Kueue admits it again at its new size",
+                },
+            ],
+        },
+        "tenant-pods-claims-from-templates": {
+            # Kueue charges the devices of a pod's ResourceClaimTemplates to its quota and skips claims a pod
+            # names (kueue v0.19.2 pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates).
+            "rules": [_rule([""], ["pods"], ["CREATE"])],
+            "validations": [
+                {
+                    "expression": "!has(object.spec.resourceClaims) || "
+                    "object.spec.resourceClaims.all(c, !has(c.resourceClaimName))",
+                    "message": "pods in tenant namespaces take DRA devices through resourceClaims[].resourceClaimTemplateName, "
+                    "which Kueue charges to the tenant's quota; a named ResourceClaim (resourceClaimName) is not charged",
+                }
+            ],
+        },
+        "tenant-pods-stop-promptly": {
+            # A terminating pod is no longer a job's active pod: Kueue frees its quota and the Job
+            # controller replaces it while it still runs (config/timing.py TENANT_POD_MAX_GRACE_SECONDS).
+            "rules": [
+                _rule([""], ["pods"], ["CREATE", "DELETE"]),
+                _rule([""], ["pods/eviction"], ["CREATE"]),
+            ],
+            "validations": [
+                {
+                    "expression": "request.operation != 'CREATE' || request.subResource != '' || "
+                    "!has(object.spec.terminationGracePeriodSeconds) || "
+                    f"object.spec.terminationGracePeriodSeconds <= {TENANT_POD_MAX_GRACE_SECONDS}",
+                    "message": f"pods in tenant namespaces stop within {TENANT_POD_MAX_GRACE_SECONDS} s "
+                    "(terminationGracePeriodSeconds): a stopping pod keeps its GPUs after Kueue has released its quota",
+                },
+                {
+                    "expression": "request.operation != 'DELETE' || !has(request.options) || request.options == null || "
+                    "!has(request.options.gracePeriodSeconds) || "
+                    f"request.options.gracePeriodSeconds <= {TENANT_POD_MAX_GRACE_SECONDS}",
+                    "message": f"a pod in a tenant namespace is deleted with a grace period of at most "
+                    f"{TENANT_POD_MAX_GRACE_SECONDS} s",
+                },
+                {
+                    "expression": "request.subResource != 'eviction' || !has(object.deleteOptions) || "
+                    "!has(object.deleteOptions.gracePeriodSeconds) || "
+                    f"object.deleteOptions.gracePeriodSeconds <= {TENANT_POD_MAX_GRACE_SECONDS}",
+                    "message": f"a pod in a tenant namespace is evicted with a grace period of at most "
+                    f"{TENANT_POD_MAX_GRACE_SECONDS} s",
+                },
+            ],
+        },
+    }
+
+
+def _pod_contents() -> dict[str, dict[str, Any]]:
+    """What a pod's containers may carry: no GPU selection by variable, registries as the supply-chain globs read them."""
+    return {
         "tenant-pods-no-nvidia-env": {
             "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
             "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
@@ -202,6 +334,11 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
                 }
             ],
         },
+    }
+
+
+def _services() -> dict[str, dict[str, Any]]:
+    return {
         "tenant-services-no-external-ips": {
             "rules": [_rule([""], ["services"], ["CREATE", "UPDATE"])],
             "validations": [
@@ -212,6 +349,7 @@ def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
             ],
         },
     }
+
 
 
 def validating_admission_policy(name: str, policy: dict[str, Any]) -> dict[str, Any]:

@@ -63,6 +63,11 @@ CONTROLLER_NAMESPACES: dict[str, PodSecurityLevel] = {
 # serves (a controller ownerReference): Kueue's Workloads, the trainer's JobSets and JobSet's Jobs, KEDA's
 # HPAs, External Secrets' Secrets. Their service accounts are the only ones admission treats as controllers.
 TENANT_WORKLOAD_CONTROLLERS: tuple[str, ...] = (KUEUE, TRAINER, KEDA, EXTERNAL_SECRETS)
+# The controllers that resume a suspended job in a tenant namespace: Kueue the top-level job it admits, the
+# trainer a TrainJob's JobSet (kubeflow/trainer v2.3.0 pkg/runtime/framework/plugins/jobset/jobset.go: the
+# JobSet's suspend is the TrainJob's) and JobSet its Jobs (kubernetes-sigs/jobset v0.12.0
+# pkg/controllers/jobset_controller.go `resumeJob`).
+JOB_RESUMERS: tuple[str, ...] = (KUEUE, TRAINER)
 
 # Namespaces Kubernetes itself owns (every `kube-` name is refused as well).
 KUBERNETES_NAMESPACES = frozenset({"default", KUBE_SYSTEM, "kube-public", "kube-node-lease"})

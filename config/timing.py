@@ -35,6 +35,15 @@ PODS_READY_TIMEOUT_SECONDS = NODE_LAUNCH_SECONDS + NODE_SETUP_SECONDS + SERVER_S
 REQUEUE_BACKOFF_BASE_SECONDS = 60
 REQUEUE_BACKOFF_MAX_SECONDS = 3600
 
+# The longest a pod in a tenant namespace may take to stop, in its spec or in a delete or eviction
+# request. Kueue releases a job's quota once none of its pods is active (kueue v0.19.2
+# jobframework/reconciler.go, eviction: `!job.IsActive()`; a batch Job's `status.active` leaves out
+# terminating pods), and the Job controller replaces a deleted pod at once: a pod's grace period is
+# time it keeps its GPUs after Kueue has given them to someone else. Five minutes covers the model
+# server's drain (components/autoscaling/vllm.py, 150 s) and a checkpoint written on SIGTERM; a spot
+# interruption gives two.
+TENANT_POD_MAX_GRACE_SECONDS = 300
+
 # --- KEDA and the HPA: how fast inference deployments scale ------------------------------------------
 
 # KEDA polls every trigger this often; 15 s is also the HPA's sync period and the scale-up period below.

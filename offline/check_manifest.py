@@ -6,7 +6,8 @@ among them are read as the tenant's own), it says what the cluster the stack dec
 - schema: valid against the cluster's Kubernetes version and the pinned charts' CRDs (offline/validate.py);
 - policies: refused or not by the namespace's Pod Security level (models.kubernetes.podsecurity) and the
   admission guards (models.kubernetes.admission, over the render's ValidatingAdmissionPolicies), for the
-  object as the tenant creates it and for each pod its controller creates;
+  object as the tenant creates it and for each pod its controllers create, each as Kueue's mutating
+  webhooks leave it (models.kueue.webhooks);
 - kueue: the flavor it takes, within the tenant's nominal quota or only by borrowing (and from whom), or
   never, with the reason and the fix (models.kueue: PodSets, charged resources, best-case flavor assignment);
 - quota: its pods, after the LimitRange's defaults (models.kubernetes.limitranger), against the ResourceQuota;
@@ -36,7 +37,7 @@ from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubeflow_trainer, kubelet
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
-from models.kubernetes.podsecurity import ENFORCE_LABEL, violations
+from models.kubernetes.podsecurity import ENFORCE_LABEL, ENFORCE_VERSION_LABEL, LATEST, violations
 from models.kubernetes.quantity import parse_quantity
 from models.kubernetes.user import User, service_account
 from models.kueue.cohort import Snapshot
@@ -44,6 +45,7 @@ from models.kueue.constants import QUEUE_NAME_LABEL
 from models.kueue.flavorassigner import best_case_admission, flavor_matches
 from models.kueue.integrations import is_queued
 from models.kueue.resources import resource_value
+from models.kueue.webhooks import default_job, default_pod, default_pod_template_owner
 from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets
 from models.nvidia.labels import GPU_RESOURCE
 
@@ -65,6 +67,14 @@ POD_CREATOR: dict[str, User] = {
     "TrainJob": service_account("kube-system", "job-controller"),
     "JobSet": service_account("kube-system", "job-controller"),
     "Deployment": service_account("kube-system", "replicaset-controller"),
+}
+# The owners between each workload and its pods, outermost first: the trainer makes a JobSet, JobSet its
+# Jobs, the Job controller the pods; a Deployment's pods come through a ReplicaSet.
+POD_OWNER_CHAIN: dict[str, tuple[tuple[str, str], ...]] = {
+    "Job": (),
+    "JobSet": (("batch/v1", "Job"),),
+    "TrainJob": (("jobset.x-k8s.io/v1alpha2", "JobSet"), ("batch/v1", "Job")),
+    "Deployment": (("apps/v1", "ReplicaSet"),),
 }
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -157,7 +167,7 @@ def check(cluster: Cluster, documents: Sequence[tuple[str, Mapping[str, Any]]]) 
             continue
         findings += _namespace(cluster, where, obj)
         pods = _pod_templates(obj, tenancy)
-        findings += _policies(cluster, where, obj, pods)
+        findings += _policies(cluster, tenancy, where, obj, pods)
         findings += _kueue_quota_capacity(cluster, tenancy, where, obj)
     return findings
 
@@ -200,22 +210,26 @@ def _pod_templates(obj: Mapping[str, Any], tenancy: Tenancy) -> list[Mapping[str
     return pods
 
 
-def _policies(cluster: Cluster, where: str, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Finding]:
+def _policies(
+    cluster: Cluster, tenancy: Tenancy, where: str, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> list[Finding]:
     labels = cluster.namespace_labels()
     level = labels.get(ENFORCE_LABEL, "privileged")
+    version = labels.get(ENFORCE_VERSION_LABEL, LATEST)
     group, plural = WORKLOADS[obj["kind"]]
     creator = POD_CREATOR.get(obj["kind"], cluster.tenant_admin())
     found: list[Finding] = []
+    workload, chain = _as_kueue_defaults(tenancy, obj)
     denials = admission_denials(
-        cluster.objects, Request("CREATE", group, plural, cluster.namespace, cluster.tenant_admin(), obj, None, labels)
+        cluster.objects, Request("CREATE", group, plural, cluster.namespace, cluster.tenant_admin(), workload, None, labels)
     )
     for pod in pods:
-        reasons = violations(pod, level)
+        reasons = violations(pod, level, version)
         if reasons:
             who = "it" if obj["kind"] == "Pod" else "each of its pods"
             found.append(Finding(where, "policies", f"Pod Security {level} refuses {who}: {'; '.join(reasons)}", True))
-        as_pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": cluster.namespace}, "spec": pod}
         if obj["kind"] != "Pod":
+            as_pod = _created_pod(tenancy, cluster.namespace, workload, chain, pod)
             denials += admission_denials(
                 cluster.objects, Request("CREATE", "", "pods", cluster.namespace, creator, as_pod, None, labels)
             )
@@ -224,6 +238,47 @@ def _policies(cluster: Cluster, where: str, obj: Mapping[str, Any], pods: Sequen
     if not found:
         found.append(Finding(where, "policies", f"admitted by Pod Security {level} and the admission guards"))
     return found
+
+
+def _kueue_settings(tenancy: Tenancy) -> tuple[list[str], bool]:
+    config = tenancy.kueue_config
+    return config["integrations"]["frameworks"], bool(config.get("manageJobsWithoutQueueName"))
+
+
+def _as_kueue_defaults(tenancy: Tenancy, obj: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The workload as validating admission sees it, after Kueue's mutating webhooks (models/kueue/webhooks.py),
+    and the objects its controllers create between it and its pods, each owned by the one before."""
+    frameworks, without_queue_name = _kueue_settings(tenancy)
+    workload = {**obj, "metadata": {**(obj.get("metadata") or {}), "uid": "workload"}}
+    if obj["kind"] == "Pod":
+        return default_pod(workload, {}, frameworks, without_queue_name), []
+    workload = default_pod_template_owner(default_job(workload, {}, frameworks, without_queue_name), frameworks)
+    chain, owner = [], workload
+    for position, (api_version, kind) in enumerate(POD_OWNER_CHAIN[obj["kind"]]):
+        child = {"apiVersion": api_version, "kind": kind, "metadata": _owned_by(owner, f"owned-{position}")}
+        chain.append(child)
+        owner = child
+    return workload, chain
+
+
+def _owned_by(owner: Mapping[str, Any], uid: str) -> dict[str, Any]:
+    reference = {"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"].get("name", "?"),
+                 "uid": owner["metadata"]["uid"], "controller": True}
+    return {"name": uid, "uid": uid, "ownerReferences": [reference]}
+
+
+def _created_pod(
+    tenancy: Tenancy, namespace: str, workload: Mapping[str, Any], chain: Sequence[Mapping[str, Any]], spec: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A pod the workload's controllers create, after Kueue's pod webhook: a Deployment's pods carry their
+    template's metadata (the suspending-parent annotation), every other pod only its owner."""
+    frameworks, without_queue_name = _kueue_settings(tenancy)
+    owner = chain[-1] if chain else workload
+    template = (workload.get("spec") or {}).get("template") if workload["kind"] == "Deployment" else None
+    metadata = {**((template or {}).get("metadata") or {}), **_owned_by(owner, "pod"), "namespace": namespace}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    by_uid = {o["metadata"]["uid"]: o for o in (workload, *chain)}
+    return default_pod(pod, by_uid, frameworks, without_queue_name)
 
 
 def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: Mapping[str, Any]) -> list[Finding]:

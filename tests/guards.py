@@ -15,8 +15,9 @@ from models.kubernetes import rbac
 from models.kubernetes.user import User
 from offline.upstream import UPSTREAM_DIR
 
-# kubernetes/kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles.yaml (upstream/SOURCES).
-BOOTSTRAP_ROLES = UPSTREAM_DIR / "kubernetes-rbac" / "cluster-roles.yaml"
+# kubernetes/kubernetes plugin/pkg/auth/authorizer/rbac/bootstrappolicy/testdata/cluster-roles-featuregates.yaml
+# (upstream/SOURCES, upstream/README.md): the built-in roles with DynamicResourceAllocation on, as from 1.34.
+BOOTSTRAP_ROLES = UPSTREAM_DIR / "kubernetes-rbac" / "cluster-roles-featuregates.yaml"
 
 
 @functools.cache

@@ -30,9 +30,12 @@ from models.kubernetes.networkpolicy import Endpoint, connection_allowed
 from models.kubernetes.resourcequota import exceeded, quota_denials
 from models.kubernetes.user import SERVICE_ACCOUNT_USERNAME_PREFIX, User, service_account
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
+from models.kueue.constants import MANAGED_LABEL, SUSPENDED_BY_PARENT_ANNOTATION
+from models.kueue.webhooks import default_job, default_pod, default_pod_template_owner
 from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
 
+from .builders import kueue_manager_config
 from .conftest import render_fixture
 from .guards import rbac_allows
 from .recorded import kubernetes_objects
@@ -52,7 +55,11 @@ IDENTITIES = {
         f"arn:aws:sts::{ACCOUNT}:assumed-role/MLPlatformOnCall/carol",
         (f"gpu-platform:{TENANT}:admins", f"gpu-platform:{OTHER_TENANT}:admins"),
     ),
+    # data-science's `viewers` (the fixture's DataScienceAnalyst), bound to `view`: RBAC refuses its writes,
+    # and admission would refuse them too.
+    "tenant-viewer": User(f"arn:aws:sts::{ACCOUNT}:assumed-role/DataScienceAnalyst/dave", (f"gpu-platform:{TENANT}:viewers",)),
 }
+VIEWER = "tenant-viewer"
 TENANT_SERVICE_ACCOUNT = IDENTITIES["tenant-service-account"]
 JOB_CONTROLLER = service_account("kube-system", "job-controller")
 KUEUE = service_account("kueue-system", "kueue-controller-manager")
@@ -87,7 +94,10 @@ def tenant_labels(objects: Objects) -> dict[str, str]:
 
 
 def request(objects: Objects, operation: str, api_group: str, resource: str, user: User = ADMIN, **objs: Any) -> Request:
-    return Request(operation, api_group, resource, TENANT, user, objs.get("object"), objs.get("old"), tenant_labels(objects))
+    return Request(
+        operation, api_group, resource, TENANT, user, objs.get("object"), objs.get("old"), tenant_labels(objects),
+        objs.get("options"),
+    )
 
 
 def pod(**spec: Any) -> dict[str, Any]:
@@ -113,7 +123,11 @@ GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSc
 @dataclass(frozen=True)
 class Sent:
     """One API request in a tenant namespace, and the RBAC verb it takes (None: no built-in role grants it,
-    so admission is the only guard a custom role could leave)."""
+    so admission is the only guard a custom role could leave).
+
+    `by`: the controller that sends it on the tenant's behalf (a pod the ReplicaSet controller makes from
+    a template the tenant edited); None when the tenant sends it. `step`: then the tenant's own request
+    (verb, API group, resource) that RBAC must allow for the attempt to be the tenant's to make."""
 
     verb: str | None
     operation: str
@@ -121,6 +135,15 @@ class Sent:
     resource: str
     object: dict[str, Any] | None = None
     old: dict[str, Any] | None = None
+    by: User | None = None
+    step: tuple[str, str, str] | None = None
+    options: dict[str, Any] | None = None
+
+    def tenant_request(self) -> tuple[str, str, str] | None:
+        """What the tenant itself asks RBAC for: its step, or the request itself when no controller sends it."""
+        if self.step is not None:
+            return self.step
+        return None if self.verb is None else (self.verb, self.api_group, self.resource)
 
 
 def granted_to(objects: Objects, user: User) -> Objects:
@@ -138,8 +161,13 @@ def granted_to(objects: Objects, user: User) -> Objects:
     return [*objects, binding]
 
 
+def created(**spec: Any) -> dict[str, Any]:
+    """A tenant's bare pod as validating admission receives it: gated by Kueue's pod webhook."""
+    return kueue_defaults("pod", pod(**spec))
+
+
 def nvidia_env_in_pod(objects: Objects) -> Sent:
-    attack = pod(
+    attack = created(
         tolerations=[GPU_TOLERATION],
         containers=[{"name": "main", "image": "busybox:1.36", "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]}],
     )
@@ -149,7 +177,7 @@ def nvidia_env_in_pod(objects: Objects) -> Sent:
 def nvidia_env_from_prefix_in_an_init_container(objects: Objects) -> Sent:
     """`NVIDIA` + a ConfigMap key `_VISIBLE_DEVICES` makes NVIDIA_VISIBLE_DEVICES."""
     init = {"name": "setup", "image": "busybox:1.36", "envFrom": [{"prefix": "NVIDIA", "configMapRef": {"name": "gpus"}}]}
-    return Sent("create", "CREATE", "", "pods", pod(tolerations=[GPU_TOLERATION], initContainers=[init]))
+    return Sent("create", "CREATE", "", "pods", created(tolerations=[GPU_TOLERATION], initContainers=[init]))
 
 
 def nvidia_env_in_ephemeral_container(objects: Objects) -> Sent:
@@ -233,7 +261,7 @@ def system_priority_pod(objects: Objects) -> bool:
 
 def image_registry_spelled_to_escape_the_signature_policy(image: str) -> Callable[[Objects], Sent]:
     def sent(objects: Objects) -> Sent:
-        return Sent("create", "CREATE", "", "pods", pod(initContainers=[{"name": "fetch", "image": image}]))
+        return Sent("create", "CREATE", "", "pods", created(initContainers=[{"name": "fetch", "image": image}]))
 
     return sent
 
@@ -393,6 +421,196 @@ def pod_identity_context(namespace: str, service_account: str, cluster: str = CL
     }
 
 
+# --- Kueue's paths: every pod gated or a suspended job's, and only Kueue resumes ------------------------
+# Each attempt is built as the API server's validating phase receives it: after Kueue's mutating webhooks
+# (models/kueue/webhooks.py) over the namespace's objects, with the rendered Kueue Configuration.
+
+REPLICA_SET_CONTROLLER = service_account("kube-system", "replicaset-controller")
+DEPLOYMENT_UID, REPLICA_SET_UID = "5b1c0c7e-0000-4000-8000-0000000000d1", "5b1c0c7e-0000-4000-8000-0000000000r1"
+JOBSET_UID = "5b1c0c7e-0000-4000-8000-0000000000j5"
+WEEK_SECONDS = 7 * 24 * 3600
+# What the attacks' pods ask for: a system node, every taint tolerated, GPUs.
+ANYWHERE = {
+    "nodeSelector": {"gpu-platform/node-pool": "system"},
+    "tolerations": [{"operator": "Exists"}],
+}
+GPUS = {"resources": {"limits": {"nvidia.com/gpu": "8"}, "requests": {"nvidia.com/gpu": "8"}}}
+
+
+@functools.cache
+def _kueue_settings() -> tuple[tuple[str, ...], bool]:
+    config = kueue_manager_config(render_fixture("multi-pool"))
+    return tuple(config["integrations"]["frameworks"]), bool(config["manageJobsWithoutQueueName"])
+
+
+def kueue_defaults(kind: str, obj: dict[str, Any], *owners: dict[str, Any]) -> dict[str, Any]:
+    """`obj` after Kueue's mutating webhooks, in a namespace holding `owners`."""
+    frameworks, without_queue_name = _kueue_settings()
+    by_uid = {o["metadata"]["uid"]: o for o in owners}
+    if kind == "pod":
+        return default_pod(obj, by_uid, frameworks, without_queue_name)
+    if kind == "job":
+        return default_job(obj, by_uid, frameworks, without_queue_name)
+    return default_pod_template_owner(obj, frameworks)
+
+
+def reference(owner: dict[str, Any]) -> dict[str, Any]:
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"], "controller": True
+    }
+
+
+def managed_deployment() -> dict[str, Any]:
+    """A tenant's Deployment as Kueue's webhook leaves it (its template marked for gating)."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": TENANT, "uid": DEPLOYMENT_UID},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {**pod(), "metadata": {"labels": {"app": "web"}}}},
+    }
+    return kueue_defaults("template", deployment)
+
+
+def edited_replica_set(deployment: dict[str, Any]) -> dict[str, Any]:
+    """The Deployment's ReplicaSet after `kubectl rollout pause` and an edit of its template: Kueue's annotation
+    and label gone, a system node selector, every taint tolerated, eight GPUs."""
+    template = copy.deepcopy(deployment["spec"]["template"])
+    template["metadata"]["annotations"].pop(SUSPENDED_BY_PARENT_ANNOTATION)
+    template["metadata"]["labels"].pop(MANAGED_LABEL)
+    template["spec"].update(copy.deepcopy(ANYWHERE))
+    template["spec"]["containers"][0].update(copy.deepcopy(GPUS))
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web-5d8f", "namespace": TENANT, "uid": REPLICA_SET_UID, "ownerReferences": [reference(deployment)]},
+        "spec": {"replicas": 8, "selector": deployment["spec"]["selector"], "template": template},
+    }
+
+
+def pod_of(owner: dict[str, Any], template: dict[str, Any]) -> dict[str, Any]:
+    """The pod a controller creates from `template`, owned by `owner`."""
+    metadata = {
+        **copy.deepcopy(template.get("metadata") or {}), "name": "p", "namespace": TENANT, "ownerReferences": [reference(owner)]
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": copy.deepcopy(template["spec"])}
+
+
+def pods_of_an_edited_replica_set(objects: Objects) -> Sent:
+    """The ReplicaSet controller makes the pods; Kueue's pod webhook follows pod -> ReplicaSet -> managed
+    Deployment, finds a managed ancestor and adds no gate."""
+    deployment = managed_deployment()
+    replica_set = edited_replica_set(deployment)
+    created = kueue_defaults("pod", pod_of(replica_set, replica_set["spec"]["template"]), deployment, replica_set)
+    assert "schedulingGates" not in created["spec"], "Kueue's webhook gates the edited template's pods"
+    return Sent("create", "CREATE", "", "pods", created, by=REPLICA_SET_CONTROLLER, step=("update", "apps", "replicasets"))
+
+
+def suspended(kind: str, api_version: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """A tenant's job as Kueue's webhook creates it: suspended."""
+    job = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "big", "namespace": TENANT, "uid": "u"}, "spec": spec}
+    created = kueue_defaults("job", job)
+    assert created["spec"]["suspend"] is True
+    return created
+
+
+JOB_SPEC = {"template": {"spec": {**pod(terminationGracePeriodSeconds=WEEK_SECONDS)["spec"], "restartPolicy": "Never"}}}
+RESUMABLE: dict[str, tuple[str, str, str, str, dict[str, Any]]] = {
+    "job": ("batch", "jobs", "Job", "batch/v1", JOB_SPEC),
+    "jobset": ("jobset.x-k8s.io", "jobsets", "JobSet", "jobset.x-k8s.io/v1alpha2",
+               {"replicatedJobs": [{"name": "w", "replicas": 4, "template": {"spec": JOB_SPEC}}]}),
+    "trainjob": ("trainer.kubeflow.org", "trainjobs", "TrainJob", "trainer.kubeflow.org/v1alpha1",
+                 {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 4}}),
+}
+
+
+def resumed_by_its_tenant(which: str) -> Callable[[Objects], Sent]:
+    """`kubectl patch --type merge -p '{"spec":{"suspend":false}}'` on the tenant's own suspended job: its pods
+    (a week's grace period each) start before Kueue suspends it again."""
+    group, plural, kind, api_version, spec = RESUMABLE[which]
+
+    def sent(objects: Objects) -> Sent:
+        before = suspended(kind, api_version, copy.deepcopy(spec))
+        after = copy.deepcopy(before)
+        after["spec"]["suspend"] = False
+        return Sent("patch", "UPDATE", group, plural, after, before)
+
+    return sent
+
+
+def running_job() -> dict[str, Any]:
+    """The tenant's one-pod Job as Kueue resumes it after admitting it."""
+    job = suspended("Job", "batch/v1", {**copy.deepcopy(JOB_SPEC), "parallelism": 1, "completions": 1})
+    job["spec"]["suspend"] = False
+    return job
+
+
+def job_resized_while_running(objects: Objects) -> Sent:
+    """The admitted one-pod Job scaled to eight: the Job controller starts seven more pods (a Job's, ungated) at
+    once; Kueue then finds no matching Workload, stops the Job and deletes the Workload, freeing its quota
+    while the pods take their week-long grace period to stop."""
+    before = running_job()
+    after = copy.deepcopy(before)
+    after["spec"]["parallelism"] = after["spec"]["completions"] = 8
+    return Sent("patch", "UPDATE", "batch", "jobs", after, before)
+
+
+def admitted_jobset() -> dict[str, Any]:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "tiny", "namespace": TENANT, "uid": JOBSET_UID}, "spec": {"suspend": False}}
+
+
+def job_under_an_admitted_jobset(objects: Objects) -> Sent:
+    """A Job naming the tenant's small admitted JobSet as its controller: Kueue's job webhook finds the
+    managed ancestor and leaves it running, and its pods ungated."""
+    jobset = admitted_jobset()
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "big", "namespace": TENANT, "uid": "u", "ownerReferences": [reference(jobset)]},
+           "spec": {**copy.deepcopy(JOB_SPEC), "parallelism": 8}}
+    created = kueue_defaults("job", job, jobset)
+    assert "suspend" not in created["spec"], "Kueue's webhook suspends the Job"
+    return Sent("create", "CREATE", "batch", "jobs", created)
+
+
+def job_pod_with_a_weeks_grace(objects: Objects) -> Sent:
+    """The Job controller creates the pods of the tenant's Job with a week-long grace period: when Kueue preempts
+    or evicts the Job, it frees the quota as soon as the pods are terminating, and they run on for a week."""
+    job = suspended("Job", "batch/v1", copy.deepcopy(JOB_SPEC))
+    created_pod = kueue_defaults("pod", pod_of(job, job["spec"]["template"]), job)
+    assert created_pod["spec"]["terminationGracePeriodSeconds"] == WEEK_SECONDS
+    return Sent("create", "CREATE", "", "pods", created_pod, by=JOB_CONTROLLER, step=("create", "batch", "jobs"))
+
+
+def admitted_job_pod() -> dict[str, Any]:
+    job = running_job()
+    return kueue_defaults("pod", pod_of(job, job["spec"]["template"]), job)
+
+
+def pod_deleted_with_a_weeks_grace(objects: Objects) -> Sent:
+    """`kubectl delete pod --grace-period=604800` on a running Job pod: no longer active, so the Job controller
+    replaces it under the same admission while it runs on for a week."""
+    return Sent("delete", "DELETE", "", "pods", None, admitted_job_pod(), options={
+        "apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions", "gracePeriodSeconds": WEEK_SECONDS,
+    })
+
+
+def pod_evicted_with_a_weeks_grace(objects: Objects) -> Sent:
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {"name": "p", "namespace": TENANT},
+        "deleteOptions": {"gracePeriodSeconds": WEEK_SECONDS},
+    }
+    return Sent("create", "CREATE", "", "pods/eviction", eviction)
+
+
+def pod_with_a_named_claim(objects: Objects) -> Sent:
+    """A pod naming a ResourceClaim the tenant created: Kueue charges claim templates' devices, not this one's."""
+    bare = pod(resourceClaims=[{"name": "gpus", "resourceClaimName": "eight-gpus"}])
+    bare["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpus"}]}
+    return Sent("create", "CREATE", "", "pods", kueue_defaults("pod", bare))
+
+
 # --- taking a guard out ------------------------------------------------------------------------------
 
 
@@ -443,76 +661,136 @@ def without_cluster_admin_role(objects: Objects) -> Objects:
 
 @dataclass(frozen=True)
 class AdmissionAttack:
-    """A request a tenant sends, refused by one admission policy whoever of IDENTITIES sends it."""
+    """A request a tenant sends (or makes a controller send), refused by each of `policies` alone, whoever of
+    IDENTITIES sends it. Severity is what it gains once every one of them is gone."""
 
     name: str
     sent: Callable[[Objects], Sent]
-    policy: str
+    policies: tuple[str, ...]
+    severity: str
 
 
+OWNERS = "tenant-controller-owners-from-controllers"
+GATED = "tenant-pods-gated-or-owned-by-a-job"
+RESUMED = "tenant-jobs-run-as-kueue-admits-them"
+PROMPT = "tenant-pods-stop-promptly"
 ADMISSION_ATTACKS = [
-    AdmissionAttack("gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, "tenant-pods-no-nvidia-env"),
+    AdmissionAttack(
+        "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
+    ),
     AdmissionAttack(
         "gpu-through-an-nvidia-envfrom-prefix-in-an-init-container",
         nvidia_env_from_prefix_in_an_init_container,
-        "tenant-pods-no-nvidia-env",
+        ("tenant-pods-no-nvidia-env",),
+        "HIGH",
     ),
     AdmissionAttack(
         "gpu-through-an-nvidia-envfrom-prefix-in-an-ephemeral-container",
         nvidia_env_in_ephemeral_container,
-        "tenant-pods-no-nvidia-env",
+        ("tenant-pods-no-nvidia-env",),
+        "HIGH",
+    ),
+    AdmissionAttack("pod-owned-by-a-tiny-admitted-job-skips-kueue", pod_owned_by_a_tiny_job, (OWNERS, GATED), "HIGH"),
+    AdmissionAttack(
+        "replicaset-owned-by-a-tiny-admitted-job-skips-kueue", replica_set_owned_by_a_tiny_job, (OWNERS,), "HIGH"
     ),
     AdmissionAttack(
-        "pod-owned-by-a-tiny-admitted-job-skips-kueue", pod_owned_by_a_tiny_job, "tenant-controller-owners-from-controllers"
+        "pods-of-an-edited-replicaset-template-skip-kueue", pods_of_an_edited_replica_set, (GATED,), "HIGH"
+    ),
+    AdmissionAttack("job-under-an-admitted-jobset-starts-unsuspended", job_under_an_admitted_jobset, (OWNERS, RESUMED), "HIGH"),
+    *(
+        AdmissionAttack(f"{which}-resumed-by-its-tenant", resumed_by_its_tenant(which), (RESUMED,), "MEDIUM")
+        for which in RESUMABLE
+    ),
+    AdmissionAttack("job-resized-while-running", job_resized_while_running, (RESUMED,), "MEDIUM"),
+    AdmissionAttack("job-pods-with-a-weeks-grace-outlive-their-quota", job_pod_with_a_weeks_grace, (PROMPT,), "MEDIUM"),
+    AdmissionAttack("pod-deleted-with-a-weeks-grace-runs-beside-its-replacement", pod_deleted_with_a_weeks_grace,
+                    (PROMPT,), "MEDIUM"),
+    AdmissionAttack("pod-evicted-with-a-weeks-grace-runs-beside-its-replacement", pod_evicted_with_a_weeks_grace,
+                    (PROMPT,), "MEDIUM"),
+    AdmissionAttack("pod-with-a-named-resourceclaim-skips-kueues-charge", pod_with_a_named_claim,
+                    ("tenant-pods-claims-from-templates",), "LOW"),
+    AdmissionAttack("kueue-gate-lifted-by-hand", kueue_gate_lifted_by_hand, ("tenant-pods-keep-the-kueue-gate",), "HIGH"),
+    AdmissionAttack("default-deny-deleted", default_deny_deleted, ("tenant-network-policies-are-platform-owned",), "HIGH"),
+    AdmissionAttack(
+        "allow-all-network-policy-created", allow_all_created, ("tenant-network-policies-are-platform-owned",), "HIGH"
     ),
     AdmissionAttack(
-        "replicaset-owned-by-a-tiny-admitted-job-skips-kueue",
-        replica_set_owned_by_a_tiny_job,
-        "tenant-controller-owners-from-controllers",
+        "service-external-ips-intercept-traffic", service_external_ips, ("tenant-services-no-external-ips",), "HIGH"
     ),
-    AdmissionAttack("kueue-gate-lifted-by-hand", kueue_gate_lifted_by_hand, "tenant-pods-keep-the-kueue-gate"),
-    AdmissionAttack("default-deny-deleted", default_deny_deleted, "tenant-network-policies-are-platform-owned"),
-    AdmissionAttack("allow-all-network-policy-created", allow_all_created, "tenant-network-policies-are-platform-owned"),
-    AdmissionAttack("service-external-ips-intercept-traffic", service_external_ips, "tenant-services-no-external-ips"),
     AdmissionAttack(
         "unsigned-image-behind-a-registry-port",
         image_registry_spelled_to_escape_the_signature_policy("ghcr.io:443/acme-ai/trainer:1.0"),
-        "tenant-pods-canonical-image-registries",
+        ("tenant-pods-canonical-image-registries",),
+        "HIGH",
     ),
     AdmissionAttack(
         "unsigned-image-behind-an-upper-case-registry",
         image_registry_spelled_to_escape_the_signature_policy("GHCR.IO/acme-ai/trainer:1.0"),
-        "tenant-pods-canonical-image-registries",
+        ("tenant-pods-canonical-image-registries",),
+        "HIGH",
     ),
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
+BY_POLICY = [(a, p) for a in ADMISSION_ATTACKS for p in a.policies]
 
 
 def admission_refuses(objects: Objects, attack: AdmissionAttack, who: str) -> bool:
-    sent, user = attack.sent(objects), IDENTITIES[who]
-    req = request(objects, sent.operation, sent.api_group, sent.resource, user, object=sent.object, old=sent.old)
+    sent = attack.sent(objects)
+    user = sent.by or IDENTITIES[who]
+    req = request(
+        objects, sent.operation, sent.api_group, sent.resource, user, object=sent.object, old=sent.old, options=sent.options
+    )
     return bool(admission_denials(objects, req))
+
+
+def without_policies(names: tuple[str, ...]) -> Callable[[Objects], Objects]:
+    def remove(objects: Objects) -> Objects:
+        for name in names:
+            objects = without(VAP, name)(objects)
+        return objects
+
+    return remove
 
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_is_refused_whoever_sends_it(attack, who):
-    assert admission_refuses(rendered(), attack, who), attack.policy
+    assert admission_refuses(rendered(), attack, who), attack.policies
 
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
-def test_each_admission_attempt_succeeds_once_its_policy_is_removed(attack, who):
-    objects = without(VAP, attack.policy)(rendered())
-    assert not admission_refuses(objects, attack, who), f"{attack.name} is refused by something besides {attack.policy}"
+def test_each_admission_attempt_succeeds_once_its_policies_are_removed(attack, who):
+    objects = without_policies(attack.policies)(rendered())
+    assert not admission_refuses(objects, attack, who), f"{attack.name} is refused by something besides {attack.policies}"
 
 
-@pytest.mark.parametrize("who", IDENTITIES)
-def test_rbac_lets_every_identity_send_the_requests_so_admission_is_the_guard(who):
+@pytest.mark.parametrize("attack, policy", BY_POLICY, ids=[f"{a.name}-by-{p}" for a, p in BY_POLICY])
+def test_each_of_an_attempts_policies_refuses_it_alone(attack, policy):
+    others = tuple(p for p in attack.policies if p != policy)
+    objects = without_policies(others)(rendered())
+    assert admission_refuses(objects, attack, "tenant-admin"), f"{policy} alone admits {attack.name}"
+
+
+WRITERS = [who for who in IDENTITIES if who != VIEWER]
+
+
+@pytest.mark.parametrize("who", WRITERS)
+def test_rbac_lets_every_writing_identity_send_the_requests_so_admission_is_the_guard(who):
     user, objects = IDENTITIES[who], rendered()
     objects = granted_to(objects, user)
     for attack in ADMISSION_ATTACKS:
-        sent = attack.sent(objects)
-        if sent.verb is not None:
-            assert rbac_allows(objects, user, sent.verb, sent.api_group, sent.resource, TENANT), attack.name
+        asked = attack.sent(objects).tenant_request()
+        if asked is not None:
+            assert rbac_allows(objects, user, *asked, TENANT), attack.name
+
+
+def test_rbac_refuses_the_viewer_every_request_admission_also_refuses():
+    user, objects = IDENTITIES[VIEWER], rendered()
+    asked = [a.sent(objects).tenant_request() for a in ADMISSION_ATTACKS]
+    allowed = [a.name for a, r in zip(ADMISSION_ATTACKS, asked, strict=True) if r and rbac_allows(objects, user, *r, TENANT)]
+    assert allowed == []
+    # The viewer does read its namespace's pods and jobs: the identity is the tenant's.
+    assert rbac_allows(objects, user, "list", "", "pods", TENANT) and rbac_allows(objects, user, "get", "batch", "jobs", TENANT)
 
 
 @dataclass(frozen=True)
@@ -592,6 +870,18 @@ ATTACKS = [
         without_cluster_admin_role,
     ),
     Attack(
+        "tenant-admits-its-own-workload",
+        rbac_denies("patch", "kueue.x-k8s.io", "workloads/status"),
+        "RBAC: Kueue's chart aggregates only read access to Workloads into admin, edit and view",
+        without_cluster_admin_role,
+    ),
+    Attack(
+        "running-pod-resized-past-kueues-charge",
+        rbac_denies("patch", "", "pods/resize"),
+        "RBAC: no built-in role a tenant holds grants pods/resize",
+        without_cluster_admin_role,
+    ),
+    Attack(
         "tenant-pod-identity-association-assumes-karpenters-role",
         assume_role(f"{CLUSTER}-karpenter-controller", pod_identity_context(TENANT, "karpenter"), "pods.eks.amazonaws.com"),
         "IAM trust: namespace and service account tags",
@@ -648,7 +938,7 @@ def test_each_attempt_succeeds_once_its_guard_is_removed(attack):
 
 def test_every_admission_policy_stops_some_row():
     policies = {o["metadata"]["name"] for o in rendered() if o["kind"] == VAP}
-    assert policies == {a.policy for a in ADMISSION_ATTACKS}
+    assert policies == {p for a in ADMISSION_ATTACKS for p in a.policies}
 
 
 # --- what the policies still admit -------------------------------------------------------------------
@@ -672,7 +962,8 @@ CONTROLLERS = [
     (
         "replicaset-controller",
         service_account("kube-system", "replicaset-controller"),
-        "CREATE", "", "pods", owned("Pod", "v1", "ReplicaSet", "apps/v1"),
+        "CREATE", "", "pods",
+        owned("Pod", "v1", "ReplicaSet", "apps/v1", spec={"schedulingGates": [{"name": KUEUE_SCHEDULING_GATE}]}),
     ),
     (
         "deployment-controller",
@@ -769,7 +1060,7 @@ def test_tenants_keep_the_owner_references_controllers_set_and_add_non_controlle
     relabelled = copy.deepcopy(owned)
     relabelled["metadata"]["labels"] = {"team": "x"}
     assert _admitted(objects, request(objects, "UPDATE", "", "pods", object=relabelled, old=owned))
-    weak = pod(metadata={"ownerReferences": [{**OWNED_BY_TINY_JOB["ownerReferences"][0], "controller": False}]})
+    weak = created(metadata={"ownerReferences": [{**OWNED_BY_TINY_JOB["ownerReferences"][0], "controller": False}]})
     assert _admitted(objects, request(objects, "CREATE", "", "pods", object=weak))
 
 
@@ -777,8 +1068,10 @@ def test_tenants_run_ordinary_pods_and_services():
     objects = rendered()
     for image in ("busybox:1.36", "nvcr.io/nvidia/cuda:12.4.1", "acme-ai/tool@sha256:" + "a" * 64, "localhost/x:1",
                   "public.ecr.aws/docker/library/python:3.12"):
-        assert _admitted(objects, request(objects, "CREATE", "", "pods", object=pod(containers=[{"name": "m", "image": image}])))
-    ordinary = pod(containers=[{"name": "main", "image": "busybox:1.36", "env": [{"name": "CUDA_CACHE_PATH", "value": "/tmp"}]}])
+        tenants_pod = created(containers=[{"name": "m", "image": image}])
+        assert _admitted(objects, request(objects, "CREATE", "", "pods", object=tenants_pod))
+    env = [{"name": "CUDA_CACHE_PATH", "value": "/tmp"}]
+    ordinary = created(containers=[{"name": "main", "image": "busybox:1.36", "env": env}])
     assert _admitted(objects, request(objects, "CREATE", "", "pods", object=ordinary))
     service = {
         "apiVersion": "v1",
@@ -972,9 +1265,33 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-pods-no-nvidia-env",
         "tenant-pods-canonical-image-registries",
         "tenant-services-no-external-ips",
+        "tenant-pods-gated-or-owned-by-a-job",
+        "tenant-jobs-run-as-kueue-admits-them",
+        "tenant-pods-claims-from-templates",
+        "tenant-pods-stop-promptly",
     }
     assert tenant_policies <= set(policies)
     for name in tenant_policies:
         assert policies[name]["failurePolicy"] == "Fail", name
         assert bindings[name]["policyName"] == name
         assert bindings[name]["validationActions"] == ["Deny"], name
+
+
+def test_the_security_table_gives_each_admission_row_its_severity():
+    rows = [line.split("|") for line in SECURITY_DOC.read_text().splitlines() if line.startswith("| ") and line.count("|") == 6]
+    severities = {name: row[2].strip() for row in rows[2:] for name in re.findall(r"`([a-z0-9*-]+)`", row[5])}
+    for attack in ADMISSION_ATTACKS:
+        [documented] = {s for name, s in severities.items() if fnmatch.fnmatchcase(attack.name, name)}
+        assert documented == attack.severity, attack.name
+
+
+def test_tenants_create_resource_claims_from_1_34_so_admission_keeps_named_claims_out_of_pods():
+    """The bootstrap policy's DRA rules (DynamicResourceAllocation on, the default from 1.34) give `edit`, and so
+    `admin`, ResourceClaims and their templates; `view` reads them."""
+    objects = rendered()
+    admin, viewer = IDENTITIES["tenant-admin"], IDENTITIES[VIEWER]
+    for resource in ("resourceclaims", "resourceclaimtemplates"):
+        assert rbac_allows(objects, admin, "create", "resource.k8s.io", resource, TENANT), resource
+        assert rbac_allows(objects, viewer, "list", "resource.k8s.io", resource, TENANT), resource
+        assert not rbac_allows(objects, viewer, "create", "resource.k8s.io", resource, TENANT), resource
+    assert not rbac_allows(objects, admin, "create", "resource.k8s.io", "deviceclasses", None)

@@ -242,6 +242,42 @@ def test_a_deployments_replicas_are_admitted_one_by_one_but_all_count_against_th
     )
 
 
+def kinds_of(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A JobSet, a Deployment and a bare Pod running `template`'s pod in ml-research."""
+    meta = {"name": "w", "namespace": "ml-research"}
+    spec = copy.deepcopy(template["spec"])
+    return {
+        "JobSet": {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta,
+                   "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {"template": template}}}]}},
+        "Deployment": {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                       "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "w"}},
+                                "template": {"metadata": {"labels": {"app": "w"}}, "spec": {**spec, "restartPolicy": "Always"}}}},
+        "Pod": {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec},
+    }
+
+
+@pytest.mark.parametrize("kind", ["JobSet", "Deployment", "Pod"])
+def test_each_kind_passes_the_guards_as_kueues_webhooks_and_its_controllers_leave_it(kind):
+    """The guards see objects after Kueue's mutating webhooks: a JobSet created suspended, its pods a Job's
+    made by the Job controller; a Deployment's and a bare Pod's pods gated."""
+    _, _, job = example("Job/fine-tune-small")
+    [policy] = said(lines("dev", "ml-research", kinds_of(job["spec"]["template"])[kind]), "policies")
+    assert policy == "admitted by Pod Security restricted and the admission guards"
+
+
+@pytest.mark.parametrize("kind", ["JobSet", "Deployment", "Pod"])
+def test_a_pod_naming_a_resource_claim_is_refused_whatever_makes_it(kind):
+    _, _, job = example("Job/fine-tune-small")
+    template = copy.deepcopy(job["spec"]["template"])
+    template["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "mine"}]
+    policies = said(lines("dev", "ml-research", kinds_of(template)[kind]), "policies")
+    assert [p for p in policies if "resourceClaimName" in p] == [
+        "PROBLEM an admission guard refuses it: pods in tenant namespaces take DRA devices through "
+        "resourceClaims[].resourceClaimTemplateName, which Kueue charges to the tenant's quota; a named "
+        "ResourceClaim (resourceClaimName) is not charged"
+    ]
+
+
 # --- the command line ----------------------------------------------------------------------------------
 
 

@@ -44,6 +44,8 @@ class Request:
     object: Mapping[str, Any] | None = None
     old_object: Mapping[str, Any] | None = None
     namespace_labels: Mapping[str, str] = field(default_factory=dict)
+    # The operation's options (DeleteOptions of a DELETE, CreateOptions, ...); `request.options` in CEL.
+    options: Mapping[str, Any] | None = None
 
     def activation(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class Request:
                 "userInfo": self.user.info(),
                 "resource": {"group": self.api_group, "resource": self.resource.split("/")[0]},
                 "subResource": self.resource.partition("/")[2],
+                "options": self.options,
             },
             "namespaceObject": (
                 {"metadata": {"name": self.namespace, "labels": dict(self.namespace_labels)}} if self.namespace else None

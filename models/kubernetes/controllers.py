@@ -14,6 +14,8 @@ from .user import SERVICE_ACCOUNT_USERNAME_PREFIX
 
 KUBE_SYSTEM = "kube-system"
 KUBE_CONTROLLER_MANAGER = "system:kube-controller-manager"
+# Creates a Job's pods (cmd/kube-controller-manager/app/batch.go), each owned by the Job.
+JOB_CONTROLLER = "job-controller"
 
 # Controllers that create namespaced objects carrying a controller ownerReference to their owner.
 OWNING_CONTROLLERS: tuple[str, ...] = (
@@ -23,7 +25,7 @@ OWNING_CONTROLLERS: tuple[str, ...] = (
     "endpointslice-controller",  # EndpointSlices of a Service
     "endpointslicemirroring-controller",  # EndpointSlices mirroring a selector-less Service's Endpoints
     "ephemeral-volume-controller",  # PVCs of a pod's generic ephemeral volumes
-    "job-controller",  # Pods of a Job
+    JOB_CONTROLLER,  # Pods of a Job
     "replicaset-controller",  # Pods of a ReplicaSet
     "replication-controller",  # Pods of a ReplicationController
     "resource-claim-controller",  # ResourceClaims of a pod's claim templates

@@ -12,7 +12,7 @@ kubernetes/kubernetes v1.35.0:
   selects; aggregated roles aggregate in turn.
 - The built-in roles (admin, edit, view, ...) are the bootstrap policy
   (plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go); callers pass them in, as read from its
-  testdata (`cluster-roles.yaml`).
+  testdata (`cluster-roles-featuregates.yaml`: the roles with DynamicResourceAllocation on, as from 1.34).
 """
 
 from __future__ import annotations
