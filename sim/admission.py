@@ -24,11 +24,13 @@ from models.kueue import (
     NO_FIT_STATUS,
     Assignment,
     Entry,
+    Inadmissible,
     PendingQueue,
     PodSet,
     Snapshot,
     Workload,
     apply,
+    best_case_admission,
     heads,
     schedule,
 )
@@ -43,6 +45,8 @@ class ModelKueue:
         manifests = [cluster_queue(tenant) for tenant in config.tenants]
         if static_baseline:
             manifests = [_without_sharing(manifest) for manifest in manifests]
+        self.manifests = {manifest["metadata"]["name"]: manifest for manifest in manifests}
+        self._never: dict[tuple[object, ...], bool] = {}
         # The flavors' node labels, against which Kueue matches each workload's node affinity.
         self.node_labels = {CPU_FLAVOR: cpu_flavor_labels(), **{f.name: dict(f.node_labels) for f in config.flavors}}
         flavors = [{"metadata": {"name": name}, "spec": {"nodeLabels": labels}} for name, labels in self.node_labels.items()]
@@ -68,6 +72,22 @@ class ModelKueue:
         )
         self.workloads[queued.key] = workload
         self.queues[queued.cluster_queue].push(workload)
+
+    def never_admits(self, queued: QueuedWorkload) -> bool:
+        """No flavor of the workload's ClusterQueue can hold it even with the whole borrowingLimit lent
+        (models/kueue best_case_admission): Kueue leaves it pending for good."""
+        shape = (queued.cluster_queue, queued.pods, queued.units_per_pod, queued.flavors)
+        known = self._never.get(shape)
+        if known is None:
+            per_pod = _units(self.units, queued.flavors, queued.units_per_pod)
+            pod_set = PodSet("main", queued.pods, per_pod, node_affinity=self._affinity(queued.flavors))
+            try:
+                best_case_admission([pod_set], self.manifests[queued.cluster_queue], self.node_labels)
+                known = False
+            except Inadmissible:
+                known = True
+            self._never[shape] = known
+        return known
 
     def _affinity(self, flavors: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
         """A required node affinity whose terms (ORed) each select one of `flavors` by all its node labels: the

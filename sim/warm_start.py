@@ -74,6 +74,7 @@ def place_headroom(sim: Simulation) -> None:
             )
             group.flavor = flavor
             group.waited = 0.0  # never queued: outside Kueue
+            sim.created(group)
             _add_placeholder(sim, group)
     sim.request_cycle()
 

@@ -12,12 +12,14 @@ import re
 import pytest
 import yaml
 
+from sim import measures as m
 from sim.admission import kueue_for
 from sim.engine import Options, Simulation
-from sim.events import percentile
+from sim.experiment import measure
 from sim.run import Result, simulate
 from sim.state import Node, Pod
-from sim.warm_start import HEADROOM_TENANT, limit_gpus, start_delay
+from sim.stats import percentile
+from sim.warm_start import limit_gpus, start_delay
 from sim.workload import Workload, load_workload
 
 from .conftest import fixture_document, load, project_path
@@ -52,26 +54,26 @@ def test_a_pod_evicts_a_warm_placeholder_and_karpenter_replaces_the_headroom():
     result = run(with_headroom(), workload(jobs=[job_at_1h()]))
     # The placeholder's node was Ready at BATCH + LAUNCH; the job evicts it at 1 h and starts PREEMPTION later.
     assert the_job(result).started_at == pytest.approx(3600 + PREEMPTION)
-    pool = result.sim.pools["gpu-l40s"]
+    l40s = measure(result)["pools"]["gpu-l40s"]
     # Two nodes: the placeholder's first one (taken by the job), and its replacement launched at 1 h.
-    assert pool.launched == 2
-    headroom = result.sim.record.tenants[HEADROOM_TENANT]
+    assert l40s[m.LAUNCHED] == 2
     # One GPU held from the first node's Ready to 1 h, and from the replacement's Ready to the end (6 h).
     held = (3600 - (BATCH + LAUNCH)) + (6 * 3600 - (3600 + BATCH + LAUNCH))
-    assert headroom.allocated_gpu_seconds == pytest.approx(held)
+    assert l40s[m.HEADROOM] * 3600 == pytest.approx(held)
     # The placeholders' GPUs are idle: the pool's allocation is the job's 2 slices (half a GPU at 4 slices per
     # GPU), bound at 1 h and held to the end, nothing of the headroom's.
+    pool = result.sim.pools["gpu-l40s"]
     assert pool.slices_per_gpu == 4
-    assert pool.allocated_gpu_seconds == pytest.approx((6 * 3600 - 3600) * 2 / 4)
-    assert result.sim.record.tenants["ml-research"].preemptions == 0  # kube-scheduler's, not Kueue's
+    assert l40s[m.ALLOCATED] * 3600 == pytest.approx((6 * 3600 - 3600) * 2 / 4)
+    assert measure(result)["tenants"]["ml-research"][m.restarts("preemption")] == 0  # kube-scheduler's, not Kueue's
     assert limit_gpus(result.sim, pool) == 8 + 1  # Karpenter may launch the headroom beside the declared GPUs
 
 
 def test_without_headroom_the_same_pod_waits_for_a_node():
     result = run(with_headroom(), workload(jobs=[job_at_1h()]), without=frozenset({"headroom"}))
     assert the_job(result).started_at == pytest.approx(3600 + BATCH + LAUNCH)
-    assert result.sim.pools["gpu-l40s"].launched == 1
-    assert HEADROOM_TENANT not in result.sim.record.tenants
+    l40s = measure(result)["pools"]["gpu-l40s"]
+    assert (l40s[m.LAUNCHED], l40s[m.HEADROOM]) == (1, 0.0)
     assert limit_gpus(result.sim, result.sim.pools["gpu-l40s"]) == 8
 
 
@@ -80,7 +82,7 @@ def test_a_pod_that_the_headroom_cannot_hold_still_waits_for_a_node():
     # the 8 slices onto a new node, and the placeholder stays where it is.
     result = run(with_headroom(), workload(jobs=[job_at_1h(slices=8)]))
     assert the_job(result).started_at == pytest.approx(3600 + BATCH + LAUNCH)
-    assert result.sim.record.tenants[HEADROOM_TENANT].allocated_gpu_seconds == pytest.approx(6 * 3600 - (BATCH + LAUNCH))
+    assert measure(result)["run"][m.HEADROOM] * 3600 == pytest.approx(6 * 3600 - (BATCH + LAUNCH))
 
 
 # --- server start: images and weights -------------------------------------------------------------------
@@ -151,7 +153,9 @@ def surge_times(without: frozenset[str] = frozenset()) -> tuple[float, ...]:
     config = load(yaml.safe_load(project_path("Pulumi.prod.yaml").read_text())["config"])
     workload_ = load_workload(project_path("workloads", "surge-warm-start.yaml"))
     result = simulate(config, workload_, kueue_for, seed=0, project_dir=project_path(), without=without)
-    return tuple(result.sim.record.time_to_gpu["inference/model-a"])
+    started = {fact.key: fact.at for fact in reversed(result.sim.ledger.started)}
+    return tuple(started[f.key] - f.at for f in result.sim.ledger.scale_ups if f.deployment == "inference/model-a"
+                 and f.key in started)
 
 
 def surge_p95(without: frozenset[str] = frozenset()) -> float:
@@ -169,7 +173,7 @@ def test_the_allocation_plot_counts_no_placeholder_as_allocated():
     # No tenant work at all: the headroom's node is up, its one GPU held by a placeholder, and nothing is allocated.
     result = run(with_headroom(), workload())
     series = result.sim.record.allocation.values["gpu-l40s"]
-    assert result.sim.pools["gpu-l40s"].launched == 1
+    assert measure(result)["pools"]["gpu-l40s"][m.LAUNCHED] == 1
     assert series and set(series) == {0.0}
 
 
