@@ -10,8 +10,8 @@ figure of its own. The definitions:
     lost          allocated GPU-hours of job attempts that ended in a restart from zero, by cause:
                   expiry, consolidation, preemption (Kueue), interruption (spot), pods-ready-timeout
                   (waitForPodsReady); allocated = useful + lost
-    headroom      GPU-hours the headroom's placeholders held (idle by design)
-    idle          provisioned - allocated (the headroom's GPU-hours included)
+    headroom      GPU-hours the headroom's placeholders held (kept idle by design)
+    idle          provisioned - allocated - headroom: GPUs nothing held, so provisioned = allocated + headroom + idle
     cost          node price x time from launch; a tenant's is its pods' share of their nodes' price
     wait          Kueue's: creation to first admission; time to start: creation to every pod Running
     queue length  time-average of workloads pending in Kueue
@@ -175,7 +175,7 @@ def _gpu_hours(ledger: Ledger, created: dict[int, Created], run: dict[str, Any],
             else:
                 scope[USEFUL] += gpu_hours
     for scope in (run, *pools.values()):
-        scope[IDLE] = scope[PROVISIONED] - scope[ALLOCATED]
+        scope[IDLE] = scope[PROVISIONED] - scope[ALLOCATED] - scope[HEADROOM]
         scope[ALLOCATION_PCT] = _ratio(scope[ALLOCATED], scope[PROVISIONED], 100)
         scope[USEFUL_PCT] = _ratio(scope[USEFUL], scope[PROVISIONED], 100)
         scope[COST_IDLE] = scope[COST] - scope["_tenant_cost"] - scope[COST_HEADROOM]

@@ -114,6 +114,7 @@ HEADLINE = (
     (m.ALLOCATED, "GPU-hours allocated", 0),
     (m.USEFUL, "GPU-hours useful", 0),
     (m.LOST, "GPU-hours lost to restarts", 0),
+    (m.HEADROOM, "GPU-hours held by the headroom", 0),
     (m.IDLE, "GPU-hours idle", 0),
     (m.ALLOCATION_PCT, "allocation %", 1),
     (m.USEFUL_PCT, "useful %", 1),
@@ -140,7 +141,7 @@ def pool_rows(measures: Mapping[str, Any]) -> list[list[str]]:
     for name, pool in measures["pools"].items():
         rows.append([
             name, _fmt(pool[m.PROVISIONED]), _fmt(pool[m.ALLOCATED]), _fmt(pool[m.USEFUL]), _fmt(pool[m.LOST]),
-            _fmt(pool[m.IDLE]), _fmt(pool[m.HEADROOM]), _fmt(pool[m.ALLOCATION_PCT]), _count(pool[m.LAUNCHED]),
+            _fmt(pool[m.HEADROOM]), _fmt(pool[m.IDLE]), _fmt(pool[m.ALLOCATION_PCT]), _count(pool[m.LAUNCHED]),
             _count(pool[m.disrupted("consolidation")]), _count(pool[m.disrupted("interruption")]),
             _count(pool[m.disrupted("expiry")]), _fmt(pool[m.COST], 2), _fmt(pool[m.USD_PER_USEFUL], 2),
         ])
@@ -233,8 +234,8 @@ def render_report(data: Mapping[str, Any]) -> str:
         sections += ["## Headline\n", table(["", "simulated"], [[label, _headline_cell(run, k, d)] for k, label, d in HEADLINE])]
     sections += [
         "## Pools\n",
-        "Provisioned from launch to termination; idle is provisioned less allocated, the headroom's placeholders included.\n",
-        table(["pool", "GPU-h provisioned", "allocated", "useful", "lost", "idle", "of it headroom", "allocation %",
+        "Provisioned from launch to termination = allocated + headroom (its placeholders) + idle (held by nothing).\n",
+        table(["pool", "GPU-h provisioned", "allocated", "useful", "lost", "headroom", "idle", "allocation %",
                "nodes launched", "consolidated", "interrupted", "expired", "cost USD", "USD / useful GPU-h"],
               pool_rows(measures)),
         "## Tenants\n",
