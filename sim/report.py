@@ -83,7 +83,9 @@ def _fmt(figure: Mapping[str, Any] | None, digits: int = 1, scale: float = 1.0) 
         return "-"
     text = f"{figure['mean'] * scale:,.{digits}f}"
     if figure.get("low") is not None:
-        text += f" ({figure['low'] * scale:,.{digits}f} to {figure['high'] * scale:,.{digits}f})"
+        low, high = f"{figure['low'] * scale:,.{digits}f}", f"{figure['high'] * scale:,.{digits}f}"
+        if (low, high) != (text, text):  # every seed gave the same, to the digits shown
+            text += f" ({low} to {high})"
     return text
 
 
@@ -92,6 +94,7 @@ def _minutes(figure: Mapping[str, Any] | None) -> str:
 
 
 def _count(figure: Mapping[str, Any] | None) -> str:
+    """A count: whole for one seed, to a tenth as a mean over seeds."""
     return _fmt(figure, 0) if figure and figure.get("low") is None else _fmt(figure, 1)
 
 
