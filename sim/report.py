@@ -99,8 +99,12 @@ def _count(figure: Mapping[str, Any] | None) -> str:
 
 
 def _breakdown(row: Mapping[str, Any], prefix: str, reasons: Sequence[str]) -> str:
-    parts = [f"{reason} {_count(row.get(f'{prefix}.{reason}'))}" for reason in reasons
-             if (row.get(f"{prefix}.{reason}") or {}).get("mean")]
+    """`(quota 12, capacity 3)`: the reasons' means, whole for one seed."""
+    parts = []
+    for reason in reasons:
+        figure = row.get(f"{prefix}.{reason}") or {}
+        if figure.get("mean"):
+            parts.append(f"{reason} {figure['mean']:,.{0 if figure.get('low') is None else 1}f}")
     return f" ({', '.join(parts)})" if parts else ""
 
 

@@ -22,10 +22,11 @@ KueueFactory = Callable[[PlatformConfig, bool], Kueue]
 
 @dataclass
 class Result:
+    """The finished simulation, live: for tests and sim/experiment.py, which reduces it to plain data."""
+
     sim: Simulation
     deployments: list[Deployment]
     trace_stats: list[TraceStats]
-    wall_seconds: float = 0.0
 
 
 def check(config: PlatformConfig, workload: Workload, source: str) -> None:
