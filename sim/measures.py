@@ -13,7 +13,8 @@ figure of its own. The definitions:
     headroom      GPU-hours the headroom's placeholders held (kept idle by design)
     idle          provisioned - allocated - headroom: GPUs nothing held, so provisioned = allocated + headroom + idle
     cost          node price x time from launch; a tenant's is its pods' share of their nodes' price
-    wait          Kueue's: creation to first admission; time to start: creation to every pod Running
+    wait          Kueue's: creation to first admission; time to start: creation to every pod Running, and how
+                  many started only after the NodePool limit had left a pod of theirs without a node
     queue length  time-average of workloads pending in Kueue
     never         a workload that can never run (sim/admissibility.py) counts under never_admissible.<reason>
                   and in no wait; one still waiting at the end counts under never_started.<why>
@@ -67,6 +68,7 @@ STARTED = "start.count"
 START_MEAN = "start.mean_s"
 START_P50 = "start.p50_s"
 START_P95 = "start.p95_s"
+START_BLOCKED = "start.blocked_by_limit"
 NEVER_ADMITTED = "never_admitted"
 NEVER_STARTED = "never_started"
 NEVER_ADMISSIBLE = "never_admissible"
@@ -194,6 +196,20 @@ def _gpu_hours(ledger: Ledger, created: dict[int, Created], run: dict[str, Any],
                 scope[restarts(ending.cause)] += 1
 
 
+@dataclass(frozen=True)
+class _Timeline:
+    """What the wait figures need of each workload, gathered from the ledger once."""
+
+    first_admitted: dict[int, float]
+    first_started: dict[int, float]
+    finished: set[int]
+    deleted: set[int]
+    queued_seconds: dict[int, float]
+    still_waiting: dict[int, str]  # why, for work that can run but never started
+    blocked: set[int]  # started only after Karpenter left a pod of it unlaunched at the NodePool limit
+    end: float
+
+
 def _waits(ledger: Ledger, created: dict[int, Created], scope: Scope, run: dict[str, Any],
            tenants: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     first_admitted: dict[int, float] = {}
@@ -202,10 +218,15 @@ def _waits(ledger: Ledger, created: dict[int, Created], scope: Scope, run: dict[
     first_started: dict[int, float] = {}
     for start in ledger.started:
         first_started.setdefault(start.key, start.at)
-    finished = {fact.key for fact in ledger.ended if fact.cause == facts.FINISHED}
+    first_blocked: dict[int, float] = {}
+    for block in ledger.blocked:
+        first_blocked.setdefault(block.key, block.at)
     deleted = {fact.key for fact in ledger.ended if fact.cause == facts.DELETED}
-    queued_seconds = _queued_seconds(ledger)
-    reasons = _still_waiting(ledger, created, first_started, deleted)
+    timeline = _Timeline(
+        first_admitted, first_started, {fact.key for fact in ledger.ended if fact.cause == facts.FINISHED}, deleted,
+        _queued_seconds(ledger), _still_waiting(ledger, created, first_started, deleted),
+        {key for key, at in first_blocked.items() if key in first_started and at <= first_started[key]}, ledger.end,
+    )
     groups: dict[tuple[str, str], list[Created]] = defaultdict(list)
     for workload in created.values():
         if workload.kind == PLACEHOLDER:
@@ -215,7 +236,7 @@ def _waits(ledger: Ledger, created: dict[int, Created], scope: Scope, run: dict[
         groups[("tier", workload.tier)].append(workload)
     tiers: dict[str, dict[str, Any]] = {}
     for (level, name), members in sorted(groups.items()):
-        figures = _wait_figures(members, first_admitted, first_started, finished, deleted, queued_seconds, reasons, ledger.end)
+        figures = _wait_figures(members, timeline)
         if level == "run":
             run.update(figures)
         elif level == "tenant":
@@ -268,35 +289,34 @@ def _still_waiting(ledger: Ledger, created: dict[int, Created], first_started: d
     return reasons
 
 
-def _wait_figures(members: Sequence[Created], first_admitted: dict[int, float], first_started: dict[int, float],
-                  finished: set[int], deleted: set[int], queued_seconds: dict[int, float], reasons: dict[int, str],
-                  end: float) -> dict[str, Any]:
+def _wait_figures(members: Sequence[Created], t: _Timeline) -> dict[str, Any]:
     runnable = [w for w in members if w.never is None]
-    waits = [first_admitted[w.key] - w.at for w in runnable if w.key in first_admitted]
-    starts = [first_started[w.key] - w.at for w in runnable if w.key in first_started]
+    waits = [t.first_admitted[w.key] - w.at for w in runnable if w.key in t.first_admitted]
+    starts = [t.first_started[w.key] - w.at for w in runnable if w.key in t.first_started]
     figures: dict[str, Any] = {
         CREATED: len(members),
-        ADMITTED: sum(1 for w in members if w.key in first_admitted),
-        FINISHED: sum(1 for w in members if w.key in finished),
+        ADMITTED: sum(1 for w in members if w.key in t.first_admitted),
+        FINISHED: sum(1 for w in members if w.key in t.finished),
         WAITED: len(waits),
         WAIT_MEAN: mean(waits),
         WAIT_P50: percentile(waits, 50),
         WAIT_P95: percentile(waits, 95),
         WAIT_MAX: max(waits, default=None),
         WAIT_POSITIVE: mean([1.0 if wait > 0 else 0.0 for wait in waits]),
-        QUEUE_LENGTH: sum(queued_seconds.get(w.key, 0.0) for w in runnable) / end if end else None,
+        QUEUE_LENGTH: sum(t.queued_seconds.get(w.key, 0.0) for w in runnable) / t.end if t.end else None,
         STARTED: len(starts),
         START_MEAN: mean(starts),
         START_P50: percentile(starts, 50),
         START_P95: percentile(starts, 95),
-        NEVER_ADMITTED: sum(1 for w in runnable if w.key not in first_admitted and w.key not in deleted),
-        NEVER_STARTED: sum(1 for w in runnable if w.key in reasons),
+        START_BLOCKED: sum(1 for w in runnable if w.key in t.blocked),
+        NEVER_ADMITTED: sum(1 for w in runnable if w.key not in t.first_admitted and w.key not in t.deleted),
+        NEVER_STARTED: sum(1 for w in runnable if w.key in t.still_waiting),
         NEVER_ADMISSIBLE: len(members) - len(runnable),
     }
     figures.update({never_started(reason): 0 for reason in WAITING_REASONS})
     for w in runnable:
-        if w.key in reasons:
-            figures[never_started(reasons[w.key])] += 1
+        if w.key in t.still_waiting:
+            figures[never_started(t.still_waiting[w.key])] += 1
     figures.update({never_admissible(reason): 0 for reason in admissibility.REASONS})
     for w in members:
         if w.never is not None:

@@ -180,7 +180,7 @@ def wait_rows(measures: Mapping[str, Any]) -> list[list[str]]:
         rows.append([
             tier, _count(row[m.WAITED]), _minutes(row[m.WAIT_MEAN]), _fmt(row[m.WAIT_POSITIVE], 3),
             _minutes(row[m.WAIT_P50]), _minutes(row[m.WAIT_P95]), _minutes(row[m.WAIT_MAX]), _fmt(row[m.QUEUE_LENGTH], 2),
-            _minutes(row[m.START_MEAN]), _minutes(row[m.START_P95]),
+            _minutes(row[m.START_MEAN]), _minutes(row[m.START_P95]), _count(row[m.START_BLOCKED]),
             _count(row[m.NEVER_STARTED]) + _breakdown(row, m.NEVER_STARTED, m.WAITING_REASONS),
             _count(row[m.NEVER_ADMISSIBLE]) + _breakdown(row, m.NEVER_ADMISSIBLE, admissibility.REASONS),
         ])
@@ -252,11 +252,13 @@ def render_report(data: Mapping[str, Any]) -> str:
                "USD / useful GPU-h", "admitted", "finished"], tenant_rows(measures)),
         "## Waiting by priority\n",
         "Kueue wait: a workload's creation to its first admission. Time to start: creation to every pod Running. "
-        "Queue length: the time-average of workloads pending in Kueue. Never started: why each still waits at the "
+        "Queue length: the time-average of workloads pending in Kueue. Started after the limit: started only after "
+        "the NodePool limit had left a pod of theirs without a node. Never started: why each still waits at the "
         "end (quota: pending in Kueue; capacity: its pods over the NodePool limit; starting: a node or server "
         "coming up). Never admissible: work the stack can never run (sim/admissibility.py), in no wait figure.\n",
         table(["priority", "admitted", "wait mean", "P(wait > 0)", "p50", "p95", "max", "queue length",
-               "start mean", "start p95", "never started", "never admissible"], wait_rows(measures)),
+               "start mean", "start p95", "started after the limit", "never started", "never admissible"],
+              wait_rows(measures)),
     ]
     if measures["deployments"]:
         sections += [

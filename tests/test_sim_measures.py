@@ -85,6 +85,25 @@ def test_an_expired_node_throws_away_the_run_of_the_job_on_it():
     assert (research[m.restarts("expiry")], research[m.FINISHED]) == (1, 2)
 
 
+def test_a_job_moved_by_consolidation_loses_its_run_so_far():
+    # The multi-pool fixture's L40S pool (whole GPUs, WhenEmptyOrUnderutilized after 15 min). A (3 GPUs, 1 h) at 0
+    # and B (3 GPUs, 3 h) at 10 min each get a g6e.12xlarge (4 GPUs); C (1 GPU, 2 h) at 20 min takes node 1's
+    # free GPU (both nodes equally allocated: the lower id). A ends at BATCH + LAUNCH + 1 h; 15 min later node 1
+    # holds only C, which fits node 2's free GPU: node 1 is consolidated and C starts again there. Node 2, empty once
+    # C is done, goes 15 min later too.
+    jobs = [job("a", "inference", "l40s-on-demand", 3, "0s", "1h"), job("b", "inference", "l40s-on-demand", 3, "10m", "3h"),
+            job("c", "inference", "l40s-on-demand", 1, "20m", "2h")]
+    figures = measure(run(fixture_document("multi-pool"), workload(duration="4h", jobs=jobs)))
+    inference, l40s = figures["tenants"]["inference"], figures["pools"]["gpu-l40s"]
+    consolidated = BATCH + LAUNCH + 3600 + 15 * 60
+    assert l40s[m.disrupted("consolidation")] == 2
+    assert inference[m.lost("consolidation")] == pytest.approx((consolidated - 20 * 60) / 3600)
+    assert inference[m.restarts("consolidation")] == 1
+    assert inference[m.USEFUL] == pytest.approx(3 * 1 + 3 * 3 + 1 * 2)
+    c_done = consolidated + 2 * 3600
+    assert l40s[m.PROVISIONED] == pytest.approx(4 * (consolidated - BATCH + c_done + 15 * 60 - (10 * 60 + BATCH)) / 3600)
+
+
 def test_a_gang_restarted_by_one_lost_node_loses_what_its_other_pods_held_too():
     # A (2 slices, 3 h 30 min) at 0 on node 1 (a g6e.xlarge: 4 slices, launched at BATCH). A gang of two 2-slice
     # pods at 3 h: one pod beside A at once, the other on node 2 (Ready at 3 h + BATCH + LAUNCH). Node 1 expires
@@ -238,6 +257,17 @@ def test_pods_over_the_nodepool_limit_wait_for_capacity():
     assert (production[m.STARTED], production[m.NEVER_STARTED]) == (2, 1)
     assert production[m.never_started("capacity")] == 1
     assert production[m.NEVER_ADMISSIBLE] == 0
+
+
+def test_work_that_waited_for_the_nodepool_limit_is_counted_when_it_starts():
+    # The same three jobs over 6 h: the third starts once one of the first two is done (5 h after its node's
+    # Ready). Meanwhile waitForPodsReady evicts and requeues it every time its pods are not Ready in time.
+    jobs = [{**job("five", "inference", "l40s-on-demand", 5, "0s", "5h"), "arrivals": {"at": ["0s", "0s", "0s"]}}]
+    figures = measure(run(fixture_document("multi-pool"), workload(duration="6h", jobs=jobs)))
+    production = figures["tiers"]["production"]
+    assert (production[m.STARTED], production[m.START_BLOCKED]) == (3, 1)
+    assert figures["tenants"]["inference"][m.restarts("pods-ready-timeout")] >= 1
+    assert production[m.START_P95] > 5 * 3600 + BATCH + LAUNCH
 
 
 # --- inference traffic ----------------------------------------------------------------------------------------
