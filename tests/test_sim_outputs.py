@@ -176,3 +176,13 @@ def test_an_invalid_workload_still_exits_2(tmp_path: Path, capsys):
     code = run(config, "dev", path, tmp_path / "out", seed=0, seeds=[0, 1], baseline=None, project_dir=project_path())
     assert code == EXIT_INVALID
     assert "invalid workload" in capsys.readouterr().err
+
+
+def test_the_command_line_refuses_a_bad_seed_list_in_one_line_with_exit_2(tmp_path: Path, capsys):
+    from offline.__main__ import main
+
+    code = main(["simulate", "--stack", "dev", "--workload", "workloads/design-surge.yaml", "--seeds", "9-2",
+                 "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == ["error: --seeds '9-2': give a count (10) or a range of seeds (3-12)"]
+    assert not (tmp_path / "out").exists()
