@@ -18,6 +18,7 @@ from typing import Any
 
 from config import PlatformConfig
 from config.fair_share import FlavorPlan, TenantPlan
+from config.headroom import HEADROOM_PRIORITY
 from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from models.karpenter import disruption
 from models.karpenter.provisioning import (
@@ -249,10 +250,13 @@ class Simulation:
             if not candidates:
                 # kube-scheduler's preemption: a tenant pod may evict the headroom's placeholders.
                 reachable = [node for node in self._pool_of(pod.group).nodes if self._could_fit(node, pod)]
-                target = warm_start.preempt_for(self, pod, reachable)
-                if target is None:
+                decision = warm_start.preemption_victims(pod, reachable)
+                if decision is None:
                     left.append(pod)
                 else:
+                    target, victims = decision
+                    for victim in victims:
+                        self._evict_placeholder(victim)
                     self._bind(pod, target, preempted=True)
                 continue
             node = min(candidates, key=lambda n: (n.used / n.units, n.id))
@@ -271,11 +275,32 @@ class Simulation:
             and (flavor.capacity_type is None or node.capacity_type == flavor.capacity_type)
         )
 
-    def evict_placeholder(self, pod: Pod) -> None:
-        """A headroom placeholder evicted by kube-scheduler's preemption (its Deployment recreates it)."""
+    def place_headroom(self) -> None:
+        """The headroom's placeholder pods (sim/warm_start.py), pending from the start, outside Kueue."""
+        for placeholders in warm_start.headroom(self):
+            for _ in range(placeholders.pods):
+                group = self.new_group(
+                    tenant=warm_start.HEADROOM_TENANT, tier="", priority=HEADROOM_PRIORITY, size=1,
+                    units_per_pod=placeholders.units, flavors=(placeholders.flavor.name,), run_seconds=None,
+                    stream=warm_start.HEADROOM_TENANT,
+                )
+                group.flavor = placeholders.flavor
+                group.waited = 0.0  # never queued
+                self.created(group)
+                self._add_placeholder_pod(group)
+        self.request_cycle()
+
+    def _add_placeholder_pod(self, group: Group) -> None:
+        pod = Pod(group, group.units_per_pod, self.now)
+        group.pods = [pod]
+        self.pending_pods.append(pod)
+
+    def _evict_placeholder(self, pod: Pod) -> None:
+        """A headroom placeholder evicted by kube-scheduler's preemption; its Deployment recreates it, pending."""
         self._unbind(pod)
         pod.group.pods.remove(pod)
         pod.group.started_at = None
+        self._add_placeholder_pod(pod.group)
 
     def _bind(self, pod: Pod, node: Node, preempted: bool = False) -> None:
         pod.node = node
@@ -286,7 +311,10 @@ class Simulation:
             node.nominated.remove(pod)
         self._pod_event(node)
         group = pod.group
-        self.clock.call(warm_start.start_delay(self, pod, node, preempted), self._pod_ready, pod, group.generation)
+        delay = warm_start.start_delay(self, pod, node, preempted)
+        if group.deployment is not None:
+            node.images.add(group.deployment)  # the kubelet keeps the pulled image for the next replica
+        self.clock.call(delay, self._pod_ready, pod, group.generation)
 
     def _pod_ready(self, pod: Pod, generation: int) -> None:
         group = pod.group

@@ -112,7 +112,8 @@ def test_server_start_counts_the_snapshot_the_node_cache_and_s3_weights():
     sim = prod_sim()
     pod, node = replica_on_l40s(sim, s3=True)
     assert start_delay(sim, pod, node, preempted=False) == pytest.approx(292 - (pull - snapshot) - (hub - s3))
-    # The second replica on the same node finds the image there.
+    # The second replica on the same node finds the image the first pulled there.
+    node.images.add("inference/chat")
     assert start_delay(sim, pod, node, preempted=True) == pytest.approx(292 - pull - (hub - s3) + PREEMPTION)
     cold = prod_sim(frozenset({"image-snapshot", "model-source"}))
     pod, node = replica_on_l40s(cold, s3=True)
