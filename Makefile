@@ -16,8 +16,8 @@
 #                             changes found ..."), 2 when a render fails; `python -m offline diff` itself
 #                             exits 0 same, 1 changed, 2 a render failed, for CI (docs/rendering.md)
 #   make bench                render time against tenant count, next to the SDK floor
-#   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static] [WITHOUT="headroom ..."]
-#                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.md and plots
+#   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static] [SEEDS=10] [WITHOUT="headroom ..."]
+#                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
 STACK ?= dev
 PYTHON ?= python3
@@ -92,11 +92,12 @@ bench: $(VENV)/.installed
 WORKLOAD ?= workloads/design-surge.yaml
 BASELINE ?=
 SEED ?= 0
-# A workload through the stack's derived config (sim/): report.md and PNG plots; BASELINE=static adds the side by side;
+# A workload through the stack's derived config (sim/): report.json, report.md and PNG plots; BASELINE=static adds the
+# side by side; SEEDS=10 (or 3-12) replicates, each figure a mean with its 95% interval;
 # WITHOUT="headroom image-snapshot model-source working-hours" runs as if those warm-start features were off.
 simulate: $(VENV)/.installed
 	$(PY) -m offline simulate --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(if $(BASELINE),--baseline $(BASELINE)) \
-	  $(foreach feature,$(WITHOUT),--without $(feature))
+	  $(if $(SEEDS),--seeds $(SEEDS)) $(foreach feature,$(WITHOUT),--without $(feature))
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed

@@ -10,8 +10,8 @@ changed, 2 a render failed.
 its workloads (offline/check_manifest.py); exit 0 nothing refuses them, 1 something would, 2 unreadable input.
 
 `python -m offline simulate --stack dev --workload workloads/design-surge.yaml [--baseline static]
-[--seed N] [--out DIR]` runs a workload through the stack's derived config and writes report.md and plots
-(sim/); exit 2 on an invalid stack or workload.
+[--seed N] [--seeds COUNT|FIRST-LAST] [--out DIR]` runs a workload through the stack's derived config and
+writes report.json, report.md and plots (sim/); exit 2 on an invalid stack, workload or seed list.
 
 `python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
 version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     simulate.add_argument("--workload", type=Path, required=True, help="a workload file, e.g. workloads/design-surge.yaml")
     simulate.add_argument("--baseline", choices=["static"], help="also run each tenant's nominal quota as fixed capacity")
     simulate.add_argument("--seed", type=int, default=0)
-    simulate.add_argument("--out", type=Path, help="output directory (default build/sim-<stack>-<workload>)")
+    simulate.add_argument("--seeds", help="replications: a count from --seed (10) or a range (3-12); figures as mean and 95%% CI")
+    simulate.add_argument("--out", type=Path, help="output directory (default build/sim-<stack>-<workload>[-without-...])")
     simulate.add_argument(
         "--without", action="append", default=[], choices=["headroom", "image-snapshot", "model-source", "working-hours"],
         help="a what-if: run as if the stack's warm-start feature were off (repeatable)",
@@ -158,10 +159,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "simulate":
         from sim.cli import run as simulate_main
+        from sim.cli import seed_list
 
-        sim_out = args.out or Path("build") / f"sim-{args.stack}-{args.workload.stem}"
-        return simulate_main(config, args.stack, args.workload, sim_out, seed=args.seed, baseline=args.baseline,
-                             project_dir=PROJECT_DIR, without=frozenset(args.without))
+        try:
+            seeds = seed_list(args.seeds, args.seed) if args.seeds else None
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_INVALID_CONFIG
+        return simulate_main(config, args.stack, args.workload, args.out, seed=args.seed, baseline=args.baseline,
+                             project_dir=PROJECT_DIR, without=frozenset(args.without), seeds=seeds)
     if args.command == "kubernetes-version":
         print(config.cluster.kubernetes_version)
         return 0

@@ -1,16 +1,16 @@
 """A discrete-event simulation of the platform: what a stack's config delivers for a workload.
 
-    workload.py   the workload file (inference traffic, job streams, traces) and its schema (schema.py)
-    trace.py      recorded traces and the rule that maps them onto a stack
-    clock.py      simulated time on SimPy; timers are plain callbacks
-    events.py     what a run records (totals, waits, times to GPU, sampled series)
-    state.py      pools, nodes, workloads and pods, built from the derived plans
-    queueing.py   the seam to Kueue; admission.py drives models/kueue through it
-    engine.py     pods onto nodes, Karpenter's provisioning and disruption (models/karpenter)
-    serving.py    request rates -> KEDA's metrics -> the HPA (models/keda, models/kubernetes/hpa.py)
-    arrivals.py   job streams and trace tasks as Kueue workloads; sampling.py the plots' series
-    run.py        check a workload against the stack, build, run; report.py and plots.py the output
-    cli.py        `python -m offline simulate`; offline/bench_sim.py is `make bench-sim`
+    inputs     workload.py (the workload file; schema.py its JSON Schema), trace.py (recorded traces),
+               experiment.py Scenario (config, workload, variant: static baseline, features off)
+    core       clock.py (SimPy; timers are plain callbacks), rng.py (one random stream per purpose),
+               state.py (pools, nodes, workloads, pods: no counters), ledger.py (append-only facts)
+    mechanics  queueing.py (the Kueue seam) and admission.py (models/kueue through it), admissibility.py
+               (work the stack can never run), engine.py (pods onto nodes, Karpenter via models/karpenter),
+               serving.py (request rates -> KEDA -> the HPA), warm_start.py, arrivals.py, sampling.py
+    results    measures.py (every figure, from the ledger, by metric id), stats.py (percentiles, Student-t
+               intervals), experiment.py (run_one(Scenario, seed) -> plain data; run_many over a process pool)
+    outputs    report.py (report.json, and report.md from it), plots.py (from report.json), cli.py
+               (`python -m offline simulate`); offline/bench_sim.py is `make bench-sim`
 
 It reads the stack's `PlatformConfig` (the render's, from offline/stack.py), never the stack file, and
 the ClusterQueues and Cohorts from the builders the render declares them with (config/kueue_objects.py),

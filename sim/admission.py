@@ -24,11 +24,13 @@ from models.kueue import (
     NO_FIT_STATUS,
     Assignment,
     Entry,
+    Inadmissible,
     PendingQueue,
     PodSet,
     Snapshot,
     Workload,
     apply,
+    best_case_admission,
     heads,
     schedule,
 )
@@ -43,6 +45,8 @@ class ModelKueue:
         manifests = [cluster_queue(tenant) for tenant in config.tenants]
         if static_baseline:
             manifests = [_without_sharing(manifest) for manifest in manifests]
+        self.manifests = {manifest["metadata"]["name"]: manifest for manifest in manifests}
+        self._never: dict[tuple[object, ...], bool] = {}
         # The flavors' node labels, against which Kueue matches each workload's node affinity.
         self.node_labels = {CPU_FLAVOR: cpu_flavor_labels(), **{f.name: dict(f.node_labels) for f in config.flavors}}
         flavors = [{"metadata": {"name": name}, "spec": {"nodeLabels": labels}} for name, labels in self.node_labels.items()]
@@ -56,6 +60,7 @@ class ModelKueue:
         # set aside without running the flavor search again. Only the simulator's speed depends on this.
         self.version = 0
         self.no_fit: dict[tuple[object, ...], tuple[int, Assignment]] = {}
+        self.shapes: dict[Workload, tuple[object, ...]] = {}
 
     def submit(self, queued: QueuedWorkload) -> None:
         per_pod = _units(self.units, queued.flavors, queued.units_per_pod)
@@ -67,7 +72,25 @@ class ModelKueue:
             timestamp=queued.timestamp,
         )
         self.workloads[queued.key] = workload
+        # Everything the flavor search reads of a workload follows from these fields.
+        self.shapes[workload] = (queued.cluster_queue, queued.priority, queued.flavors, queued.pods, queued.units_per_pod)
         self.queues[queued.cluster_queue].push(workload)
+
+    def never_admits(self, queued: QueuedWorkload) -> bool:
+        """No flavor of the workload's ClusterQueue can hold it even with the whole borrowingLimit lent
+        (models/kueue best_case_admission): Kueue leaves it pending for good."""
+        shape = (queued.cluster_queue, queued.pods, queued.units_per_pod, queued.flavors)
+        known = self._never.get(shape)
+        if known is None:
+            per_pod = _units(self.units, queued.flavors, queued.units_per_pod)
+            pod_set = PodSet("main", queued.pods, per_pod, node_affinity=self._affinity(queued.flavors))
+            try:
+                best_case_admission([pod_set], self.manifests[queued.cluster_queue], self.node_labels)
+                known = False
+            except Inadmissible:
+                known = True
+            self._never[shape] = known
+        return known
 
     def _affinity(self, flavors: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
         """A required node affinity whose terms (ORed) each select one of `flavors` by all its node labels: the
@@ -81,6 +104,7 @@ class ModelKueue:
         workload = self.workloads.pop(key, None)
         if workload is None:
             return
+        del self.shapes[workload]
         if key in self.admitted:
             self.admitted.discard(key)
             self.snapshot.remove_workload(workload)
@@ -91,6 +115,7 @@ class ModelKueue:
 
     def evict(self, key: int) -> None:
         workload = self.workloads.pop(key)
+        del self.shapes[workload]
         self.admitted.discard(key)
         self.snapshot.remove_workload(workload)
         self.version += 1
@@ -117,7 +142,7 @@ class ModelKueue:
             changed = False
             tried = []
             for workload in nominated:
-                known = self.no_fit.get(_shape(workload))
+                known = self.no_fit.get(self.shapes[workload])
                 if known is not None and known[0] == self.version:
                     self.queues[workload.cluster_queue].requeue(Entry(workload, known[1]))
                     changed = True
@@ -137,7 +162,7 @@ class ModelKueue:
                     changed = True
                 else:
                     if entry.status in (NO_FIT_STATUS, NO_CANDIDATES):
-                        self.no_fit[_shape(entry.workload)] = (version, entry.assignment)
+                        self.no_fit[self.shapes[entry.workload]] = (version, entry.assignment)
                     self.queues[entry.workload.cluster_queue].requeue(entry)
                     changed = changed or not entry.nominated
             for target in cycle.preempted:
@@ -167,14 +192,6 @@ class ModelKueue:
 
     def pending(self) -> dict[str, int]:
         return {name: len(queue) for name, queue in self.queues.items() if len(queue)}
-
-
-def _shape(workload: Workload) -> tuple[object, ...]:
-    pod_sets = tuple((p.count, tuple(sorted(p.requests.items()))) for p in workload.pod_sets)
-    affinity = tuple(
-        tuple((e["key"], *e["values"]) for e in term["matchExpressions"]) for p in workload.pod_sets for term in p.node_affinity
-    )
-    return (workload.cluster_queue, workload.priority, affinity, pod_sets)
 
 
 def _units(units: Mapping[str, Mapping[str, int]], flavors: tuple[str, ...], count: int) -> dict[str, int]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from config.fair_share import TenantPlan
 
+from . import rng
 from .engine import Simulation
 from .trace import TraceStats, read_alibaba_2023
 from .workload import JobStream, TraceSource, seconds
@@ -24,7 +25,7 @@ def schedule_jobs(sim: Simulation) -> None:
 
 
 def _stream_jobs(sim: Simulation, stream: JobStream) -> list[tuple[float, float]]:
-    """(arrival, run time) pairs, drawn from the run's seeded generator in stream order."""
+    """(arrival, run time) pairs, each drawn from the stream's own arrivals and durations generators."""
     end = seconds(stream.until) if stream.until else sim.clock.end
     if stream.arrivals.at is not None:
         times = [float(seconds(offset)) for offset in stream.arrivals.at]
@@ -32,7 +33,7 @@ def _stream_jobs(sim: Simulation, stream: JobStream) -> list[tuple[float, float]
         assert stream.arrivals.per_hour is not None
         times, at = [], 0.0
         while True:
-            at += sim.rng.expovariate(stream.arrivals.per_hour / 3600)
+            at += sim.rng(rng.ARRIVALS, stream.name).expovariate(stream.arrivals.per_hour / 3600)
             if at >= end:
                 break
             times.append(at)
@@ -42,7 +43,7 @@ def _stream_jobs(sim: Simulation, stream: JobStream) -> list[tuple[float, float]
             run = float(seconds(stream.duration.fixed))
         else:
             assert stream.duration.exponential_mean is not None
-            run = sim.rng.expovariate(1 / seconds(stream.duration.exponential_mean))
+            run = sim.rng(rng.DURATIONS, stream.name).expovariate(1 / seconds(stream.duration.exponential_mean))
         jobs.append((at, run))
     return jobs
 

@@ -13,13 +13,12 @@ moves time and objects between them.
 from __future__ import annotations
 
 import math
-import random
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from config import PlatformConfig
 from config.fair_share import FlavorPlan, TenantPlan
+from config.headroom import HEADROOM_PRIORITY
 from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
 from models.karpenter import disruption
 from models.karpenter.provisioning import (
@@ -35,9 +34,34 @@ from models.karpenter.provisioning import (
 )
 from models.kueue import requeue_wait_seconds
 
-from . import warm_start
+from . import admissibility, rng, warm_start
 from .clock import Clock
 from .events import Record
+from .ledger import (
+    CONSOLIDATION,
+    DELETED,
+    EXPIRY,
+    FINISHED,
+    INTERRUPTION,
+    JOB,
+    PLACEHOLDER,
+    PODS_READY_TIMEOUT,
+    PREEMPTION,
+    REPLICA,
+    Admitted,
+    Blocked,
+    Created,
+    Disrupted,
+    Ended,
+    Held,
+    Ledger,
+    NodeDown,
+    NodeReady,
+    NodeUp,
+    Queued,
+    Started,
+    Withdrawn,
+)
 from .queueing import Kueue, QueuedWorkload
 from .state import Group, Node, Pod, Pool
 from .workload import Workload, seconds
@@ -62,8 +86,9 @@ class Simulation:
         self.workload = workload
         self.kueue = kueue
         self.options = options
-        self.rng = random.Random(options.seed)
+        self.rng = rng.Streams(options.seed)
         self.clock = Clock(workload.start_time, seconds(workload.duration))
+        self.ledger = Ledger(self.clock.end)
         self.record = Record()
         self.pools = {plan.name: Pool.from_plan(plan) for plan in config.gpu_pools}
         self.flavors: dict[str, FlavorPlan] = {flavor.name: flavor for flavor in config.flavors}
@@ -78,7 +103,6 @@ class Simulation:
             **LAUNCH_TO_READY,
             **{family: LaunchTime(o.median_seconds, o.p95_seconds) for family, o in workload.launch_to_ready.items()},
         }
-        self.on_ready: list[Callable[[Group], None]] = []  # serving's time-to-GPU hook
         self.s3_models: set[str] = set()  # deployments whose servers stream weights from S3
 
     # --- workloads ------------------------------------------------------------------------------
@@ -92,12 +116,30 @@ class Simulation:
         self.groups[group.key] = group
         return group
 
+    def _kind(self, group: Group) -> str:
+        if warm_start.is_placeholder(group):
+            return PLACEHOLDER
+        return JOB if group.run_seconds is not None else REPLICA
+
+    def created(self, group: Group, never: str | None = None) -> None:
+        self.ledger.created.append(Created(group.key, group.tenant, group.tier, group.stream, self._kind(group), group.size,
+                                           group.units_per_pod, group.created, never))
+
     def submit(self, group: Group) -> None:
         """Queue the group in Kueue, stamped now (its creation, or its eviction when requeued)."""
-        self.kueue.submit(
-            QueuedWorkload(group.key, group.tenant, group.priority, self.now, group.size, group.units_per_pod, group.flavors)
-        )
+        queued = QueuedWorkload(group.key, group.tenant, group.priority, self.now, group.size, group.units_per_pod, group.flavors)
+        if not group.submitted:
+            group.submitted = True
+            self.created(group, admissibility.never_runs(self, group, queued))
+        self.ledger.queued.append(Queued(group.key, self.now))
+        group.queued = True
+        self.kueue.submit(queued)
         self.request_cycle()
+
+    def end_attempt(self, group: Group, cause: str) -> None:
+        """The group's current attempt is over (its pods' holds already closed); the next one starts afresh."""
+        self.ledger.ended.append(Ended(group.key, group.attempt, cause, self.now))
+        group.attempt += 1
 
     def request_cycle(self) -> None:
         if not self._cycle_requested:
@@ -109,9 +151,9 @@ class Simulation:
         decisions = self.kueue.schedule(self.now)
         for key in decisions.preempted:
             victim = self.groups[key]
-            self.record.tenants[victim.tenant].preemptions += 1
             victim.preemptions += 1
             self._stop(victim)
+            self.end_attempt(victim, PREEMPTION)
             victim.admitted_at = None
             self.submit(victim)
         for admission in decisions.admitted:
@@ -123,8 +165,8 @@ class Simulation:
         group.admitted_at = self.now
         if group.waited is None:
             group.waited = self.now - group.created
-            self.record.waits[group.tier].append(group.waited)
-        self.record.tenants[group.tenant].admitted += 1
+        self.ledger.admitted.append(Admitted(group.key, flavor.name, self.now))
+        group.queued = False
         group.pods = [Pod(group, group.units_per_pod, self.now) for _ in range(group.size)]
         self.pending_pods.extend(group.pods)
         self.clock.call(PODS_READY_TIMEOUT_SECONDS, self._pods_ready_timeout, group, group.generation)
@@ -134,13 +176,14 @@ class Simulation:
         if group.generation != generation or group.started_at is not None or group.done or group.deleted:
             return
         group.evictions += 1
-        self.record.tenants[group.tenant].evictions += 1
         self._stop(group)
+        self.end_attempt(group, PODS_READY_TIMEOUT)
         group.admitted_at = None
         self.kueue.evict(group.key)
         self.request_cycle()
         backoff = requeue_wait_seconds(
-            group.evictions, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS, jitter=self.rng.random()
+            group.evictions, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS,
+            jitter=self.rng(rng.REQUEUE_JITTER).random(),
         )
         self.clock.call(backoff, self._requeue, group, group.generation)
 
@@ -166,15 +209,19 @@ class Simulation:
         if group.generation != generation or group.done:
             return
         group.done = True
-        self.record.tenants[group.tenant].finished += 1
         self._stop(group)
+        self.end_attempt(group, FINISHED)
         self.kueue.release(group.key)
         self.request_cycle()
 
     def delete(self, group: Group) -> None:
         """An inference replica scaled away: pods gone, quota (or queue place) released."""
         group.deleted = True
+        if group.queued:
+            self.ledger.withdrawn.append(Withdrawn(group.key, self.now))
+            group.queued = False
         self._stop(group)
+        self.end_attempt(group, DELETED)
         self.kueue.release(group.key)
         self.request_cycle()
 
@@ -203,10 +250,13 @@ class Simulation:
             if not candidates:
                 # kube-scheduler's preemption: a tenant pod may evict the headroom's placeholders.
                 reachable = [node for node in self._pool_of(pod.group).nodes if self._could_fit(node, pod)]
-                target = warm_start.preempt_for(self, pod, reachable)
-                if target is None:
+                decision = warm_start.preemption_victims(pod, reachable)
+                if decision is None:
                     left.append(pod)
                 else:
+                    target, victims = decision
+                    for victim in victims:
+                        self._evict_placeholder(victim)
                     self._bind(pod, target, preempted=True)
                 continue
             node = min(candidates, key=lambda n: (n.used / n.units, n.id))
@@ -225,11 +275,32 @@ class Simulation:
             and (flavor.capacity_type is None or node.capacity_type == flavor.capacity_type)
         )
 
-    def evict_placeholder(self, pod: Pod) -> None:
-        """A headroom placeholder evicted by kube-scheduler's preemption (its Deployment recreates it)."""
+    def place_headroom(self) -> None:
+        """The headroom's placeholder pods (sim/warm_start.py), pending from the start, outside Kueue."""
+        for placeholders in warm_start.headroom(self):
+            for _ in range(placeholders.pods):
+                group = self.new_group(
+                    tenant=warm_start.HEADROOM_TENANT, tier="", priority=HEADROOM_PRIORITY, size=1,
+                    units_per_pod=placeholders.units, flavors=(placeholders.flavor.name,), run_seconds=None,
+                    stream=warm_start.HEADROOM_TENANT,
+                )
+                group.flavor = placeholders.flavor
+                group.waited = 0.0  # never queued
+                self.created(group)
+                self._add_placeholder_pod(group)
+        self.request_cycle()
+
+    def _add_placeholder_pod(self, group: Group) -> None:
+        pod = Pod(group, group.units_per_pod, self.now)
+        group.pods = [pod]
+        self.pending_pods.append(pod)
+
+    def _evict_placeholder(self, pod: Pod) -> None:
+        """A headroom placeholder evicted by kube-scheduler's preemption; its Deployment recreates it, pending."""
         self._unbind(pod)
         pod.group.pods.remove(pod)
         pod.group.started_at = None
+        self._add_placeholder_pod(pod.group)
 
     def _bind(self, pod: Pod, node: Node, preempted: bool = False) -> None:
         pod.node = node
@@ -240,7 +311,10 @@ class Simulation:
             node.nominated.remove(pod)
         self._pod_event(node)
         group = pod.group
-        self.clock.call(warm_start.start_delay(self, pod, node, preempted), self._pod_ready, pod, group.generation)
+        delay = warm_start.start_delay(self, pod, node, preempted)
+        if group.deployment is not None:
+            node.images.add(group.deployment)  # the kubelet keeps the pulled image for the next replica
+        self.clock.call(delay, self._pod_ready, pod, group.generation)
 
     def _pod_ready(self, pod: Pod, generation: int) -> None:
         group = pod.group
@@ -249,23 +323,25 @@ class Simulation:
         pod.ready_at = self.now
         if group.started_at is None and all(p.ready_at is not None and p.node is not None for p in group.pods):
             group.started_at = self.now
-            for hook in self.on_ready:
-                hook(group)
+            self.ledger.started.append(Started(group.key, group.attempt, self.now))
             if group.run_seconds is not None:
                 self.clock.call(group.run_seconds, self.finish, group, group.generation)
 
-    def _unbind(self, pod: Pod) -> None:
+    def _close_hold(self, pod: Pod) -> None:
+        """The pod's hold of its GPUs, from its binding (or its workload's last restart) to now, into the ledger."""
         node = pod.node
         assert node is not None and pod.bound_at is not None
         held = self.now - pod.bound_at
-        gpus = pod.units / node.pool.slices_per_gpu
-        # The headroom's placeholders hold GPUs idle by design: what they hold is the headroom's cost, never
-        # allocation (the report shows them as a tenant row of their own).
-        if not warm_start.is_placeholder(pod.group):
-            node.pool.allocated_gpu_seconds += held * gpus
-        tenant = self.record.tenants[pod.group.tenant]
-        tenant.allocated_gpu_seconds += held * gpus
-        tenant.cost += held / 3600 * node.price_per_hour * pod.units / node.units
+        self.ledger.held.append(Held(
+            pod.group.key, pod.group.attempt, node.pool.name, pod.units / node.pool.slices_per_gpu, pod.bound_at, self.now,
+            held / 3600 * node.price_per_hour * pod.units / node.units,
+        ))
+        pod.bound_at = self.now
+
+    def _unbind(self, pod: Pod) -> None:
+        node = pod.node
+        assert node is not None
+        self._close_hold(pod)
         node.pods.remove(pod)
         pod.node = None
         self._pod_event(node)
@@ -304,7 +380,9 @@ class Simulation:
             slices = pool.slices_per_gpu
             options = [InstanceOption(o.name, o.gpus * slices, o.on_demand_usd_per_hour) for o in pool.options]
             remaining = (warm_start.limit_gpus(self, pool) - pool.gpus_in_use()) * slices
-            claims, _unplaced = pack([pod.units for pod in pods], options, remaining)
+            claims, unplaced = pack([pod.units for pod in pods], options, remaining)
+            for index in unplaced:
+                self.ledger.blocked.append(Blocked(pods[index].group.key, pool.name, self.now))
             queue = sorted(pods, key=lambda p: -p.units)
             for claim in claims:
                 instance = next(o for o in pool.options if o.name == claim.instance_type.name)
@@ -319,18 +397,19 @@ class Simulation:
         price = instance.on_demand_usd_per_hour * (self.workload.spot.price_factor if kind == SPOT else 1.0)
         node = Node(self._next_node, pool, instance, kind, price, self.now, last_pod_event=self.now)
         pool.nodes.append(node)
-        pool.launched += 1
+        self.ledger.nodes.append(NodeUp(node.id, pool.name, instance.name, instance.gpus, kind, price, self.now))
         if ready_now:
             self._node_ready(node)
         else:
             family = instance.name.split(".")[0]
             launch = self.launch_times.get(family, DEFAULT_LAUNCH_TO_READY)
-            self.clock.call(self.rng.lognormvariate(math.log(launch.median_seconds), launch.sigma), self._node_ready, node)
+            delay = self.rng(rng.LAUNCHES).lognormvariate(math.log(launch.median_seconds), launch.sigma)
+            self.clock.call(delay, self._node_ready, node)
         if not pool.static and pool.expire_after is not None:
             self.clock.call(pool.expire_after, self._expire, node)
         rate = self.workload.spot.interruptions_per_node_hour
         if kind == SPOT and rate > 0 and not pool.static:
-            self.clock.call(self.rng.expovariate(rate / 3600), self._interrupt, node)
+            self.clock.call(self.rng(rng.INTERRUPTIONS).expovariate(rate / 3600), self._interrupt, node)
         return node
 
     def _node_ready(self, node: Node) -> None:
@@ -338,6 +417,7 @@ class Simulation:
             return
         node.ready = True
         node.ready_at = self.now
+        self.ledger.ready.append(NodeReady(node.id, self.now))
         # Pods Karpenter launched this node for go first (kube-scheduler sees them as nominated here).
         nominated, node.nominated = node.nominated, []
         for pod in nominated:
@@ -372,7 +452,7 @@ class Simulation:
         if allowed <= 0:
             self._schedule_check(node, self.now + BUDGET_RETRY_SECONDS)
             return
-        pool.consolidated += 1
+        self._disrupt(node, CONSOLIDATION)
         self._terminate(node)
 
     def _fits_elsewhere(self, node: Node) -> bool:
@@ -389,36 +469,49 @@ class Simulation:
     def _expire(self, node: Node) -> None:
         if node.deleting or node not in node.pool.nodes:
             return
-        node.pool.expired += 1
+        self._disrupt(node, EXPIRY)
         self._terminate(node)
 
     def _interrupt(self, node: Node) -> None:
         """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline."""
         if node.deleting or node not in node.pool.nodes:
             return
-        node.pool.interrupted += 1
+        self._disrupt(node, INTERRUPTION)
         node.deleting = True
         self._evict_pods(node)
         self.clock.call(disruption.SPOT_NOTICE_SECONDS, self._terminate, node)
 
+    def _disrupt(self, node: Node, cause: str) -> None:
+        node.cause = cause
+        self.ledger.disrupted.append(Disrupted(node.id, node.pool.name, cause, self.now))
+
     def _evict_pods(self, node: Node) -> None:
-        """The node's pods are deleted; their controllers recreate them as pending pods of the same workload."""
+        """The node's pods are deleted; their controllers recreate them as pending pods of the same workload,
+        whose run starts over (the attempt ends with the node's disruption as its cause)."""
+        assert node.cause is not None
+        restarted: dict[int, Group] = {}
         for pod in list(node.pods):
             group = pod.group
             self._unbind(pod)
             group.pods.remove(pod)
             if group.started_at is not None or any(p.node is not None for p in group.pods):
                 group.evictions += 1
-                self.record.tenants[group.tenant].evictions += 1
             group.generation += 1  # the run restarts once every pod is Ready again
             group.started_at = None
             replacement = Pod(group, pod.units, self.now)
             group.pods.append(replacement)
             self.pending_pods.append(replacement)
+            restarted[group.key] = group
             for other in group.pods:
                 if other.node is not None:
                     other.ready_at = None
                     self.clock.call(group.start_delay, self._pod_ready, other, group.generation)
+        for group in restarted.values():
+            # The pods still bound elsewhere keep their GPUs, but what they held so far went with the run.
+            for other in group.pods:
+                if other.node is not None:
+                    self._close_hold(other)
+            self.end_attempt(group, node.cause)
         node.nominated = []  # still pending: the next provisioning pass finds them
         self._bind_pending()
 
@@ -433,9 +526,7 @@ class Simulation:
         self._bind_pending()
 
     def _close_node(self, node: Node) -> None:
-        lived = self.now - node.launched_at
-        node.pool.gpu_seconds += lived * node.instance.gpus
-        node.pool.cost += lived / 3600 * node.price_per_hour
+        self.ledger.down.append(NodeDown(node.id, self.now))
 
     # --- the static baseline --------------------------------------------------------------------
     def launch_static_capacity(self) -> None:
@@ -457,12 +548,8 @@ class Simulation:
 
     # --- the end --------------------------------------------------------------------------------
     def close(self) -> None:
-        """Account what is still running at the end, and what still waits."""
+        """Close the holds of pods still bound at the end (nodes still up stay open in the ledger)."""
         for pool in self.pools.values():
             for node in list(pool.nodes):
                 for pod in list(node.pods):
-                    self._unbind(pod)
-                self._close_node(node)
-        for group in self.groups.values():
-            if group.waited is None and not group.deleted:
-                self.record.still_waiting[group.tier].append(self.now - group.created)
+                    self._close_hold(pod)

@@ -1,16 +1,16 @@
-"""The report's plots (matplotlib, Agg backend: no display): one PNG per series, no timestamps in the files."""
+"""The report's plots (matplotlib, Agg backend: no display): one PNG per series of report.json's first seed,
+no timestamps in the files."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-
-from .events import Series
-from .run import Result
 
 # PNG metadata matplotlib would write: its version under Software; left out so files compare equal across runs.
 _METADATA: dict[str, str | None] = {"Software": None}
@@ -23,16 +23,16 @@ PLOTS = {
 }
 
 
-def _plot(series: Series, title: str, unit: str, path: Path) -> None:
+def _plot(series: Mapping[str, Any], title: str, unit: str, path: Path) -> None:
     figure, axes = plt.subplots(figsize=(9, 4), dpi=100)
-    for name in sorted(series.values):
-        values = series.values[name]
+    for name in sorted(series["values"]):
+        values = series["values"][name]
         style = "--" if name.endswith(" demand") else "-"
-        axes.plot(series.times[: len(values)], values, style, label=name, linewidth=1.2)
+        axes.plot(series["times"][: len(values)], values, style, label=name, linewidth=1.2)
     axes.set_title(title)
     axes.set_xlabel("hours")
     axes.set_ylabel(unit)
-    if series.values:
+    if series["values"]:
         axes.legend(fontsize="small", loc="upper left")
     axes.grid(alpha=0.3)
     figure.tight_layout()
@@ -40,11 +40,13 @@ def _plot(series: Series, title: str, unit: str, path: Path) -> None:
     plt.close(figure)
 
 
-def write_plots(result: Result, out_dir: Path) -> list[Path]:
+def write_plots(data: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """The simulated variant's plots from report.json's data."""
+    simulated = data["variants"]["simulated"]
     written = []
     for filename, (attribute, title, unit) in PLOTS.items():
-        series = getattr(result.sim.record, attribute)
-        if attribute == "replicas" and not result.deployments:
+        series = simulated["series"][attribute]
+        if attribute == "replicas" and not simulated["measures"]["deployments"]:
             continue
         path = out_dir / filename
         _plot(series, title, unit, path)

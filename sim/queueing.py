@@ -54,5 +54,8 @@ class Kueue(Protocol):
     def schedule(self, now: float) -> Decisions:
         """Run scheduling cycles until every queue's head has been tried against the current quota."""
 
+    def never_admits(self, workload: QueuedWorkload) -> bool:
+        """No quota the workload's ClusterQueue could ever hold fits it: it stays pending for good."""
+
     def pending(self) -> dict[str, int]:
         """Pending workloads per ClusterQueue."""

@@ -1,17 +1,20 @@
-"""report.md: what a simulated stack delivered, per pool and tenant, beside the static baseline when asked.
+"""report.json and report.md: what a simulated stack delivered, per pool, tenant, tier and deployment.
 
-Nothing in it depends on the machine or the wall clock: the same stack, workload and seed give the
-same bytes.
+`report_data` gathers the runs' measures (sim/measures.py, keyed by metric id) into report.json, the
+source of truth; `render_report` writes report.md from that data alone, so the two never disagree.
+With several seeds each figure is the mean with its 95 % Student-t interval (sim/stats.py). Nothing
+depends on the machine or the wall clock: the same stack, workload and seeds give the same bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from .events import percentile
-from .run import Result
-from .trace import TraceStats
-from .warm_start import HEADROOM_TENANT
+from . import admissibility
+from . import measures as m
+from .ledger import LOSS_CAUSES
 
 # What the model leaves out, and which way each omission moves the numbers.
 LIMITS: tuple[str, ...] = (
@@ -35,8 +38,8 @@ LIMITS: tuple[str, ...] = (
     "headroom placeholders are evicted by kube-scheduler's preemption on GPUs alone, a preempting pod "
     "starts 5 s later, and an evicted placeholder's replacement waits for a node like any pod. Saved time "
     "is an upper bound where the figures are optimistic (snapshot reads, S3 throughput).",
-    "A job's pods lost with their node restart the job's whole run once all are Ready again (no "
-    "checkpoints): lost GPU-hours are an upper bound for jobs that checkpoint.",
+    "A job's pods lost with their node, or preempted, restart the job's whole run once all are Ready again (no "
+    "checkpoints): lost GPU-hours are an upper bound, useful GPU-hours a lower bound, for jobs that checkpoint.",
     "Inference traffic is a fluid queue: a Ready replica serves a fixed rate, requests never time out, "
     "and KEDA's metrics are read at the HPA's sync without Prometheus' scrape delay (scale-ups come up "
     "to a scrape interval early).",
@@ -45,12 +48,64 @@ LIMITS: tuple[str, ...] = (
 )
 
 
-def _num(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:,.{digits}f}"
+def report_data(stack: str, workload_name: str, workload: Any, seeds: Sequence[int],
+                variants: Mapping[str, tuple[dict[str, Any], Sequence[dict[str, Any]]]]) -> dict[str, Any]:
+    """report.json: the run's identity and, per variant (`simulated`, `static`), the replicated measures,
+    each seed's measures, events and trace statistics, and the first seed's sampled series for the plots."""
+    return {
+        "stack": stack,
+        "workload": workload_name,
+        "description": workload.description,
+        "start": workload.start,
+        "duration": workload.duration,
+        "seeds": list(seeds),
+        "slow_request_seconds": m.SLOW_REQUEST_SECONDS,
+        "variants": {
+            name: {
+                "measures": combined,
+                "per_seed": [run["measures"] for run in runs],
+                "events": [run["events"] for run in runs],
+                "trace": runs[0]["trace"],
+                "series": runs[0]["series"],
+            }
+            for name, (combined, runs) in variants.items()
+        },
+    }
 
 
-def _minutes(value: float | None) -> str:
-    return "-" if value is None else f"{value / 60:,.1f} min"
+def report_json(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=False, allow_nan=False) + "\n"
+
+
+def _fmt(figure: Mapping[str, Any] | None, digits: int = 1, scale: float = 1.0) -> str:
+    """A figure's mean, and its 95 % interval when there are several seeds."""
+    if not figure or figure.get("mean") is None:
+        return "-"
+    text = f"{figure['mean'] * scale:,.{digits}f}"
+    if figure.get("low") is not None:
+        low, high = f"{figure['low'] * scale:,.{digits}f}", f"{figure['high'] * scale:,.{digits}f}"
+        if (low, high) != (text, text):  # every seed gave the same, to the digits shown
+            text += f" ({low} to {high})"
+    return text
+
+
+def _minutes(figure: Mapping[str, Any] | None) -> str:
+    return "-" if not figure or figure.get("mean") is None else _fmt(figure, 1, 1 / 60) + " min"
+
+
+def _count(figure: Mapping[str, Any] | None) -> str:
+    """A count: whole for one seed, to a tenth as a mean over seeds."""
+    return _fmt(figure, 0) if figure and figure.get("low") is None else _fmt(figure, 1)
+
+
+def _breakdown(row: Mapping[str, Any], prefix: str, reasons: Sequence[str]) -> str:
+    """`(quota 12, capacity 3)`: the reasons' means, whole for one seed."""
+    parts = []
+    for reason in reasons:
+        figure = row.get(f"{prefix}.{reason}") or {}
+        if figure.get("mean"):
+            parts.append(f"{reason} {figure['mean']:,.{0 if figure.get('low') is None else 1}f}")
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -59,151 +114,163 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pool_rows(result: Result) -> list[list[str]]:
+# The side-by-side and headline figures: (metric id, label, digits).
+HEADLINE = (
+    (m.USD_PER_USEFUL, "USD per useful GPU-hour", 2),
+    (m.PROVISIONED, "GPU-hours provisioned", 0),
+    (m.ALLOCATED, "GPU-hours allocated", 0),
+    (m.USEFUL, "GPU-hours useful", 0),
+    (m.LOST, "GPU-hours lost to restarts", 0),
+    (m.HEADROOM, "GPU-hours held by the headroom", 0),
+    (m.IDLE, "GPU-hours idle", 0),
+    (m.ALLOCATION_PCT, "allocation %", 1),
+    (m.USEFUL_PCT, "useful %", 1),
+    (m.COST, "cost USD", 0),
+    (m.USD_PER_ALLOCATED, "USD per allocated GPU-hour", 2),
+    (m.WAIT_MEAN, "Kueue wait mean (min)", 1),
+    (m.WAIT_POSITIVE, "P(Kueue wait > 0)", 3),
+    (m.WAIT_P95, "Kueue wait p95 (min)", 1),
+    (m.START_MEAN, "time to start mean (min)", 1),
+    (m.START_P95, "time to start p95 (min)", 1),
+    (m.QUEUE_LENGTH, "mean Kueue queue length", 1),
+    (m.NEVER_STARTED, "never started by the end", 0),
+    (m.NEVER_ADMISSIBLE, "never admissible", 0),
+)
+_SECONDS = {m.WAIT_MEAN, m.WAIT_P95, m.START_MEAN, m.START_P95}
+
+
+def _headline_cell(run: Mapping[str, Any], metric: str, digits: int) -> str:
+    return _fmt(run.get(metric), digits, 1 / 60 if metric in _SECONDS else 1.0)
+
+
+def pool_rows(measures: Mapping[str, Any]) -> list[list[str]]:
     rows = []
-    for name, pool in sorted(result.sim.pools.items()):
-        provisioned = pool.gpu_seconds / 3600
-        allocated = pool.allocated_gpu_seconds / 3600
+    for name, pool in measures["pools"].items():
         rows.append([
-            name,
-            _num(provisioned),
-            _num(allocated),
-            _num(100 * allocated / provisioned if provisioned else None),
-            str(pool.launched),
-            str(pool.consolidated),
-            str(pool.interrupted),
-            str(pool.expired),
-            _num(pool.cost, 2),
-            _num(pool.cost / allocated if allocated else None, 2),
+            name, _fmt(pool[m.PROVISIONED]), _fmt(pool[m.ALLOCATED]), _fmt(pool[m.USEFUL]), _fmt(pool[m.LOST]),
+            _fmt(pool[m.HEADROOM]), _fmt(pool[m.IDLE]), _fmt(pool[m.ALLOCATION_PCT]), _count(pool[m.LAUNCHED]),
+            _count(pool[m.disrupted("consolidation")]), _count(pool[m.disrupted("interruption")]),
+            _count(pool[m.disrupted("expiry")]), _fmt(pool[m.COST], 2), _fmt(pool[m.USD_PER_USEFUL], 2),
         ])
     return rows
 
 
-def tenant_rows(result: Result) -> list[list[str]]:
+def tenant_rows(measures: Mapping[str, Any]) -> list[list[str]]:
     rows = []
-    for name in sorted(result.sim.tenants):
-        record = result.sim.record.tenants[name]
-        allocated = record.allocated_gpu_seconds / 3600
-        rows.append([
-            name,
-            _num(allocated),
-            _num(record.cost, 2),
-            _num(record.cost / allocated if allocated else None, 2),
-            str(record.admitted),
-            str(record.finished),
-            str(record.preemptions),
-            str(record.evictions),
-        ])
-    headroom = result.sim.record.tenants.get(HEADROOM_TENANT)
-    if headroom is not None:
-        # The placeholders' GPUs: idle by design, what the warm headroom costs (sim/warm_start.py).
-        rows.append([HEADROOM_TENANT, _num(headroom.allocated_gpu_seconds / 3600), _num(headroom.cost, 2),
-                     "-", "-", "-", "-", "-"])
-    idle = sum(p.cost for p in result.sim.pools.values()) - sum(r.cost for r in result.sim.record.tenants.values())
-    rows.append(["(idle capacity)", "-", _num(idle, 2), "-", "-", "-", "-", "-"])
-    return rows
-
-
-def wait_rows(result: Result) -> list[list[str]]:
-    record = result.sim.record
-    tiers = sorted(result.sim.config.queueing.priorities.items(), key=lambda item: -item[1])
-    rows = []
-    for tier, _ in tiers:
-        waits = record.waits.get(tier, [])
-        never = record.still_waiting.get(tier, [])
-        if not waits and not never:
+    for name, tenant in measures["tenants"].items():
+        if m.ALLOCATED not in tenant:
             continue
         rows.append([
-            tier,
-            str(len(waits)),
-            _minutes(percentile(waits, 50)),
-            _minutes(percentile(waits, 95)),
-            _minutes(max(waits) if waits else None),
-            f"{len(never)}" + (f" (longest {_minutes(max(never))})" if never else ""),
+            name, _fmt(tenant[m.ALLOCATED]), _fmt(tenant[m.USEFUL]),
+            *(_fmt(tenant[m.lost(cause)]) for cause in LOSS_CAUSES),
+            _fmt(tenant[m.COST], 2), _fmt(tenant[m.USD_PER_USEFUL], 2),
+            _count(tenant.get(m.ADMITTED)), _count(tenant.get(m.FINISHED)),
+        ])
+    run = measures["run"]
+    rows.append(["(headroom)", _fmt(run[m.HEADROOM]), "-", *("-" for _ in LOSS_CAUSES), _fmt(run[m.COST_HEADROOM], 2),
+                 "-", "-", "-"])
+    rows.append(["(idle capacity)", _fmt(run[m.IDLE]), "-", *("-" for _ in LOSS_CAUSES), _fmt(run[m.COST_IDLE], 2),
+                 "-", "-", "-"])
+    return rows
+
+
+def wait_rows(measures: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for tier, row in measures["tiers"].items():
+        rows.append([
+            tier, _count(row[m.WAITED]), _minutes(row[m.WAIT_MEAN]), _fmt(row[m.WAIT_POSITIVE], 3),
+            _minutes(row[m.WAIT_P50]), _minutes(row[m.WAIT_P95]), _minutes(row[m.WAIT_MAX]), _fmt(row[m.QUEUE_LENGTH], 2),
+            _minutes(row[m.START_MEAN]), _minutes(row[m.START_P95]), _count(row[m.START_BLOCKED]),
+            _count(row[m.NEVER_STARTED]) + _breakdown(row, m.NEVER_STARTED, m.WAITING_REASONS),
+            _count(row[m.NEVER_ADMISSIBLE]) + _breakdown(row, m.NEVER_ADMISSIBLE, admissibility.REASONS),
         ])
     return rows
 
 
-def time_to_gpu_rows(result: Result) -> list[list[str]]:
+def serving_rows(measures: Mapping[str, Any]) -> list[list[str]]:
     rows = []
-    for deployment in result.deployments:
-        times = result.sim.record.time_to_gpu.get(deployment.name, [])
-        rows.append([deployment.name, str(len(times)), _minutes(percentile(times, 50)), _minutes(percentile(times, 95))])
+    for name, row in measures["deployments"].items():
+        rows.append([
+            name, _count(row[m.TTG_COUNT]), _minutes(row[m.TTG_P50]), _minutes(row[m.TTG_P95]), _fmt(row[m.ALLOCATED]),
+            _fmt(row[m.UTILISATION]), _fmt(row[m.DEMAND], 0), _fmt(row[m.REFUSED], 0), _fmt(row[m.SLOW], 0),
+            _fmt(row[m.BACKLOG_PEAK], 0), _fmt(row[m.ABOVE_MAX], 2),
+        ])
     return rows
 
 
-def _totals(result: Result) -> dict[str, float | None]:
-    pools = result.sim.pools.values()
-    provisioned = sum(p.gpu_seconds for p in pools) / 3600
-    allocated = sum(p.allocated_gpu_seconds for p in pools) / 3600
-    cost = sum(p.cost for p in pools)
-    waits = [w for values in result.sim.record.waits.values() for w in values]
-    scaleups = [t for values in result.sim.record.time_to_gpu.values() for t in values]
-    return {
-        "GPU-hours provisioned": provisioned,
-        "GPU-hours allocated": allocated,
-        "allocation %": 100 * allocated / provisioned if provisioned else None,
-        "queue wait p50 (min)": None if not waits else percentile(waits, 50) / 60,  # type: ignore[operator]
-        "queue wait p95 (min)": None if not waits else percentile(waits, 95) / 60,  # type: ignore[operator]
-        "never admitted": float(sum(len(v) for v in result.sim.record.still_waiting.values())),
-        "time to GPU p95 (min)": None if not scaleups else percentile(scaleups, 95) / 60,  # type: ignore[operator]
-        "preemptions": float(sum(r.preemptions for r in result.sim.record.tenants.values())),
-        "cost USD": cost,
-        "USD per allocated GPU-hour": cost / allocated if allocated else None,
-    }
-
-
-def side_by_side(result: Result, baseline: Result) -> list[list[str]]:
-    simulated, static = _totals(result), _totals(baseline)
-    return [[name, _num(static[name]), _num(simulated[name])] for name in simulated]
-
-
-def _trace_lines(stats: Sequence[TraceStats]) -> str:
+def _trace_lines(stats: Sequence[Mapping[str, int]]) -> str:
     lines = []
     for s in stats:
         lines.append(
-            f"- {s.rows} rows: {s.kept} replayed; left out {s.without_gpu} without GPUs, {s.never_scheduled} never "
-            f"scheduled, {s.no_run_time} without run time (sim/trace.py)."
+            f"- {s['rows']} rows: {s['kept']} replayed; left out {s['without_gpu']} without GPUs, {s['never_scheduled']} "
+            f"never scheduled, {s['no_run_time']} without run time (sim/trace.py)."
         )
     return "\n".join(lines) + "\n"
 
 
-def render_report(result: Result, stack: str, workload_name: str, baseline: Result | None = None) -> str:
-    sim = result.sim
-    workload = sim.workload
+def _seeds(seeds: Sequence[int]) -> str:
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    return f"{len(seeds)} seeds ({seeds[0]} to {seeds[-1]}); each figure the mean and its 95 % Student-t interval"
+
+
+def render_report(data: Mapping[str, Any]) -> str:
+    """report.md from report.json's data."""
+    simulated = data["variants"]["simulated"]
+    measures = simulated["measures"]
+    events = sum(simulated["events"])
     sections = [
-        f"# Simulation: stack `{stack}`, workload `{workload_name}`\n",
-        f"{workload.description}\n" if workload.description else "",
-        f"From {workload.start} for {workload.duration}, seed {sim.options.seed}; {sim.clock.events:,} events.\n",
+        f"# Simulation: stack `{data['stack']}`, workload `{data['workload']}`\n",
+        f"{data['description']}\n" if data["description"] else "",
+        f"From {data['start']} for {data['duration']}, {_seeds(data['seeds'])}; {events:,} events. "
+        "Every figure here is in report.json under the same metric id.\n",
+        "Allocated GPU-hours are useful (jobs that finished or still ran at the end, and inference replicas) or lost "
+        "(job runs thrown away by a restart from zero); cost per useful GPU-hour is the headline.\n",
     ]
-    if baseline is not None:
+    static = data["variants"].get("static")
+    run = measures["run"]
+    if static is not None:
+        other = static["measures"]["run"]
         sections += [
             "## Against the static baseline\n",
             "Static: each tenant's nominal quota as its own always-on capacity, no borrowing, no autoscaling of nodes.\n",
-            table(["", "static", "simulated"], side_by_side(result, baseline)),
+            table(["", "static", "simulated"],
+                  [[label, _headline_cell(other, k, d), _headline_cell(run, k, d)] for k, label, d in HEADLINE]),
         ]
+    else:
+        sections += ["## Headline\n", table(["", "simulated"], [[label, _headline_cell(run, k, d)] for k, label, d in HEADLINE])]
     sections += [
         "## Pools\n",
-        table(
-            ["pool", "GPU-h provisioned", "GPU-h allocated", "allocation %", "nodes launched", "consolidated",
-             "interrupted", "expired", "cost USD", "USD / allocated GPU-h"],
-            pool_rows(result),
-        ),
+        "Provisioned from launch to termination = allocated + headroom (its placeholders) + idle (held by nothing).\n",
+        table(["pool", "GPU-h provisioned", "allocated", "useful", "lost", "headroom", "idle", "allocation %",
+               "nodes launched", "consolidated", "interrupted", "expired", "cost USD", "USD / useful GPU-h"],
+              pool_rows(measures)),
         "## Tenants\n",
-        "Cost is attributed by what each tenant's pods hold: their share of each node's GPUs for as long as they hold it.\n",
-        table(["tenant", "GPU-h allocated", "cost USD", "USD / allocated GPU-h", "admitted", "finished", "preemptions",
-               "evictions"], tenant_rows(result)),
-        "## Queue wait by priority\n",
-        "From a workload's creation to its first admission by Kueue.\n",
-        table(["priority", "admitted", "p50", "p95", "max", "never admitted"], wait_rows(result)),
+        "GPU-hours and cost by what each tenant's pods hold: their share of each node's GPUs and price while they hold it. "
+        "Lost GPU-hours by the cause of the restart.\n",
+        table(["tenant", "GPU-h allocated", "useful", *(f"lost: {cause}" for cause in LOSS_CAUSES), "cost USD",
+               "USD / useful GPU-h", "admitted", "finished"], tenant_rows(measures)),
+        "## Waiting by priority\n",
+        "Kueue wait: a workload's creation to its first admission. Time to start: creation to every pod Running. "
+        "Queue length: the time-average of workloads pending in Kueue. Started after the limit: started only after "
+        "the NodePool limit had left a pod of theirs without a node. Never started: why each still waits at the "
+        "end (quota: pending in Kueue; capacity: its pods over the NodePool limit; starting: a node or server "
+        "coming up). Never admissible: work the stack can never run (sim/admissibility.py), in no wait figure.\n",
+        table(["priority", "admitted", "wait mean", "P(wait > 0)", "p50", "p95", "max", "queue length",
+               "start mean", "start p95", "started after the limit", "never started", "never admissible"],
+              wait_rows(measures)),
     ]
-    if result.deployments:
+    if measures["deployments"]:
         sections += [
-            "## Time to GPU for scale-ups\n",
-            "From the HPA's decision to add a replica to that replica's server being Ready.\n",
-            table(["deployment", "scale-ups", "p50", "p95"], time_to_gpu_rows(result)),
+            "## Inference\n",
+            "Time to GPU: the HPA's decision to add a replica to that replica's server being Ready. Utilisation: "
+            "requests served over what the Ready replicas could serve. Slow: requests arriving to a backlog the "
+            f"Ready replicas need over {data['slow_request_seconds']:.0f} s to clear; refused: arriving with no "
+            "Ready replica. Above max: hours when demand needs more than maxReplicas.\n",
+            table(["deployment", "scale-ups", "time to GPU p50", "p95", "GPU-h", "utilisation %", "requests",
+                   "refused", "slow", "peak backlog", "h above max"], serving_rows(measures)),
         ]
-    if result.trace_stats:
-        sections += ["## Trace\n", _trace_lines(result.trace_stats)]
+    if simulated["trace"]:
+        sections += ["## Trace\n", _trace_lines(simulated["trace"])]
     sections += ["## What the model leaves out\n", "\n".join(f"- {line}" for line in LIMITS) + "\n"]
     return "\n".join(section for section in sections if section)

@@ -14,7 +14,6 @@ from .queueing import Kueue
 from .sampling import start_sampling
 from .serving import Deployment, deployments, start
 from .trace import ALIBABA_GPU_2023, TraceStats
-from .warm_start import place_headroom
 from .workload import Workload, WorkloadError, seconds
 
 KueueFactory = Callable[[PlatformConfig, bool], Kueue]
@@ -22,10 +21,11 @@ KueueFactory = Callable[[PlatformConfig, bool], Kueue]
 
 @dataclass
 class Result:
+    """The finished simulation, live: for tests and sim/experiment.py, which reduces it to plain data."""
+
     sim: Simulation
     deployments: list[Deployment]
     trace_stats: list[TraceStats]
-    wall_seconds: float = 0.0
 
 
 def check(config: PlatformConfig, workload: Workload, source: str) -> None:
@@ -111,7 +111,7 @@ def simulate(
     sim = Simulation(config, workload, kueue(config, static_baseline), Options(seed, static_baseline, without))
     if static_baseline:
         sim.launch_static_capacity()
-    place_headroom(sim)
+    sim.place_headroom()
     schedule_jobs(sim)
     stats = [schedule_trace(sim, trace, project_dir) for trace in workload.traces if trace.format == ALIBABA_GPU_2023]
     found = deployments(sim)

@@ -16,7 +16,8 @@ def start_sampling(sim: Simulation, deployments: list[Deployment], interval: flo
         for series in (record.allocation, record.queue_depth, record.nodes, record.replicas):
             series.times.append(hours)
         for name, pool in sorted(sim.pools.items()):
-            provisioned = sum(node.instance.gpus for node in pool.nodes if node.ready)
+            # From launch, as the report counts provisioned GPU-hours (sim/measures.py): billed from then.
+            provisioned = sum(node.instance.gpus for node in pool.nodes)
             # The headroom's placeholders are idle GPUs, as in the report's allocation.
             held = (pod.units for node in pool.nodes for pod in node.pods if not warm_start.is_placeholder(pod.group))
             allocated = sum(held) / pool.slices_per_gpu

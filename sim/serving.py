@@ -21,6 +21,7 @@ from models.kubernetes import hpa
 
 from . import warm_start
 from .engine import Simulation
+from .ledger import ScaleUp, Served
 from .state import Group
 from .workload import InferenceLoad, RateCurve, seconds
 
@@ -48,7 +49,6 @@ class Deployment:
     autoscaler: hpa.Autoscaler
     replicas: list[Group] = field(default_factory=list)
     waiting: float = 0.0  # requests queued
-    scale_ups: dict[int, float] = field(default_factory=dict)  # replica key -> the HPA decision's time
 
     @property
     def name(self) -> str:
@@ -79,7 +79,7 @@ class Deployment:
             )
             self.replicas.append(group)
             if scale_up:
-                self.scale_ups[group.key] = self.sim.now
+                self.sim.ledger.scale_ups.append(ScaleUp(group.key, self.name, self.sim.now))
             self.sim.submit(group)
 
     def remove(self, count: int) -> None:
@@ -88,7 +88,6 @@ class Deployment:
         ordered = sorted(self.replicas, key=lambda g: (g.admitted_at is not None, g.started_at is not None, -g.created, -g.key))
         for group in ordered[:count]:
             self.replicas.remove(group)
-            self.scale_ups.pop(group.key, None)
             self.sim.delete(group)
 
     def sync(self) -> None:
@@ -97,7 +96,12 @@ class Deployment:
         capacity = ready * self.load.requests_per_second_per_replica
         demand = self.demand()
         # With no Ready replica the Service has no endpoints: requests are refused, not queued.
+        before = self.waiting
         self.waiting = max(0.0, self.waiting + (demand - capacity) * hpa.SYNC_PERIOD_SECONDS) if ready else 0.0
+        self.sim.ledger.served.append(Served(
+            self.name, self.sim.now, hpa.SYNC_PERIOD_SECONDS, demand, capacity, before, self.waiting,
+            demand / self.load.requests_per_second_per_replica, self.spec.max_replicas,
+        ))
         busy = keda.prometheus_value([min(100.0, 100.0 * demand / capacity)] if capacity else [])
         current = len(self.replicas)
         preset = self.sim.config.autoscaling.preset(self.spec.workload_class)
@@ -116,11 +120,6 @@ class Deployment:
             self.add(desired - current, scale_up=True)
         elif desired < current:
             self.remove(current - desired)
-
-    def on_ready(self, group: Group) -> None:
-        decided = self.scale_ups.pop(group.key, None)
-        if decided is not None:
-            self.sim.record.time_to_gpu[self.name].append(self.sim.now - decided)
 
 
 def deployments(sim: Simulation) -> list[Deployment]:
@@ -157,5 +156,4 @@ def _rules(rules: timing.ScalingRules, default: hpa.Rules) -> hpa.Rules:
 
 def start(sim: Simulation, deployment: Deployment) -> None:
     deployment.add(deployment.autoscaler.min_replicas, scale_up=False)
-    sim.on_ready.append(lambda group: deployment.on_ready(group) if group.deployment == deployment.name else None)
     sim.clock.every(hpa.SYNC_PERIOD_SECONDS, deployment.sync, first=hpa.SYNC_PERIOD_SECONDS)

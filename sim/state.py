@@ -1,7 +1,8 @@
 """What the simulated cluster holds: pools and their nodes, flavors, workloads and their pods.
 
 Built from the derived plans (`PlatformConfig.gpu_pools`, `.flavors`, `.tenants`), never from the stack
-file. Quota lives behind the Kueue seam (sim/queueing.py); here is only what the nodes hold.
+file. Quota lives behind the Kueue seam (sim/queueing.py); here is only what the nodes hold. Nothing
+here counts: what happened goes to the ledger (sim/ledger.py).
 """
 
 from __future__ import annotations
@@ -34,13 +35,6 @@ class Pool:
     expire_after: float | None
     static: bool = False  # the static baseline: nodes launched once, never provisioned or disrupted
     nodes: list[Node] = field(default_factory=list)
-    launched: int = 0
-    consolidated: int = 0
-    interrupted: int = 0
-    expired: int = 0
-    gpu_seconds: float = 0.0  # provisioned, closed for terminated nodes
-    allocated_gpu_seconds: float = 0.0
-    cost: float = 0.0  # closed for terminated nodes
 
     @classmethod
     def from_plan(cls, plan: GpuPoolPlan) -> Pool:
@@ -94,6 +88,7 @@ class Node:
     pods: list[Pod] = field(default_factory=list)
     nominated: list[Pod] = field(default_factory=list)  # pending pods Karpenter launched this node for
     check_at: float | None = None  # the next disruption check scheduled for it
+    cause: str | None = None  # why it is being removed (sim/ledger.py NODE_CAUSES)
     images: set[str] = field(default_factory=set)  # deployments whose server image this node has pulled
 
     @property
@@ -133,6 +128,9 @@ class Group:
     preemptions: int = 0
     waited: float | None = None  # creation to first admission
     generation: int = 0  # bumped on every eviction, so stale timers do nothing
+    attempt: int = 0  # runs so far that ended (sim/ledger.py Ended); its pods' holds carry it
+    submitted: bool = False  # queued in Kueue at least once
+    queued: bool = False  # pending in Kueue's queue now
     done: bool = False
     deleted: bool = False
 

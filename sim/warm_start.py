@@ -14,14 +14,19 @@
 
 `Options.without` turns a feature off for a what-if (`--without headroom`, ...): without
 `working-hours`, the deployment keeps its working-hours floor all week, as it would without a schedule.
+
+Each function here reads the simulation and returns a decision (placeholders to add, victims to evict, a
+delay); the engine applies it.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from config import time_to_gpu
 from config.autoscaling import InferenceDeploymentConfig, s3_model_location
+from config.fair_share import FlavorPlan
 from config.headroom import HEADROOM_PRIORITY
 from models.kubernetes import preemption
 
@@ -54,10 +59,20 @@ def is_placeholder(group: Group) -> bool:
     return group.tenant == HEADROOM_TENANT
 
 
-def place_headroom(sim: Simulation) -> None:
+@dataclass(frozen=True)
+class Placeholders:
+    """A pool's headroom: `pods` placeholder pods of `units` each, on `flavor`, outside Kueue."""
+
+    flavor: FlavorPlan
+    units: int
+    pods: int
+
+
+def headroom(sim: Simulation) -> list[Placeholders]:
     """Each pool's placeholder pods, pending at the start: Karpenter launches their nodes."""
     if not headroom_on(sim):
-        return
+        return []
+    found = []
     for pool in sim.pools.values():
         plan = pool.plan
         if not plan.headroom_pods:
@@ -66,31 +81,17 @@ def place_headroom(sim: Simulation) -> None:
         flavor = next(
             f for f in sim.flavors.values() if f.pool.name == pool.name and f.capacity_type in (None, kind)
         )
-        units = sum(plan.headroom_pod_requests.values())
-        for _ in range(plan.headroom_pods):
-            group = sim.new_group(
-                tenant=HEADROOM_TENANT, tier="", priority=HEADROOM_PRIORITY, size=1, units_per_pod=units,
-                flavors=(flavor.name,), run_seconds=None, stream=HEADROOM_TENANT,
-            )
-            group.flavor = flavor
-            group.waited = 0.0  # never queued: outside Kueue
-            _add_placeholder(sim, group)
-    sim.request_cycle()
-
-
-def _add_placeholder(sim: Simulation, group: Group) -> None:
-    pod = Pod(group, group.units_per_pod, sim.now)
-    group.pods = [pod]
-    sim.pending_pods.append(pod)
+        found.append(Placeholders(flavor, sum(plan.headroom_pod_requests.values()), plan.headroom_pods))
+    return found
 
 
 def _pod_priority(pod: Pod) -> int:
     return HEADROOM_PRIORITY if is_placeholder(pod.group) else TENANT_POD_PRIORITY
 
 
-def preempt_for(sim: Simulation, pod: Pod, nodes: list[Node]) -> Node | None:
-    """kube-scheduler's preemption for a pod no Ready node fits: evict the victims, recreate evicted
-    placeholders pending, and return the node the pod goes to (None when it must wait)."""
+def preemption_victims(pod: Pod, nodes: list[Node]) -> tuple[Node, list[Pod]] | None:
+    """kube-scheduler's preemption for a pod no Ready node fits: the node it goes to and the placeholders
+    evicted for it (None when it must wait)."""
     if is_placeholder(pod.group):
         return None  # preemptionPolicy: Never
     by_name = {str(node.id): node for node in nodes}
@@ -107,14 +108,12 @@ def preempt_for(sim: Simulation, pod: Pod, nodes: list[Node]) -> Node | None:
     node_name, victims = chosen
     node = by_name[node_name]
     evicted = {victim.name for victim in victims}
-    for victim in [p for p in node.pods if str(id(p)) in evicted]:
-        sim.evict_placeholder(victim)
-        _add_placeholder(sim, victim.group)
-    return node
+    return node, [p for p in node.pods if str(id(p)) in evicted]
 
 
 def start_delay(sim: Simulation, pod: Pod, node: Node, preempted: bool) -> float:
-    """Seconds from binding to Ready: the replica's cold start less what the node's image and staged weights save."""
+    """Seconds from binding to Ready: the replica's cold start less what the node's image and staged weights save
+    (the engine then records the image as on the node)."""
     group = pod.group
     if is_placeholder(group):
         return 0.0
@@ -125,7 +124,6 @@ def start_delay(sim: Simulation, pod: Pod, node: Node, preempted: bool) -> float
     if group.deployment in node.images:
         delay -= image.cold  # pulled by an earlier replica on this node
     else:
-        node.images.add(group.deployment)
         if IMAGE_SNAPSHOT not in sim.options.without and node.pool.plan.config.warm_start.image_snapshot:
             delay -= image.cold - image.warm
     if MODEL_SOURCE not in sim.options.without and group.deployment in sim.s3_models:

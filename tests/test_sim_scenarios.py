@@ -7,9 +7,11 @@ from typing import Any
 
 import pytest
 
+from sim import measures as m
 from sim.admission import kueue_for
 from sim.engine import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS
-from sim.report import render_report
+from sim.experiment import measure
+from sim.ledger import Held
 from sim.run import Result, simulate
 from sim.workload import Workload
 
@@ -36,6 +38,23 @@ def run(document: dict[str, Any], load_: Workload, *, seed: int = 0, static: boo
     return simulate(load(document), load_, kueue_for, seed=seed, static_baseline=static, project_dir=project_path())
 
 
+def pool(result: Result, name: str = "gpu-l40s") -> dict[str, Any]:
+    return measure(result)["pools"][name]
+
+
+def tenant(result: Result, name: str = "ml-research") -> dict[str, Any]:
+    return measure(result)["tenants"][name]
+
+
+def waits(result: Result, tier: str) -> list[float]:
+    """Kueue waits of a tier, creation to first admission, read from the ledger's facts."""
+    created = {c.key: c for c in result.sim.ledger.created if c.tier == tier}
+    first: dict[int, float] = {}
+    for fact in result.sim.ledger.admitted:
+        first.setdefault(fact.key, fact.at)
+    return [first[key] - c.at for key, c in created.items() if key in first]
+
+
 def one_job(at: str, run_for: str, flavor: str = "l40s-spot", slices: int = 2) -> dict[str, Any]:
     return {
         "name": "one",
@@ -49,18 +68,18 @@ def one_job(at: str, run_for: str, flavor: str = "l40s-spot", slices: int = 2) -
 
 def test_a_job_gets_a_node_after_its_launch_and_the_empty_node_goes_consolidate_after_later():
     result = run(dev(), workload(jobs=[one_job("1h", "30m")]))
-    pool = result.sim.pools["gpu-l40s"]
+    l40s = pool(result)
     launched = 3600 + BATCH
     ready = launched + LAUNCH
     finished = ready + 1800
     consolidated = finished + 5 * 60  # dev's consolidateAfter
-    assert (pool.launched, pool.consolidated) == (1, 1)
-    assert pool.gpu_seconds == pytest.approx(consolidated - launched)  # one g6e.xlarge: 1 GPU
-    assert pool.allocated_gpu_seconds == pytest.approx(1800 * 2 / 4)  # 2 of the GPU's 4 slices
-    assert pool.cost == pytest.approx((consolidated - launched) / 3600 * G6E_XLARGE_USD * SPOT_FACTOR)
-    assert result.sim.record.waits["standard"] == [0.0]
-    tenant = result.sim.record.tenants["ml-research"]
-    assert tenant.cost == pytest.approx(1800 / 3600 * G6E_XLARGE_USD * SPOT_FACTOR * 2 / 4)
+    assert (l40s[m.LAUNCHED], l40s[m.disrupted("consolidation")]) == (1, 1)
+    assert l40s[m.PROVISIONED] == pytest.approx((consolidated - launched) / 3600)  # one g6e.xlarge: 1 GPU
+    # Bound at Ready, held through the run: 2 of the GPU's 4 slices.
+    assert l40s[m.ALLOCATED] == pytest.approx(1800 / 3600 * 2 / 4)
+    assert l40s[m.COST] == pytest.approx((consolidated - launched) / 3600 * G6E_XLARGE_USD * SPOT_FACTOR)
+    assert waits(result, "standard") == [0.0]
+    assert tenant(result)[m.COST] == pytest.approx(1800 / 3600 * G6E_XLARGE_USD * SPOT_FACTOR * 2 / 4)
 
 
 def test_a_budget_window_holds_an_empty_node_until_it_closes():
@@ -71,10 +90,10 @@ def test_a_budget_window_holds_an_empty_node_until_it_closes():
     ]
     # 10:00 Monday: the job ends at 10:34:01, the node is consolidatable from 10:39:01, held until 17:00.
     result = run(document, workload(duration="20h", jobs=[one_job("10h", "30m")]))
-    pool = result.sim.pools["gpu-l40s"]
+    l40s = pool(result)
     launched = 10 * 3600 + BATCH
-    assert pool.consolidated == 1
-    lived = pool.gpu_seconds  # 1 GPU
+    assert l40s[m.disrupted("consolidation")] == 1
+    lived = l40s[m.PROVISIONED] * 3600  # 1 GPU
     assert 17 * 3600 - launched <= lived < 17 * 3600 + 60 - launched  # the next retry after the window
 
 
@@ -85,12 +104,13 @@ def test_a_job_whose_pods_are_not_ready_in_time_is_evicted_and_requeued_after_th
         dev(),
         workload(launchToReady={"g6e": {"medianSeconds": slow, "p95Seconds": slow}}, jobs=[one_job("0s", "10m")]),
     )
-    tenant = result.sim.record.tenants["ml-research"]
-    assert tenant.evictions == 1
+    research = tenant(result)
+    assert research[m.restarts("pods-ready-timeout")] == 1
     # Requeued 60 s after the eviction, admitted again, and run on the node launched for its first attempt.
     assert slow - PODS_READY_TIMEOUT_SECONDS > REQUEUE_BACKOFF_BASE_SECONDS
-    assert (tenant.admitted, tenant.finished) == (2, 1)
-    assert result.sim.pools["gpu-l40s"].launched == 1
+    assert [fact.key for fact in result.sim.ledger.admitted] == [1, 1]
+    assert research[m.FINISHED] == 1
+    assert pool(result)[m.LAUNCHED] == 1
 
 
 def test_a_borrower_beyond_nominal_waits_when_borrowing_is_off_in_the_static_baseline():
@@ -102,8 +122,8 @@ def test_a_borrower_beyond_nominal_waits_when_borrowing_is_off_in_the_static_bas
     }]
     shared = run(dev(), workload(jobs=jobs))
     static = run(dev(), workload(jobs=jobs), static=True)
-    assert sorted(shared.sim.record.waits["production"]) == [0.0, 0.0]
-    assert sorted(static.sim.record.waits["production"]) == pytest.approx([0.0, 3600.0])
+    assert sorted(waits(shared, "production")) == [0.0, 0.0]
+    assert sorted(waits(static, "production")) == pytest.approx([0.0, 3600.0])
 
 
 def erlang_c(servers: int, offered: float) -> float:
@@ -122,14 +142,14 @@ def test_one_queue_of_c_slots_agrees_with_erlang_c():
         "arrivals": {"perHour": arrivals}, "duration": {"exponentialMean": "1h"},
     }]
     result = run(dev(), workload(duration="1500h", sampleInterval="24h", jobs=jobs), seed=7, static=True)
-    waits = result.sim.record.waits["standard"]
+    standard = waits(result, "standard")
     offered = arrivals * mean_hours
     waiting = erlang_c(servers, offered)  # 0.509
     mean_wait = waiting / (servers / mean_hours - arrivals) * 3600  # 1833 s
-    assert len(waits) > 4000
+    assert len(standard) > 4000
     # Within three standard errors, estimated by batch means (waits in a queue are correlated, so the
     # plain binomial error would be too small).
-    checks = (([1.0 if w > 0 else 0.0 for w in waits], waiting, 0.1), (waits, mean_wait, 0.3))
+    checks = (([1.0 if w > 0 else 0.0 for w in standard], waiting, 0.1), (standard, mean_wait, 0.3))
     for values, expected, precision in checks:
         estimate, error = batch_means(values, batches=10)
         assert abs(estimate - expected) < 3 * error, (estimate, expected, error)
@@ -160,11 +180,11 @@ def test_doubling_borrowing_limits_shortens_waits_and_raises_allocation():
     after = run(doubled_document, workload(duration="10h", jobs=jobs), seed=3)
 
     def mean_wait(result: Result) -> float:
-        waits = result.sim.record.waits["production"]
-        return sum(waits) / len(waits)
+        production = waits(result, "production")
+        return sum(production) / len(production)
 
     def allocated(result: Result) -> float:
-        return result.sim.record.tenants["inference"].allocated_gpu_seconds
+        return tenant(result, "inference")[m.ALLOCATED]
 
     assert mean_wait(after) < mean_wait(before)
     assert allocated(after) > allocated(before)
@@ -182,7 +202,8 @@ SURGE = {
 def test_a_surge_scales_the_deployment_up_and_each_new_replica_is_timed_to_its_gpu():
     result = run(dev(), workload(duration="3h", inference=[SURGE]))
     record = result.sim.record
-    times = record.time_to_gpu["inference/chat"]
+    started = {fact.key: fact.at for fact in reversed(result.sim.ledger.started)}
+    times = [started[fact.key] - fact.at for fact in result.sim.ledger.scale_ups if fact.key in started]
     # 20 req/s at 4 per replica: at least 4 replicas added; each waits at least for its server to start,
     # less the image pull when an earlier replica already pulled it onto the same node (sim/warm_start.py;
     # config/time_to_gpu.py: 10 GiB at 150 MiB/s).
@@ -200,11 +221,13 @@ def test_the_same_seed_gives_the_same_report_and_another_seed_another():
         "name": "batch", "tenant": "ml-research", "flavors": ["l40s-spot"], "gpusPerPod": 1,
         "arrivals": {"perHour": 4}, "duration": {"exponentialMean": "30m"},
     }]
-    first = render_report(run(dev(), workload(jobs=jobs), seed=1), "dev", "w")
-    again = render_report(run(dev(), workload(jobs=jobs), seed=1), "dev", "w")
-    other = render_report(run(dev(), workload(jobs=jobs), seed=2), "dev", "w")
-    assert first == again
-    assert first != other
+    def ledger(seed: int) -> tuple[list[Held], list[float]]:
+        result = run(dev(), workload(jobs=jobs), seed=seed)
+        return result.sim.ledger.held, [fact.at for fact in result.sim.ledger.created]
+
+    first = ledger(1)
+    assert first == ledger(1)
+    assert first != ledger(2)
 
 
 def test_a_gang_starts_only_when_its_last_pod_is_ready():
@@ -220,7 +243,7 @@ def test_a_gang_starts_only_when_its_last_pod_is_ready():
     started = {group.stream: group.started_at for group in result.sim.groups.values()}
     assert started["one"] == pytest.approx(BATCH + LAUNCH)
     assert started["gang"] == pytest.approx(3600 + BATCH + LAUNCH)
-    assert result.sim.pools["gpu-l40s"].launched == 2
+    assert pool(result)[m.LAUNCHED] == 2
 
 
 def test_an_expired_node_is_replaced_and_its_job_runs_again_on_the_new_one():
@@ -230,26 +253,26 @@ def test_an_expired_node_is_replaced_and_its_job_runs_again_on_the_new_one():
     # 04:00:01 under B, which starts over on a new node: Ready 4 min later, done 3 h after that.
     jobs = [one_job("0s", "3h", flavor="l40s-on-demand"), {**one_job("2h", "3h", flavor="l40s-on-demand"), "name": "b"}]
     result = run(document, workload(duration="8h", jobs=jobs))
-    pool = result.sim.pools["gpu-l40s"]
+    l40s = pool(result)
     b = next(group for group in result.sim.groups.values() if group.stream == "b")
-    assert (pool.expired, pool.launched, b.evictions) == (1, 2, 1)
-    assert result.sim.record.tenants["ml-research"].finished == 2
+    assert (l40s[m.disrupted("expiry")], l40s[m.LAUNCHED], b.evictions) == (1, 2, 1)
+    assert tenant(result)[m.FINISHED] == 2
     expired_at = BATCH + 4 * 3600
     b_done = expired_at + BATCH + LAUNCH + 3 * 3600
     # The first node's 4 h, the second's from its launch to its consolidation 5 min after B is done.
-    assert pool.gpu_seconds == pytest.approx(4 * 3600 + (b_done + 300 - (expired_at + BATCH)))
+    assert l40s[m.PROVISIONED] * 3600 == pytest.approx(4 * 3600 + (b_done + 300 - (expired_at + BATCH)))
 
 
 def test_a_spot_interruption_evicts_the_job_and_karpenter_launches_a_replacement():
     # One interruption per node-hour against a 6-hour job: the chance of none is e^-6 (0.25 %).
     jobs = [one_job("0s", "6h")]
     result = run(dev(), workload(duration="12h", spot={"interruptionsPerNodeHour": 1.0}, jobs=jobs), seed=5)
-    pool = result.sim.pools["gpu-l40s"]
-    tenant = result.sim.record.tenants["ml-research"]
-    assert tenant.evictions >= 1
-    assert pool.interrupted >= tenant.evictions  # an empty node may be interrupted too
-    assert pool.launched >= tenant.evictions + 1  # a replacement for each node the job lost
-    assert result.sim.record.waits["standard"] == [0.0]  # admitted once: node loss is not a Kueue eviction
+    l40s = pool(result)
+    restarted = tenant(result)[m.restarts("interruption")]
+    assert restarted >= 1
+    assert l40s[m.disrupted("interruption")] >= restarted  # an empty node may be interrupted too
+    assert l40s[m.LAUNCHED] >= restarted + 1  # a replacement for each node the job lost
+    assert waits(result, "standard") == [0.0]  # admitted once: node loss is not a Kueue eviction
 
 
 def test_a_pod_goes_to_the_least_allocated_node_that_fits():

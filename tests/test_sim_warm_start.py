@@ -7,16 +7,18 @@ the multi-pool fixture (notebook-assist's 22:00-06:00 Tokyo floor).
 from __future__ import annotations
 
 import functools
-import re
+from typing import Any
 
 import pytest
 
+from sim import measures as m
+from sim import report
 from sim.admission import kueue_for
 from sim.engine import Options, Simulation
-from sim.events import percentile
+from sim.experiment import Scenario, measure, replicate, run_many
 from sim.run import Result, simulate
 from sim.state import Node, Pod
-from sim.warm_start import HEADROOM_TENANT, limit_gpus, start_delay
+from sim.warm_start import limit_gpus, start_delay
 from sim.workload import Workload, load_workload
 
 from .conftest import fixture_document, load, project_path, shipped_document
@@ -51,26 +53,26 @@ def test_a_pod_evicts_a_warm_placeholder_and_karpenter_replaces_the_headroom():
     result = run(with_headroom(), workload(jobs=[job_at_1h()]))
     # The placeholder's node was Ready at BATCH + LAUNCH; the job evicts it at 1 h and starts PREEMPTION later.
     assert the_job(result).started_at == pytest.approx(3600 + PREEMPTION)
-    pool = result.sim.pools["gpu-l40s"]
+    l40s = measure(result)["pools"]["gpu-l40s"]
     # Two nodes: the placeholder's first one (taken by the job), and its replacement launched at 1 h.
-    assert pool.launched == 2
-    headroom = result.sim.record.tenants[HEADROOM_TENANT]
+    assert l40s[m.LAUNCHED] == 2
     # One GPU held from the first node's Ready to 1 h, and from the replacement's Ready to the end (6 h).
     held = (3600 - (BATCH + LAUNCH)) + (6 * 3600 - (3600 + BATCH + LAUNCH))
-    assert headroom.allocated_gpu_seconds == pytest.approx(held)
+    assert l40s[m.HEADROOM] * 3600 == pytest.approx(held)
     # The placeholders' GPUs are idle: the pool's allocation is the job's 2 slices (half a GPU at 4 slices per
     # GPU), bound at 1 h and held to the end, nothing of the headroom's.
+    pool = result.sim.pools["gpu-l40s"]
     assert pool.slices_per_gpu == 4
-    assert pool.allocated_gpu_seconds == pytest.approx((6 * 3600 - 3600) * 2 / 4)
-    assert result.sim.record.tenants["ml-research"].preemptions == 0  # kube-scheduler's, not Kueue's
+    assert l40s[m.ALLOCATED] * 3600 == pytest.approx((6 * 3600 - 3600) * 2 / 4)
+    assert measure(result)["tenants"]["ml-research"][m.restarts("preemption")] == 0  # kube-scheduler's, not Kueue's
     assert limit_gpus(result.sim, pool) == 8 + 1  # Karpenter may launch the headroom beside the declared GPUs
 
 
 def test_without_headroom_the_same_pod_waits_for_a_node():
     result = run(with_headroom(), workload(jobs=[job_at_1h()]), without=frozenset({"headroom"}))
     assert the_job(result).started_at == pytest.approx(3600 + BATCH + LAUNCH)
-    assert result.sim.pools["gpu-l40s"].launched == 1
-    assert HEADROOM_TENANT not in result.sim.record.tenants
+    l40s = measure(result)["pools"]["gpu-l40s"]
+    assert (l40s[m.LAUNCHED], l40s[m.HEADROOM]) == (1, 0.0)
     assert limit_gpus(result.sim, result.sim.pools["gpu-l40s"]) == 8
 
 
@@ -79,7 +81,7 @@ def test_a_pod_that_the_headroom_cannot_hold_still_waits_for_a_node():
     # the 8 slices onto a new node, and the placeholder stays where it is.
     result = run(with_headroom(), workload(jobs=[job_at_1h(slices=8)]))
     assert the_job(result).started_at == pytest.approx(3600 + BATCH + LAUNCH)
-    assert result.sim.record.tenants[HEADROOM_TENANT].allocated_gpu_seconds == pytest.approx(6 * 3600 - (BATCH + LAUNCH))
+    assert measure(result)["run"][m.HEADROOM] * 3600 == pytest.approx(6 * 3600 - (BATCH + LAUNCH))
 
 
 # --- server start: images and weights -------------------------------------------------------------------
@@ -109,7 +111,8 @@ def test_server_start_counts_the_snapshot_the_node_cache_and_s3_weights():
     sim = prod_sim()
     pod, node = replica_on_l40s(sim, s3=True)
     assert start_delay(sim, pod, node, preempted=False) == pytest.approx(292 - (pull - snapshot) - (hub - s3))
-    # The second replica on the same node finds the image there.
+    # The second replica on the same node finds the image the first pulled there.
+    node.images.add("inference/chat")
     assert start_delay(sim, pod, node, preempted=True) == pytest.approx(292 - pull - (hub - s3) + PREEMPTION)
     cold = prod_sim(frozenset({"image-snapshot", "model-source"}))
     pod, node = replica_on_l40s(cold, s3=True)
@@ -144,47 +147,42 @@ def test_the_working_hours_floor_holds_only_inside_its_window():
 # --- the design's surge on prod ---------------------------------------------------------------------------
 
 
+COLD = frozenset({"headroom", "image-snapshot", "model-source"})
+SURGE_SEEDS = [0, 1, 2, 3, 4]  # docs/time-to-gpu.md's `SEEDS=5`
+
+
 @functools.cache
-def surge_times(without: frozenset[str] = frozenset()) -> tuple[float, ...]:
-    """Model A's time to GPU per scale-up, prod with workloads/surge-warm-start.yaml at seed 0 (`make simulate`)."""
+def surge(without: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """Model A's figures over seeds 0-4, prod with workloads/surge-warm-start.yaml (`make simulate SEEDS=5`)."""
     config = load(shipped_document("prod"))
     workload_ = load_workload(project_path("workloads", "surge-warm-start.yaml"))
-    result = simulate(config, workload_, kueue_for, seed=0, project_dir=project_path(), without=without)
-    return tuple(result.sim.record.time_to_gpu["inference/model-a"])
-
-
-def surge_p95(without: frozenset[str] = frozenset()) -> float:
-    p95 = percentile(list(surge_times(without)), 95)
-    assert p95 is not None
-    return p95
+    scenario = Scenario(config, workload_, project_dir=project_path(), without=without)
+    return replicate(run_many(scenario, SURGE_SEEDS, workers=1))["deployments"]["inference/model-a"]
 
 
 def test_with_headroom_and_staging_a_surge_replica_is_ready_within_three_minutes_at_p95():
-    assert surge_p95() <= 180
-    assert surge_p95(frozenset({"headroom", "image-snapshot", "model-source"})) > 180
+    assert surge()[m.TTG_P95]["mean"] <= 180
+    assert surge(COLD)[m.TTG_P95]["mean"] > 180
 
 
 def test_the_allocation_plot_counts_no_placeholder_as_allocated():
     # No tenant work at all: the headroom's node is up, its one GPU held by a placeholder, and nothing is allocated.
     result = run(with_headroom(), workload())
     series = result.sim.record.allocation.values["gpu-l40s"]
-    assert result.sim.pools["gpu-l40s"].launched == 1
+    assert measure(result)["pools"]["gpu-l40s"][m.LAUNCHED] == 1
     assert series and set(series) == {0.0}
 
 
 @pytest.mark.parametrize(
     ("row", "without"),
     [
-        ("| `WORKLOAD=workloads/surge-warm-start.yaml` |", frozenset()),
-        ('| `... WITHOUT="headroom image-snapshot model-source"` |', frozenset({"headroom", "image-snapshot", "model-source"})),
+        ("| `WORKLOAD=workloads/surge-warm-start.yaml SEEDS=5` |", frozenset()),
+        ('| `... WITHOUT="headroom image-snapshot model-source"` |', COLD),
     ],
 )
 def test_the_time_to_gpu_guide_quotes_the_surge_as_the_simulator_measures_it(row, without):
     [line] = [line for line in project_path("docs", "time-to-gpu.md").read_text().splitlines() if line.startswith(row)]
-    quoted = re.search(r"(\d+) scale-ups, (?:time to GPU )?p50 ([\d.]+) min, \*\*p95 ([\d.]+) min", line)
-    assert quoted is not None, line
-    times = list(surge_times(without))
-    p50, p95 = percentile(times, 50), percentile(times, 95)
-    assert p50 is not None and p95 is not None
-    assert quoted.groups() == (str(len(times)), f"{p50 / 60:.1f}", f"{p95 / 60:.1f}")
-
+    figures = surge(without)
+    quoted = (f"{report._count(figures[m.TTG_COUNT])} scale-ups, time to GPU p50 {report._minutes(figures[m.TTG_P50])}, "
+              f"**p95 {report._minutes(figures[m.TTG_P95])}**")
+    assert quoted in line
