@@ -252,10 +252,13 @@ OBJECT_COUNTS: dict[str, int] = {
     # Made from a pod's claim templates, one per claim, and deleted with the pod.
     "count/resourceclaims.resource.k8s.io": 10,
 }
-# Kinds the stack serves only with an option (`secrets.enabled`, `gpu.dra.enabled`; the trainer and
+# Kinds the stack serves only with an option (`secrets.enabled`, `gpu.dra.enabled` or 1.34+; the trainer and
 # JobSet are always installed): counted only then, since the quota controller computes usage only for
 # the resources the API server serves, and a row for another would stay in `hard` with no `used`.
 SECRETS_OPTION, DRA_OPTION, REQUIRED = "secrets", "dra", ""
+# The first minor whose API server serves resource.k8s.io (v1) by default: DRA is GA in 1.34 (KEP-4381);
+# before it the group is served only with a DRA-enabled stack's feature gates.
+DRA_SERVED_FROM = (1, 34)
 OPTIONAL_COUNTS: dict[str, str] = {
     "count/externalsecrets.external-secrets.io": SECRETS_OPTION,
     "count/resourceclaimtemplates.resource.k8s.io": DRA_OPTION,

@@ -25,7 +25,7 @@ from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig, dra_extended_resource_reason
 from .errors import Problems, item_labels, show
-from .fair_share import DRA_OPTION, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_snapshot_keys, check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
@@ -291,9 +291,12 @@ def _rule_queues(parsed: ParsedConfig, problems: Problems) -> None:
     tenants = parsed.section("tenants", TenantsConfig)
     checked = tenants if tenants is not None else parsed.partial_tenants
     secrets, gpu = parsed.section("secrets", SecretsConfig), parsed.section("gpu", GpuConfig)
+    # resource.k8s.io/v1 is served by default from 1.34 (DRA is GA there), DRA driver or not, and the
+    # built-in `edit` role lets a tenant admin create ResourceClaims there (upstream/kubernetes-rbac).
+    dra_served = cluster is not None and tuple(map(int, cluster.kubernetes_version.split("."))) >= DRA_SERVED_FROM
     options = frozenset(
         option for option, on in ((SECRETS_OPTION, secrets is not None and secrets.enabled),
-                                  (DRA_OPTION, gpu is not None and gpu.dra.enabled)) if on
+                                  (DRA_OPTION, dra_served or (gpu is not None and gpu.dra.enabled))) if on
     )
     if checked is not None:
         plans = plan_tenants(

@@ -15,7 +15,7 @@ from models.kubernetes import rbac
 from models.kubernetes.apis import served
 from models.kubernetes.resourcequota import IGNORED_RESOURCES, exceeded, stored_object_bound
 
-from .conftest import project_path, render_fixture
+from .conftest import fixture_document, load, project_path, render_fixture
 from .guards import bootstrap_roles
 from .recorded import kubernetes_objects
 
@@ -96,11 +96,14 @@ def test_the_object_past_each_ceiling_is_refused_and_the_last_one_under_it_is_no
     assert [name.split("/", 1)[1] for name in over] == [key]
 
 
+CLAIMS = {"count/resourceclaims.resource.k8s.io": "10000", "count/resourceclaimtemplates.resource.k8s.io": "1000"}
+
+
+# Every fixture runs 1.35, which serves resource.k8s.io whether or not the stack has DRA pools.
 @pytest.mark.parametrize(("fixture", "tenant", "counted"), [
-    ("multi-pool", "data-science", {"count/externalsecrets.external-secrets.io": "1000"}),  # secrets.enabled, no DRA
-    ("single-pool-dra", "ml-research", {"count/resourceclaims.resource.k8s.io": "10000",
-                                        "count/resourceclaimtemplates.resource.k8s.io": "1000"}),
-    ("single-pool", "ml-research", {}),
+    ("multi-pool", "data-science", {"count/externalsecrets.external-secrets.io": "1000", **CLAIMS}),  # secrets.enabled
+    ("single-pool-dra", "ml-research", CLAIMS),
+    ("single-pool", "ml-research", CLAIMS),
 ])
 def test_kinds_an_option_installs_are_counted_only_where_the_stack_installs_them(fixture, tenant, counted):
     hard = _tenant_quota(_objects(fixture), tenant)
@@ -153,3 +156,15 @@ def test_the_tenant_guide_states_the_ceilings_the_quota_sets():
         stated = line.split(row)[1].split()[0]
         assert {hard[key] for key in keys} == {stated}, row
     assert hard["pods"] == "500"
+
+
+@pytest.mark.parametrize(("version", "dra", "counted"), [
+    ("1.33", False, False),  # resource.k8s.io is not served without DRA's feature gates (a DRA stack needs 1.34)
+    ("1.34", False, True),  # DRA is GA: the API server serves ResourceClaims, and `edit` may create them
+])
+def test_resource_claims_are_counted_wherever_the_api_server_serves_them(version, dra, counted):
+    document = fixture_document("single-pool-dra" if dra else "single-pool")
+    document["gpu-platform:cluster"]["kubernetesVersion"] = version
+    [plan] = [t for t in load(document).tenants if t.name == "ml-research"]
+    assert ("count/resourceclaims.resource.k8s.io" in plan.resource_quota) is counted
+    assert ("count/resourceclaimtemplates.resource.k8s.io" in plan.resource_quota) is counted

@@ -173,11 +173,12 @@ DECLARED = (
     "count/leases.coordination.k8s.io", "count/trainingruntimes.trainer.kubeflow.org",
 )
 IN_BULK = ("count/jobs.batch", "count/jobsets.jobset.x-k8s.io", "count/trainjobs.trainer.kubeflow.org")
-# Counted only where the stack installs the kind: ExternalSecrets with secrets.enabled (multi-pool),
-# ResourceClaims and their templates with gpu.dra.enabled (single-pool-dra).
+# Counted only where the stack serves the kind: ExternalSecrets with secrets.enabled (multi-pool),
+# ResourceClaims and their templates on 1.34+ (every fixture runs 1.35).
 SECRETS = {"count/externalsecrets.external-secrets.io": "1000"}
-DRA = {"count/resourceclaimtemplates.resource.k8s.io": "1000", "count/resourceclaims.resource.k8s.io": "10000"}
+CLAIMS = {"count/resourceclaimtemplates.resource.k8s.io": "1000", "count/resourceclaims.resource.k8s.io": "10000"}
 BASE = {
+    **CLAIMS,
     "persistentvolumeclaims": "50",
     "requests.storage": "5000Gi",
     **dict.fromkeys(DECLARED, "1000"),
@@ -200,7 +201,7 @@ RESOURCE_QUOTAS = [
     # single-pool's numbers plus the DRA flavor: cpu 352 + 2 x 8 = 368; memory 2688 + 2 x 32 = 2752 GiB;
     # the two L4s counted under the DeviceClass's quota name, as a claim charges them.
     ("single-pool-dra", "ml-research", {
-        **BASE, **DRA, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
+        **BASE, "requests.cpu": "368", "requests.memory": "2752Gi", "limits.memory": "2752Gi",
         "requests.nvidia.com/gpu": "20", DRA_GPU: "2", "services.loadbalancers": "0",
     }),
     # cpu 16 + (12 + 4) x 16 = 272; memory 64 + 16 x 128 = 2112 GiB; lending changes nothing here.

@@ -11,13 +11,12 @@ from typing import Any
 
 import pytest
 
-from offline.stack import load_config, load_stack
 from sim import measures as m
 from sim.cli import EXIT_INVALID, default_out_dir, run, seed_list
 from sim.experiment import Scenario, replicate, run_many, run_one
 from sim.stats import summary, t_quantile
 
-from .conftest import load, project_path
+from .conftest import load, project_path, shipped_document
 from .test_sim_scenarios import dev, workload
 
 JOBS = [{
@@ -126,7 +125,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]
     root = tmp_path_factory.mktemp("sim")
     path = root / "w.yaml"
     path.write_text(WORKLOAD)
-    config = load_config(load_stack("dev"))
+    config = load(shipped_document("dev"))
     for name in ("a", "b"):
         assert run(config, "dev", path, root / name, seed=0, seeds=[0, 1], baseline="static", project_dir=project_path(),
                    workers=1) == 0
@@ -172,12 +171,13 @@ def test_a_bad_seed_list_is_one_line(text):
 def test_an_invalid_workload_still_exits_2(tmp_path: Path, capsys):
     path = tmp_path / "bad.yaml"
     path.write_text('start: "2026-06-01T00:00:00Z"\nduration: 2 hours\n')
-    config = load_config(load_stack("dev"))
+    config = load(shipped_document("dev"))
     code = run(config, "dev", path, tmp_path / "out", seed=0, seeds=[0, 1], baseline=None, project_dir=project_path())
     assert code == EXIT_INVALID
     assert "invalid workload" in capsys.readouterr().err
 
 
+@pytest.mark.stack_files
 def test_the_command_line_refuses_a_bad_seed_list_in_one_line_with_exit_2(tmp_path: Path, capsys):
     from offline.__main__ import main
 
