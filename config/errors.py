@@ -7,6 +7,7 @@ of a config are collected and reported together, so one run shows everything to 
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 import typing
@@ -69,6 +70,12 @@ def _yamlish(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def did_you_mean(name: str, known: Sequence[str]) -> str:
+    """`; did you mean h100-on-demand?` for the closest of `known` names (difflib), or nothing."""
+    guess = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {guess[0]}?" if guess else ""
 
 
 def duplicates(values: Sequence[str]) -> list[str]:

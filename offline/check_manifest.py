@@ -18,18 +18,18 @@ would, 2 when the stack, the tenant or a file cannot be read (as `validate`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
+from config.errors import did_you_mean
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
 from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
 from config.system_capacity import VM_MEMORY_OVERHEAD
@@ -47,6 +47,9 @@ from models.kueue.resources import resource_value
 from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets
 from models.nvidia.labels import GPU_RESOURCE
 
+from .builtin_kinds import is_built_in_group
+from .manifest_files import Unreadable, read_manifest
+from .openapi import dotted, type_name
 from .validate import CustomResourceDefinitions, object_findings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
@@ -476,24 +479,69 @@ def _fits(pod_set: PodSet, flavor: FlavorPlan, instance: Any) -> bool:
 
 
 def read_documents(paths: Sequence[Path]) -> list[tuple[str, dict[str, Any]]]:
-    """(file, object) for every YAML document of the files; ConfigError with one line per unreadable file."""
-    found, problems = [], []
-    for path in paths:
-        try:
-            documents = list(yaml.safe_load_all(path.read_text()))
-        except (OSError, yaml.YAMLError) as err:
-            problems.append(f"{path}: {str(err).splitlines()[0]}")
-            continue
-        for document in documents:
-            if document is None:
-                continue
-            if not isinstance(document, dict):
-                problems.append(f"{path}: a document is {type(document).__name__}, not a Kubernetes object")
-                continue
-            found.append((str(path), document))
+    """(file, object) for every YAML document of the files; ConfigError with one line per problem."""
+    found, problems = documents_and_problems(paths)
     if problems:
         raise ConfigError(problems)
     return found
+
+
+def documents_and_problems(paths: Sequence[Path]) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """(file, object) for every YAML document of the files (offline/manifest_files.py bounds what is read),
+    and one line per unreadable file or document that is not a Kubernetes object."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            documents = read_manifest(path)
+        except Unreadable as err:
+            problems.append(f"{path}: {err}")
+            continue
+        for number, document in enumerate(documents, 1):
+            problem = _not_an_object(document)
+            if problem:
+                problems.append(f"{path}: document {number}: {problem}")
+            else:
+                found.append((str(path), document))
+    return found, problems
+
+
+def _not_an_object(document: Any) -> str | None:
+    """Why a document is not a Kubernetes object the check can name, or None."""
+    if not isinstance(document, dict):
+        return f"a {type_name(document).removeprefix('a ').removeprefix('an ')}, not a Kubernetes object (a map)"
+    if not (isinstance(document.get("apiVersion"), str) and isinstance(document.get("kind"), str)):
+        return "apiVersion and kind must be set, as strings (apiVersion: batch/v1, kind: Job)"
+    metadata = document.get("metadata")
+    if not isinstance(metadata, dict):
+        return f"{document['kind']} has no metadata map: give it metadata.name"
+    if not any(isinstance(metadata.get(key), str) for key in ("name", "generateName")):
+        return f"{document['kind']} has no metadata.name: name it"
+    return None
+
+
+# What a schema finding says when a field has the wrong shape: the checks read such fields, so a workload
+# with one is not judged (as the API server would not decode it), only refused.
+_SHAPE_REASONS = ("must be ", "must not be null", "required field is missing", "is not a valid quantity",
+                  "is too large", " does not fit int")
+
+
+def unjudgeable(documents: Sequence[tuple[str, Mapping[str, Any]]], crds: Callable[[], CustomResourceDefinitions],
+                kubernetes_version: str) -> list[str]:
+    """One line per field of a workload whose shape the API server would refuse to decode (a map where
+    a list belongs, a number beyond int32, a quantity that does not parse): such a file cannot be read.
+    `crds()` (the charts' CRDs, seconds to read) is called only for a workload of a custom kind."""
+    lines = []
+    for file, obj in documents:
+        if obj["kind"] not in (*WORKLOADS, "ResourceClaimTemplate"):
+            continue
+        group = obj["apiVersion"].rsplit("/", 1)[0] if "/" in obj["apiVersion"] else ""
+        in_scope = CustomResourceDefinitions() if is_built_in_group(group) else crds()
+        for finding in object_findings(obj, in_scope, kubernetes_version).findings:
+            if any(reason in finding.reason for reason in _SHAPE_REASONS):
+                where = f"{file}: {obj['kind']}/{obj['metadata'].get('name') or obj['metadata'].get('generateName')}"
+                lines.append(f"{where}: {dotted(finding.path)}: {finding.reason}")
+    return lines
 
 
 def main(stack: str, tenant: str, files: Sequence[Path]) -> int:
@@ -503,7 +551,6 @@ def main(stack: str, tenant: str, files: Sequence[Path]) -> int:
     try:
         stack_config = load_stack(stack)
         config = load_config(stack_config)
-        documents = read_documents(files)
     except StackNotFound as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -512,10 +559,18 @@ def main(stack: str, tenant: str, files: Sequence[Path]) -> int:
         return EXIT_USAGE
     names = [t.name for t in config.tenants]
     if tenant not in names:
-        print(f"error: stack {stack} has no tenant {tenant!r} (tenants: {', '.join(names) or 'none'})", file=sys.stderr)
+        print(f"error: stack {stack} has no tenant {tenant}{did_you_mean(tenant, names)} "
+              f"(tenants: {', '.join(names) or 'none'})", file=sys.stderr)
+        return EXIT_USAGE
+    documents, problems = documents_and_problems(files)
+    charts = [{"chart": pin.chart, "version": pin.version} for pin in config.charts.values()]
+    crds = functools.cache(lambda: CustomResourceDefinitions.installed_by(charts))
+    problems += unjudgeable(documents, crds, config.cluster.kubernetes_version)
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
         return EXIT_USAGE
     recording = run_program(stack_config.stack, stack_config.values, stack_config.secret_keys)
-    return report(check(Cluster.of(config, tenant, rendered_objects(recording)), documents))
+    return report(check(Cluster.of(config, tenant, rendered_objects(recording), crds()), documents))
 
 
 def report(findings: Sequence[Finding]) -> int:

@@ -248,7 +248,7 @@ def test_an_unknown_tenant_or_an_unreadable_file_exits_2(tmp_path, capsys):
     manifest = tmp_path / "job.yaml"
     manifest.write_text("kind: Job\n")
     assert check_manifest.main("dev", "nobody", [manifest]) == EXIT_USAGE
-    assert "has no tenant 'nobody'" in capsys.readouterr().err
+    assert "has no tenant nobody (tenants: " in capsys.readouterr().err
     broken = tmp_path / "broken.yaml"
     broken.write_text("kind: [Job\n")
     assert check_manifest.main("dev", "ml-research", [broken]) == EXIT_USAGE
