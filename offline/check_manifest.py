@@ -251,16 +251,24 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
         return [*found, never(str(err), _fix_for(str(err), cluster))]
     except (ValueError, KeyError) as err:
         return [*found, Finding(where, "kueue", f"not judged: {err}", True)]
-    whole_queue, cluster_queue, node_labels = _eligible_flavors(cluster, sets)
+    whole_queue, node_labels = _queue_and_labels(cluster)
     try:
         admission = best_case_admission(sets, whole_queue, node_labels)
     except Inadmissible as err:
         reason = str(err)
-        if reason.startswith("no flavor"):
-            names = ", ".join(f["name"] for f in cluster_queue["spec"]["resourceGroups"][0]["flavors"]) or "none"
-            reason = (f"no flavor of ClusterQueue {cluster.tenant.name} that its node selector allows ({names}) "
-                      f"can ever hold its {sum(s.count for s in sets)} pod(s): {_amounts(_totals(sets))}")
-        return [*found, never(reason, _fix_for(reason, cluster, sets, cluster_queue))]
+        if not reason.startswith("no flavor"):
+            return [*found, never(reason, _fix_for(reason, cluster))]
+        # Kueue assigns each PodSet a flavor in turn; the first one no flavor can hold is the one to fix.
+        failing = next(i for i in range(len(sets)) if not _admissible(sets[: i + 1], whole_queue, node_labels))
+        pod_set, allowed = sets[failing], _allowed(whole_queue, node_labels, sets[failing])
+        whose = "its node selector allows" if len(sets) == 1 else f"the node selector of PodSet {pod_set.name} allows"
+        reason = (f"no flavor of ClusterQueue {cluster.tenant.name} that {whose} ({', '.join(allowed) or 'none'}) "
+                  f"can ever hold its {pod_set.count} pod(s): {_amounts(_totals([pod_set]))}")
+        if failing and _admissible([pod_set], whole_queue, node_labels):
+            earlier = [s.name for s in sets[:failing]]
+            many = len(earlier) > 1
+            reason += f" (after PodSet{'s' if many else ''} {', '.join(earlier)} take{'' if many else 's'} a share)"
+        return [*found, never(reason, _fix_for(reason, cluster, [pod_set], whole_queue, allowed))]
     found += _admitted(cluster, where, sets, admission.flavors, admission.borrowing, obj)
     found += _mig_single_slices(cluster, where, sets, admission.flavors)
     found += _quota(cluster, where, obj, sets)
@@ -285,22 +293,32 @@ def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
     return [pod_set_of("main", 1, spec, tenancy)]
 
 
-def _eligible_flavors(
-    cluster: Cluster, sets: Sequence[PodSet]
-) -> tuple[Mapping[str, Any], dict[str, Any], dict[str, dict[str, str]]]:
-    """The tenant's ClusterQueue; a copy with only the flavors whose node labels every PodSet's selector
-    allows (models.kueue.flavorassigner.flavor_matches), which the messages name; each flavor's node labels."""
+def _queue_and_labels(cluster: Cluster) -> tuple[Mapping[str, Any], dict[str, dict[str, str]]]:
+    """The tenant's ClusterQueue and each of its flavors' node labels (the ResourceFlavor's spec.nodeLabels)."""
     cluster_queue = cluster.one("ClusterQueue", cluster.tenant.name)
     if cluster_queue is None:
         raise Inadmissible(f"tenant {cluster.tenant.name} has no ClusterQueue")
-    queue = json.loads(json.dumps(cluster_queue))
-    [group] = queue["spec"]["resourceGroups"]
+    [group] = cluster_queue["spec"]["resourceGroups"]
     labels = {
         f["name"]: dict(((cluster.one("ResourceFlavor", f["name"]) or {}).get("spec") or {}).get("nodeLabels") or {})
         for f in group["flavors"]
     }
-    group["flavors"] = [f for f in group["flavors"] if all(flavor_matches(s, labels[f["name"]]) for s in sets)]
-    return cluster_queue, queue, labels
+    return cluster_queue, labels
+
+
+def _allowed(cluster_queue: Mapping[str, Any], labels: Mapping[str, Mapping[str, str]], pod_set: PodSet) -> list[str]:
+    """The queue's flavors, in order, whose node labels the PodSet's selector and affinity allow
+    (models.kueue.flavorassigner.flavor_matches)."""
+    flavors = cluster_queue["spec"]["resourceGroups"][0]["flavors"]
+    return [f["name"] for f in flavors if flavor_matches(pod_set, labels[f["name"]])]
+
+
+def _admissible(sets: Sequence[PodSet], cluster_queue: Mapping[str, Any], labels: Mapping[str, Mapping[str, str]]) -> bool:
+    try:
+        best_case_admission(sets, cluster_queue, labels)
+    except Inadmissible:
+        return False
+    return True
 
 
 def _admitted(
@@ -385,7 +403,10 @@ def _amounts(amounts: Mapping[str, int], zeros: bool = False) -> str:
     return ", ".join(f"{r} {_show_amount(r, a)}" for r, a in sorted(amounts.items()) if a or zeros)
 
 
-def _fix_for(reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster_queue: Mapping[str, Any] | None = None) -> str:
+def _fix_for(
+    reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster_queue: Mapping[str, Any] | None = None,
+    allowed: Sequence[str] = (),
+) -> str:
     if "not covered" in reason or "unavailable" in reason:
         offered = sorted({r for q in cluster.tenant.quotas for r in q.flavor.resources_per_unit})
         return f"fix: request what {cluster.tenant.name}'s flavors hand out ({', '.join(offered) or 'cpu and memory only'})"
@@ -396,6 +417,8 @@ def _fix_for(reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster
     wanted = set(_totals(sets))
     ceilings = []
     for flavor in cluster_queue["spec"]["resourceGroups"][0]["flavors"]:
+        if flavor["name"] not in allowed:
+            continue
         quotas = {r["name"]: r for r in flavor["resources"]}
         most = {
             name: resource_value(name, quotas[name]["nominalQuota"]) + resource_value(name, quotas[name].get("borrowingLimit", 0))
@@ -403,6 +426,8 @@ def _fix_for(reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster
             for name in wanted
         }
         ceilings.append(f"{flavor['name']}: {_amounts(most, zeros=True)}")
+    if not ceilings:
+        return "fix: change the node selector: it allows none of the flavors"
     return f"fix: fit what one flavor can ever hold for {cluster.tenant.name}, nominal + borrowingLimit ({'; '.join(ceilings)})"
 
 

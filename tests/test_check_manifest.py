@@ -146,7 +146,7 @@ def test_a_mig_profile_the_pool_lacks_is_never_admitted_and_the_fix_names_what_i
     job = json.loads(json.dumps(obj).replace("nvidia.com/mig-1g.10gb", "nvidia.com/mig-1g.20gb"))
     *_, kueue = said(lines("fixture:multi-pool", "data-science", job), "kueue")
     assert kueue.startswith("PROBLEM never admitted: resources not covered by ClusterQueue data-science: "
-                            "['nvidia.com/mig-1g.20gb']")
+                            "nvidia.com/mig-1g.20gb;")
     assert "nvidia.com/mig-1g.10gb, nvidia.com/mig-2g.20gb, nvidia.com/mig-3g.40gb" in kueue
 
 
@@ -165,7 +165,7 @@ def test_a_claim_of_a_device_class_without_quota_is_never_admitted():
     # Kueue maps the MIG DeviceClass to a quota resource, and ml-research has no quota on it.
     assert kueue == (
         "PROBLEM never admitted: resources not covered by ClusterQueue ml-research: "
-        "['mig.nvidia.com.deviceclass.resource.k8s.io/devices']; fix: request what ml-research's flavors hand out "
+        "mig.nvidia.com.deviceclass.resource.k8s.io/devices; fix: request what ml-research's flavors hand out "
         "(gpu.nvidia.com.deviceclass.resource.k8s.io/devices, nvidia.com/gpu)"
     )
 
@@ -320,3 +320,112 @@ def test_a_workload_aimed_at_another_tenants_namespace_is_a_problem():
     assert said(lines("dev", "ml-research", job), "namespace") == []
     del job["metadata"]["namespace"]
     assert said(lines("dev", "ml-research", job), "namespace") == ["none set: apply it with `kubectl -n ml-research`"]
+
+
+# --- JobSets, several PodSets, the exact quota limit, time-sliced slices ----------------------------------
+
+
+def pod_template(cpu: str, memory: str, gpus: int = 0, selector: dict[str, str] | None = None) -> dict[str, Any]:
+    """The guide's fine-tune pod with other requests (and a node selector)."""
+    _, _, obj = example("Job/fine-tune-small")
+    pod = copy.deepcopy(obj["spec"]["template"])
+    requests: dict[str, Any] = {"cpu": cpu, "memory": memory}
+    limits: dict[str, Any] = {"memory": memory}
+    if gpus:
+        requests["nvidia.com/gpu"] = limits["nvidia.com/gpu"] = gpus
+    pod["spec"]["containers"][0]["resources"] = {"requests": requests, "limits": limits}
+    if selector:
+        pod["spec"]["nodeSelector"] = selector
+    return pod
+
+
+def replicated(name: str, replicas: int, parallelism: int, pod: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "replicas": replicas,
+            "template": {"spec": {"parallelism": parallelism, "completions": parallelism, "template": pod}}}
+
+
+def jobset(*jobs: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "ddp", "namespace": "ml-research"}, "spec": {"replicatedJobs": list(jobs)}}
+
+
+def test_a_jobsets_pods_are_replicas_times_parallelism_of_each_replicated_job():
+    """driver: 1 x 1 pod of 2 CPUs; workers: 2 replicas x 3 pods of 5 CPUs and 3 slices each = 6 pods, 18 slices,
+    over l40s-on-demand's 12 + 4: never. With 2 pods per replica: 4 pods, 12 slices, at the nominal exactly."""
+    workers = replicated("workers", 2, 3, pod_template("5", "20Gi", gpus=3))
+    driver = replicated("driver", 1, 1, pod_template("2", "4Gi"))
+    [never] = said(lines("dev", "ml-research", jobset(driver, workers)), "kueue")[1:]
+    assert never == (
+        "PROBLEM never admitted: no flavor of ClusterQueue ml-research that the node selector of PodSet workers allows "
+        "(cpu, l40s-on-demand, l40s-spot) can ever hold its 6 pod(s): cpu 30, memory 120Gi, nvidia.com/gpu 18; fix: fit "
+        "what one flavor can ever hold for ml-research, nominal + borrowingLimit (cpu: cpu 32, memory 128Gi, "
+        "nvidia.com/gpu 0; l40s-on-demand: cpu 256, memory 2048Gi, nvidia.com/gpu 16; l40s-spot: cpu 64, memory 512Gi, "
+        "nvidia.com/gpu 4)"
+    )
+    workers["template"]["spec"]["parallelism"] = workers["template"]["spec"]["completions"] = 2
+    findings = lines("dev", "ml-research", jobset(driver, workers))
+    assert said(findings, "kueue")[1] == (
+        "admitted on cpu, l40s-on-demand within ml-research's nominal quota: 5 pod(s), cpu 22, memory 84Gi, nvidia.com/gpu 12"
+    )
+    [quota] = said(findings, "quota")
+    assert quota == (
+        "fits ResourceQuota tenant-quota with the LimitRange's defaults (limits.ephemeral-storage 50Gi of 1000Gi, "
+        "limits.memory 84Gi of 2688Gi, pods 5 of 500, requests.cpu 22 of 352, requests.ephemeral-storage 5Gi of 1000Gi, "
+        "requests.memory 84Gi of 2688Gi, requests.nvidia.com/gpu 12 of 20)"
+    )
+
+
+def test_a_jobset_of_sixteen_slices_borrows_the_four_above_nominal():
+    """4 replicas x 1 pod x 4 slices: 16 on l40s-on-demand, 4 over its nominal 12, lent by inference."""
+    workers = replicated("workers", 4, 1, pod_template("3", "10Gi", gpus=4))
+    [borrowing] = said(lines("dev", "ml-research", jobset(workers)), "kueue")[1:]
+    assert borrowing == (
+        "admitted on l40s-on-demand only by borrowing (cpu 12, memory 40Gi, nvidia.com/gpu 16 is above the nominal "
+        "quota there): it waits until the cohort has that much idle; lenders: nvidia.com/gpu on l40s-on-demand from "
+        "inference 4"
+    )
+
+
+def test_only_the_flavors_the_failing_podsets_selector_allows_are_named():
+    """The driver selects on-demand and fits the cpu flavor; the workers select spot: l40s-spot holds 4 slices of
+    their 2 x 4. The line names the workers' flavors (cpu, l40s-spot), never l40s-on-demand, which their selector
+    excludes, nor only the flavors both PodSets allow."""
+    driver = replicated("driver", 1, 1, pod_template("2", "4Gi", selector={"karpenter.sh/capacity-type": "on-demand"}))
+    workers = replicated("workers", 1, 2, pod_template("6", "24Gi", gpus=4, selector={"karpenter.sh/capacity-type": "spot"}))
+    [never] = said(lines("dev", "ml-research", jobset(driver, workers)), "kueue")[1:]
+    assert never == (
+        "PROBLEM never admitted: no flavor of ClusterQueue ml-research that the node selector of PodSet workers allows "
+        "(cpu, l40s-spot) can ever hold its 2 pod(s): cpu 12, memory 48Gi, nvidia.com/gpu 8; fix: fit what one flavor "
+        "can ever hold for ml-research, nominal + borrowingLimit (cpu: cpu 32, memory 128Gi, nvidia.com/gpu 0; "
+        "l40s-spot: cpu 64, memory 512Gi, nvidia.com/gpu 4)"
+    )
+
+
+def test_a_job_that_exactly_fills_the_resource_quota_fits_and_one_more_pod_does_not():
+    """The LimitRange limits each container that sets none to 10Gi of scratch: 100 pods are 1000Gi, the hard limit."""
+    job = fine_tune()
+    job["spec"]["parallelism"] = 100
+    job["spec"]["template"] = pod_template("10m", "64Mi")
+    [quota] = said(lines("dev", "ml-research", job), "quota")
+    assert quota == (
+        "fits ResourceQuota tenant-quota with the LimitRange's defaults (limits.ephemeral-storage 1000Gi of 1000Gi, "
+        "limits.memory 6.25Gi of 2688Gi, pods 100 of 500, requests.cpu 1 of 352, requests.ephemeral-storage 100Gi of "
+        "1000Gi, requests.memory 6.25Gi of 2688Gi)"
+    )
+    job["spec"]["parallelism"] = 101
+    [quota] = said(lines("dev", "ml-research", job), "quota")
+    assert quota.startswith("PROBLEM exceeds ResourceQuota tenant-quota: limits.ephemeral-storage 1010Gi > 1000Gi; ")
+
+
+@pytest.mark.parametrize(
+    ("slices", "types"),
+    [
+        # 4 slices are one L40S: every g6e type with the CPU and memory; 5 need two GPUs: the 4- and 8-GPU types.
+        (4, "g6e.xlarge, g6e.2xlarge, g6e.4xlarge, g6e.8xlarge, g6e.12xlarge, g6e.16xlarge, g6e.24xlarge, g6e.48xlarge"),
+        (5, "g6e.12xlarge, g6e.24xlarge, g6e.48xlarge"),
+    ],
+)
+def test_on_a_time_sliced_pool_a_node_holds_four_slices_per_gpu(slices, types):
+    job = fine_tune()
+    job["spec"]["template"] = pod_template("3", "8Gi", gpus=slices)
+    assert said(lines("dev", "ml-research", job), "capacity") == [f"main: pool gpu-l40s, instance types {types}"]
