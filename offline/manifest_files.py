@@ -95,7 +95,9 @@ def _check_structure(text: str) -> None:
             if any(anchor == event.anchor for anchor, _ in open_collections):
                 raise Unreadable(f"line {_line(event)}: alias *{event.anchor} is inside the node "
                                  f"&{event.anchor} it names, so it never ends: write the value out")
-            nodes += anchors.get(event.anchor or "", 1)
+            if event.anchor not in anchors:
+                raise Unreadable(f"line {_line(event)}: alias *{event.anchor} names no anchor before it in its document")
+            nodes += anchors[event.anchor]
         if nodes > MAX_NODES:
             raise Unreadable(f"more than {MAX_NODES} nodes with its aliases expanded (line {_line(event)}): "
                              "a Kubernetes manifest has a few hundred; write the values out or split the file")

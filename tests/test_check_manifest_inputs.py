@@ -163,16 +163,23 @@ def test_nesting_up_to_the_limit_reads_and_one_deeper_is_refused(tmp_path):
 
 
 def test_aliases_count_as_the_nodes_they_stand_for_up_to_the_limit(tmp_path):
-    """An anchored list of 999 scalars is 1,000 nodes; each alias of it counts 1,000 again. The document map
-    itself, its keys and the anchor's key make the rest: 1 + 1 + 1000 + n x (1 + 1000) nodes for n aliases."""
-    items = ", ".join(["x"] * 999)
-    def document(aliases: int) -> str:
-        return f"a: &a [{items}]\n" + "".join(f"b{i}: *a\n" for i in range(aliases))
-    fitting = (MAX_NODES - 1002) // 1001  # 98 aliases: 99,100 nodes
-    [loaded] = read_manifest(write(tmp_path, document(fitting)), tmp_path)
-    assert len(loaded) == fitting + 1 and loaded["b0"] == ["x"] * 999
+    """An anchored list of 999 scalars is 1,000 nodes; each alias of it counts 1,000 again. The document map, the
+    anchor's key, 98 keys with an alias each (98 x 1,001) and a list of 898 under `c` (900) make exactly 100,000."""
+    def document(extra: int) -> str:
+        aliases = "".join(f"b{i}: *a\n" for i in range(98))
+        return f"a: &a [{', '.join(['x'] * 999)}]\n{aliases}c: [{', '.join(['y'] * (898 + extra))}]\n"
+    assert MAX_NODES == 1 + 1 + 1000 + 98 * 1001 + 1 + 1 + 898
+    [loaded] = read_manifest(write(tmp_path, document(0)), tmp_path)
+    assert len(loaded) == 100 and loaded["b97"] == ["x"] * 999
     with pytest.raises(Unreadable, match="more than 100000 nodes"):
-        read_manifest(write(tmp_path, document(fitting + 1)), tmp_path)
+        read_manifest(write(tmp_path, document(1)), tmp_path)
+
+
+def test_an_alias_to_an_earlier_documents_anchor_is_undefined_not_counted(tmp_path):
+    """Anchors belong to their document (YAML 1.1, PyYAML's composer): in the second, *big names nothing."""
+    text = f"big: &big [{', '.join(['x'] * 999)}]\n---\n" + "".join(f"k{i}: *big\n" for i in range(120))
+    with pytest.raises(Unreadable, match=r"line 3: alias \*big names no anchor before it in its document"):
+        read_manifest(write(tmp_path, text), tmp_path)
 
 
 def test_anchors_are_per_document_and_an_alias_after_its_node_is_not_recursive(tmp_path):

@@ -38,6 +38,9 @@ from models.kueue.resources import resource_value
         ("1E3", Fraction(1000)),
         ("2e-3", Fraction(2, 1000)),
         ("12n", Fraction(12, 10**9)),
+        ("5n", Fraction(5, 10**9)),
+        ("1.5n", Fraction(2, 10**9)),  # rounded up to a whole 1n
+        ("9.99e99", Fraction(999 * 10**97)),  # just below the 10^100 the model refuses
         ("3u", Fraction(3, 10**6)),
         ("-1.5m", Fraction(-3, 2000)),
         ("+7", Fraction(7)),
