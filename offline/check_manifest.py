@@ -23,7 +23,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,11 @@ from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
 from config.errors import did_you_mean
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
-from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
+from config.labels import CAPACITY_TYPE_LABEL, LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
 from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubeflow_trainer, kubelet
+from models.karpenter.disruption import SPOT_NOTICE_SECONDS
+from models.karpenter.provisioning import SPOT, capacity_type
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.podsecurity import ENFORCE_LABEL, violations
@@ -271,6 +273,7 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
         return [*found, never(reason, _fix_for(reason, cluster, [pod_set], whole_queue, allowed))]
     found += _admitted(cluster, where, sets, admission.flavors, admission.borrowing, obj)
     found += _mig_single_slices(cluster, where, sets, admission.flavors)
+    found += _spot_warnings(cluster, where, sets, admission.flavors, whole_queue, node_labels)
     found += _quota(cluster, where, obj, sets)
     found += _capacity(cluster, where, sets, admission.flavors)
     return found
@@ -359,6 +362,56 @@ def _mig_single_slices(cluster: Cluster, where: str, sets: Sequence[PodSet], fla
         found.append(Finding(where, "kueue", f"on {name} each {GPU_RESOURCE} of PodSet {pod_set.name} is a MIG device "
                              f"({profiles}; migStrategy single), not a whole GPU; {fix}"))
     return found
+
+
+def _spot_warnings(
+    cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Sequence[str],
+    cluster_queue: Mapping[str, Any], labels: Mapping[str, Mapping[str, str]],
+) -> list[Finding]:
+    """A PodSet that says nothing of capacity type, admitted on a GPU flavor whose nodes Karpenter launches as
+    spot (models.karpenter.provisioning.capacity_type: spot whenever the NodePool allows it), may be stopped
+    with two minutes' notice. The warning names the flavor and the node selector that gets an on-demand
+    flavor instead, checked by admitting the workload with it (a selector on capacity type alone does not
+    rule out a flavor whose node labels do not set it, such as a spot-only pool's)."""
+    plans = {f.name: f for f in cluster.config.flavors}
+    found = []
+    for index, (pod_set, name) in enumerate(zip(sets, flavors, strict=True)):
+        plan = plans.get(name)
+        if plan is None or _constrains_capacity_type(pod_set):
+            continue
+        if capacity_type(_capacity_types(plan), reservation_has_room=False) != SPOT:
+            continue
+        fix = f"{cluster.tenant.name} has no on-demand flavor that can hold it"
+        for other in cluster.config.flavors:
+            if other.name not in labels or SPOT in _capacity_types(other):
+                continue
+            chosen = replace(pod_set, node_selector={**pod_set.node_selector, **other.node_labels})
+            trial = [*sets[:index], chosen, *sets[index + 1:]]
+            try:
+                if best_case_admission(trial, cluster_queue, labels).flavors[index] != other.name:
+                    continue
+            except Inadmissible:
+                continue
+            selector = ", ".join(f"{key}: {value}" for key, value in sorted(other.node_labels.items()))
+            fix = f"for on-demand nodes add nodeSelector {selector} (flavor {other.name})"
+            break
+        found.append(Finding(where, "kueue", f"PodSet {pod_set.name} lands on spot capacity (flavor {name}): its pods "
+                             f"can be stopped with {SPOT_NOTICE_SECONDS // 60} minutes' notice; {fix}"))
+    return found
+
+
+def _capacity_types(flavor: FlavorPlan) -> list[str]:
+    return [flavor.capacity_type] if flavor.capacity_type else list(flavor.pool.config.capacity_types)
+
+
+def _constrains_capacity_type(pod_set: PodSet) -> bool:
+    """The PodSet's node selector or required node affinity names the capacity type: a choice made."""
+    if CAPACITY_TYPE_LABEL in pod_set.node_selector:
+        return True
+    return any(
+        expression.get("key") == CAPACITY_TYPE_LABEL
+        for term in pod_set.node_affinity for expression in (term.get("matchExpressions") or ())
+    )
 
 
 def _lenders(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -> str:

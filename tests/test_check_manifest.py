@@ -74,7 +74,7 @@ def test_every_workload_in_the_tenants_guide_is_admitted_as_the_guide_says(workl
     stack, tenant, obj = example(workload)
     findings = lines(stack, tenant, obj)
     assert [f for f in findings if f.problem] == []
-    *_, kueue = said(findings, "kueue")
+    [kueue] = [line for line in said(findings, "kueue") if line.startswith("admitted")]
     assert kueue == DOC_ANSWERS[workload]
     assert report(findings) == EXIT_OK
 
@@ -429,3 +429,44 @@ def test_on_a_time_sliced_pool_a_node_holds_four_slices_per_gpu(slices, types):
     job = fine_tune()
     job["spec"]["template"] = pod_template("3", "8Gi", gpus=slices)
     assert said(lines("dev", "ml-research", job), "capacity") == [f"main: pool gpu-l40s, instance types {types}"]
+
+
+# --- spot capacity without a choice -------------------------------------------------------------------
+
+
+def notebook(selector: dict[str, str] | None = None) -> dict[str, Any]:
+    job = fine_tune()
+    job["metadata"]["namespace"] = "data-science"
+    job["spec"]["template"] = pod_template("4", "16Gi", gpus=1, selector=selector)
+    return job
+
+
+def test_a_notebook_without_a_selector_lands_on_spot_a100s_and_is_told_how_to_get_on_demand():
+    """multi-pool's data-science: h100-on-demand hands out MIG devices, so one nvidia.com/gpu goes to a100-spot
+    (a spot-only pool). A capacity-type selector would not move it (a100-spot's node labels do not set the key,
+    so Kueue keeps it); selecting l40s-on-demand's pool does."""
+    admitted, warning = said(lines("fixture:multi-pool", "data-science", notebook()), "kueue")
+    assert admitted.startswith("admitted on a100-spot within data-science's nominal quota")
+    assert warning == (
+        "PodSet main lands on spot capacity (flavor a100-spot): its pods can be stopped with 2 minutes' notice; for "
+        "on-demand nodes add nodeSelector gpu-platform/node-pool: gpu-l40s (flavor l40s-on-demand)"
+    )
+
+
+def test_a_workload_that_chose_spot_is_not_warned():
+    findings = lines("fixture:multi-pool", "data-science", notebook({"karpenter.sh/capacity-type": "spot"}))
+    [admitted] = said(findings, "kueue")
+    assert admitted.startswith("admitted on a100-spot within")
+
+
+def test_a_podset_pushed_to_spot_by_the_others_is_warned_when_no_on_demand_flavor_holds_it():
+    """dev: the workers take all 16 slices l40s-on-demand can ever hold (12 + 4); the eval PodSet's 2 slices fit
+    only l40s-spot, and with an on-demand selector nowhere."""
+    workers = replicated("workers", 4, 1, pod_template("3", "10Gi", gpus=4))
+    evaluation = replicated("eval", 1, 1, pod_template("2", "8Gi", gpus=2))
+    admitted, warning = said(lines("dev", "ml-research", jobset(workers, evaluation)), "kueue")[1:]
+    assert admitted.startswith("admitted on l40s-on-demand, l40s-spot only by borrowing")
+    assert warning == (
+        "PodSet eval lands on spot capacity (flavor l40s-spot): its pods can be stopped with 2 minutes' notice; "
+        "ml-research has no on-demand flavor that can hold it"
+    )
