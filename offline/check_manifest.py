@@ -29,7 +29,7 @@ from typing import Any
 
 from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
-from config.errors import did_you_mean
+from config.errors import counted, did_you_mean
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
 from config.labels import CAPACITY_TYPE_LABEL, LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
 from config.system_capacity import VM_MEMORY_OVERHEAD
@@ -656,5 +656,5 @@ def report(findings: Sequence[Finding]) -> int:
     for finding in findings:
         print(finding)
     problems = [f for f in findings if f.problem]
-    print(f"{len({f.workload for f in findings})} objects checked, {len(problems)} problems")
+    print(f"{counted(len({f.workload for f in findings}), 'object')} checked, {counted(len(problems), 'problem')}")
     return EXIT_FINDINGS if problems else EXIT_OK

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from config.errors import counted
 from models.kubernetes.cel import CelResult, cel_findings
 
 from . import upstream
@@ -55,7 +56,8 @@ class Report:
 
     def summary(self) -> str:
         problems, rules = len(self.problems), self.cel_not_evaluated
-        return f"{self.objects} objects checked, {problems} problems, {rules} CEL rules not evaluated"
+        return (f"{counted(self.objects, 'object')} checked, {counted(problems, 'problem')}, "
+                f"{counted(rules, 'CEL rule')} not evaluated")
 
 
 def main(render_dir: Path, kubernetes_version: str | None) -> int:

@@ -258,7 +258,7 @@ def test_an_unknown_tenant_or_an_unreadable_file_exits_2(tmp_path, capsys):
 def test_the_report_counts_objects_and_problems(capsys):
     findings = [Finding("a.yaml: Job/x", "schema", "valid"), Finding("a.yaml: Job/y", "kueue", "never", True)]
     assert report(findings) == EXIT_FINDINGS
-    assert capsys.readouterr().out.splitlines()[-1] == "2 objects checked, 1 problems"
+    assert capsys.readouterr().out.splitlines()[-1] == "2 objects checked, 1 problem"
 
 
 # --- migStrategy single: nvidia.com/gpu names two things ---------------------------------------------------
