@@ -155,8 +155,7 @@ def check(cluster: Cluster, documents: Sequence[tuple[str, Mapping[str, Any]]]) 
     tenancy = cluster.tenancy(own)
     findings: list[Finding] = []
     for file, obj in documents:
-        name = (obj.get("metadata") or {}).get("name", "?")
-        where = f"{file}: {obj.get('kind', '?')}/{name}"
+        where = f"{file}: {obj.get('kind', '?')}/{_name(obj)}"
         findings += _schema(cluster, where, obj)
         if obj.get("kind") not in WORKLOADS:
             continue
@@ -165,6 +164,12 @@ def check(cluster: Cluster, documents: Sequence[tuple[str, Mapping[str, Any]]]) 
         findings += _policies(cluster, where, obj, pods)
         findings += _kueue_quota_capacity(cluster, tenancy, where, obj)
     return findings
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    """The object's name, or its generateName with `*` for the suffix the API server adds."""
+    metadata = obj.get("metadata") or {}
+    return metadata.get("name") or f"{metadata.get('generateName', '?')}*"
 
 
 def _schema(cluster: Cluster, where: str, obj: Mapping[str, Any]) -> list[Finding]:
@@ -247,6 +252,9 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
     elif queue != LOCAL_QUEUE:
         reason = f"LocalQueue {queue} does not exist in {cluster.namespace}, so its Workload waits for it forever"
         return [*found, never(reason, f"set {QUEUE_NAME_LABEL}: {LOCAL_QUEUE} or drop the label")]
+    missing = _missing_reference(obj, tenancy)
+    if missing is not None:
+        return [*found, never(*missing)]
     try:
         sets = _pod_sets(obj, tenancy)
     except Inadmissible as err:
@@ -277,6 +285,31 @@ def _kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: M
     found += _quota(cluster, where, obj, sets)
     found += _capacity(cluster, where, sets, admission.flavors)
     return found
+
+
+def _missing_reference(obj: Mapping[str, Any], tenancy: Tenancy) -> tuple[str, str] | None:
+    """(reason, fix) when the workload names a training runtime or a claim template that does not exist: Kueue
+    cannot count its PodSets, so its Workload stays pending."""
+    if obj["kind"] == "TrainJob":
+        name = ((obj.get("spec") or {}).get("runtimeRef") or {}).get("name", "")
+        if name not in tenancy.runtimes:
+            runtimes = ", ".join(sorted(tenancy.runtimes)) or "none"
+            return (f"ClusterTrainingRuntime {name} does not exist",
+                    f"fix: set spec.runtimeRef.name to one the platform declares ({runtimes})"
+                    f"{did_you_mean(name, tenancy.runtimes)}")
+    for pod in _pod_templates(obj, tenancy):
+        for claim in pod.get("resourceClaims") or ():
+            template = claim.get("resourceClaimTemplateName")
+            if template is None:
+                return (f"claim {claim.get('name')} names no resourceClaimTemplateName, and the check reads claims "
+                        "only through templates", "fix: claim devices through a ResourceClaimTemplate")
+            if template not in tenancy.claim_templates:
+                templates = ", ".join(sorted(tenancy.claim_templates)) or "none"
+                namespace = obj["metadata"].get("namespace") or "the namespace"
+                return (f"ResourceClaimTemplate {template} does not exist in {namespace}",
+                        f"fix: use one the platform declares or include yours in the files checked (declared: {templates})"
+                        f"{did_you_mean(template, tenancy.claim_templates)}")
+    return None
 
 
 def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
@@ -617,7 +650,7 @@ def unjudgeable(documents: Sequence[tuple[str, Mapping[str, Any]]], crds: Callab
         in_scope = CustomResourceDefinitions() if is_built_in_group(group) else crds()
         for finding in object_findings(obj, in_scope, kubernetes_version).findings:
             if any(reason in finding.reason for reason in _SHAPE_REASONS):
-                where = f"{file}: {obj['kind']}/{obj['metadata'].get('name') or obj['metadata'].get('generateName')}"
+                where = f"{file}: {obj['kind']}/{_name(obj)}"
                 lines.append(f"{where}: {dotted(finding.path)}: {finding.reason}")
     return lines
 

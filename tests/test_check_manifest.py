@@ -470,3 +470,29 @@ def test_a_podset_pushed_to_spot_by_the_others_is_warned_when_no_on_demand_flavo
         "PodSet eval lands on spot capacity (flavor l40s-spot): its pods can be stopped with 2 minutes' notice; "
         "ml-research has no on-demand flavor that can hold it"
     )
+
+
+def test_a_reference_to_a_runtime_or_claim_template_that_does_not_exist_is_named_with_the_fix():
+    """Kueue cannot count such a workload's PodSets, so its Workload stays pending. dev declares the runtime
+    torch-distributed and no claim template in ml-research."""
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                "metadata": {"name": "ddp", "namespace": "ml-research"}, "spec": {"runtimeRef": {"name": "torch-distributd"}}}
+    assert said(lines("dev", "ml-research", trainjob), "kueue")[1:] == [
+        "PROBLEM never admitted: ClusterTrainingRuntime torch-distributd does not exist; fix: set spec.runtimeRef.name "
+        "to one the platform declares (torch-distributed); did you mean torch-distributed?"
+    ]
+    job = fine_tune()
+    pod = job["spec"]["template"]["spec"]
+    pod["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "one-l4"}]
+    pod["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+    assert said(lines("dev", "ml-research", job), "kueue") == [
+        "PROBLEM never admitted: ResourceClaimTemplate one-l4 does not exist in ml-research; fix: use one the platform "
+        "declares or include yours in the files checked (declared: none)"
+    ]
+
+
+def test_an_object_named_by_generate_name_is_shown_with_a_star():
+    job = fine_tune()
+    del job["metadata"]["name"]
+    job["metadata"]["generateName"] = "sweep-"
+    assert {f.workload for f in lines("dev", "ml-research", job)} == {"job.yaml: Job/sweep-*"}
