@@ -175,8 +175,32 @@ def _not_an_object(document: Any) -> str | None:
 
 # What a schema finding says when a field has the wrong shape: the checks read such fields, so a workload
 # with one is not judged (as the API server would not decode it), only refused.
-_SHAPE_REASONS = ("must be ", "must not be null", "required field is missing", "is not a valid quantity",
+_SHAPE_REASONS = ("must be ", "must not be null", "required field is missing", "is not a valid quantity", "does not serve",
                   "is too large", " does not fit int")
+
+
+# The fields each workload's pods are read from: the API server's validation requires them (a Job's pod
+# template and its containers, a TrainJob's runtime), though the OpenAPI schemas leave them optional.
+_REQUIRED: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Job": (("spec", "template", "spec", "containers"),),
+    "Deployment": (("spec", "template", "spec", "containers"),),
+    "Pod": (("spec", "containers"),),
+    "JobSet": (("spec", "replicatedJobs", "*", "template", "spec", "template", "spec", "containers"),),
+    "TrainJob": (("spec", "runtimeRef", "name"),),
+}
+
+
+def _missing(value: Any, path: Sequence[str], walked: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """The paths (`*`: each item of a list) that are absent from `value`."""
+    if not path:
+        return []
+    key, rest = path[0], path[1:]
+    if key == "*":
+        items = value if isinstance(value, list) else []
+        return [gap for index, item in enumerate(items) for gap in _missing(item, rest, (*walked, index))]
+    if not isinstance(value, dict) or value.get(key) is None:
+        return [(*walked, key)]
+    return _missing(value[key], rest, (*walked, key))
 
 
 def unjudgeable(documents: Sequence[tuple[str, Mapping[str, Any]]], crds: Callable[[], CustomResourceDefinitions],
@@ -190,10 +214,16 @@ def unjudgeable(documents: Sequence[tuple[str, Mapping[str, Any]]], crds: Callab
             continue
         group = obj["apiVersion"].rsplit("/", 1)[0] if "/" in obj["apiVersion"] else ""
         in_scope = CustomResourceDefinitions() if is_built_in_group(group) else crds()
-        for finding in object_findings(obj, in_scope, kubernetes_version).findings:
-            if any(reason in finding.reason for reason in _SHAPE_REASONS):
-                where = f"{file}: {obj['kind']}/{_name(obj)}"
-                lines.append(f"{where}: {dotted(finding.path)}: {finding.reason}")
+        where = f"{file}: {obj['kind']}/{_name(obj)}"
+        found = [
+            f"{where}: {dotted(finding.path)}: {finding.reason}"
+            for finding in object_findings(obj, in_scope, kubernetes_version).findings
+            if any(reason in finding.reason for reason in _SHAPE_REASONS)
+        ]
+        if not found:
+            found = [f"{where}: {dotted(gap)}: required field is missing"
+                     for path in _REQUIRED.get(obj["kind"], ()) for gap in _missing(obj, path)]
+        lines += found
     return lines
 
 

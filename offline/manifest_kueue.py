@@ -56,7 +56,8 @@ def kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: Ma
     except Inadmissible as err:
         return [*found, never(str(err), _fix_for(str(err), cluster))]
     except (ValueError, KeyError) as err:
-        return [*found, Finding(where, "kueue", f"not judged: {err}", True)]
+        reason = f"{err.args[0]} is missing" if isinstance(err, KeyError) else str(err)
+        return [*found, Finding(where, "kueue", f"not judged: {reason}", True)]
     whole_queue, node_labels = _queue_and_labels(cluster)
     try:
         admission = best_case_admission(sets, whole_queue, node_labels)

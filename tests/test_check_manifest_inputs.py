@@ -73,6 +73,14 @@ HOSTILE: dict[str, tuple[str | bytes, str]] = {
                     "busybox\n        resources"),
         "Job/train: spec.template.spec.containers: must be a list, not a map",
     ),
+    "no-pod-template.yaml": (
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: empty}\n",  # the schema leaves spec optional
+        "Job/empty: spec: required field is missing",
+    ),
+    "unserved-version.yaml": (
+        JOB.replace("batch/v1", "batch/v2"),
+        "Job/train: apiVersion: Kubernetes 1.35 does not serve batch/v2 Job; it serves Job as batch/v1",
+    ),
     "not-an-object.yaml": ("- a\n- b\n", "document 1: a list, not a Kubernetes object (a map)"),
     "too-big.yaml": (
         "# " + "x" * (3 * 2**20) + "\n",
@@ -137,7 +145,13 @@ def test_a_custom_workload_with_a_map_where_a_list_belongs_is_refused_against_it
     assert unjudgeable([("js.yaml", jobset)], crds, "1.35") == [
         "js.yaml: JobSet/js: spec.replicatedJobs[0].replicas: 2147483648 does not fit int32 (-2147483648 to 2147483647)"
     ]
-    assert len(calls) == 2  # a built-in kind needs no CRDs
+    jobset["spec"]["replicatedJobs"] = [{"name": "w", "template": {"spec": {"template": {"spec": {}}}}},
+                                        {"name": "v", "template": {"spec": {}}}]
+    assert unjudgeable([("js.yaml", jobset)], crds, "1.35") == [
+        "js.yaml: JobSet/js: spec.replicatedJobs[0].template.spec.template.spec.containers: required field is missing",
+        "js.yaml: JobSet/js: spec.replicatedJobs[1].template.spec.template: required field is missing",
+    ]
+    assert len(calls) == 3  # a built-in kind needs no CRDs
 
 
 # --- the reader's bounds, in process --------------------------------------------------------------------
