@@ -40,7 +40,7 @@ from .builtin_kinds import is_built_in_group
 from .manifest_cluster import Cluster, Finding, pod_templates, rendered_objects
 from .manifest_files import Unreadable, read_manifest
 from .manifest_kueue import kueue_quota_capacity
-from .openapi import dotted, type_name
+from .openapi import describe, dotted, quantity_problem, type_name
 from .validate import CustomResourceDefinitions, object_findings
 
 __all__ = ["Cluster", "Finding", "check", "main", "read_documents", "rendered_objects", "report", "unjudgeable"]
@@ -66,12 +66,13 @@ POD_CREATOR: dict[str, User] = {
 
 def check(cluster: Cluster, documents: Sequence[tuple[str, Mapping[str, Any]]]) -> list[Finding]:
     """Findings for every workload among `documents` ((file, object) pairs); the templates among them are the tenant's."""
-    own = [obj for _, obj in documents if obj.get("kind") == "ResourceClaimTemplate"]
+    own = [without_nulls(obj) for _, obj in documents if obj.get("kind") == "ResourceClaimTemplate"]
     tenancy = cluster.tenancy(own)
     findings: list[Finding] = []
-    for file, obj in documents:
-        where = f"{file}: {obj.get('kind', '?')}/{_name(obj)}"
-        findings += _schema(cluster, where, obj)
+    for file, written in documents:
+        where = f"{file}: {written.get('kind', '?')}/{_name(written)}"
+        findings += _schema(cluster, where, written)
+        obj = without_nulls(written)
         if obj.get("kind") not in WORKLOADS:
             continue
         findings += _namespace(cluster, where, obj)
@@ -79,6 +80,16 @@ def check(cluster: Cluster, documents: Sequence[tuple[str, Mapping[str, Any]]]) 
         findings += _policies(cluster, where, obj, pods)
         findings += kueue_quota_capacity(cluster, tenancy, where, obj)
     return findings
+
+
+def without_nulls(value: Any) -> Any:
+    """The object as the API server decodes it for the checks that follow the schema: a field set to null
+    is a field not set (a null list item is refused before, by `unjudgeable`)."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
 
 
 def _name(obj: Mapping[str, Any]) -> str:
@@ -203,6 +214,39 @@ def _missing(value: Any, path: Sequence[str], walked: tuple[str | int, ...] = ()
     return _missing(value[key], rest, (*walked, key))
 
 
+def _null_items(value: Any, walked: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Where a list holds null: the schemas let it through (their item types are nullable), the API server
+    decodes it as an empty object its validation then refuses, and the checks have nothing to read."""
+    found: list[tuple[str | int, ...]] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        if item is None and isinstance(value, list):
+            found.append((*walked, key))
+        else:
+            found += _null_items(item, (*walked, key))
+    return found
+
+
+def _bad_quantities(value: Any, walked: tuple[str | int, ...] = ()) -> list[str]:
+    """`path: reason` for every amount under a `resources` (or a TrainJob's `resourcesPerNode`) map's requests
+    and limits that is not a quantity the API server reads, wherever the schema leaves it unchecked."""
+    found: list[str] = []
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        path = (*walked, key)
+        if key in ("requests", "limits") and walked[-1:] in (("resources",), ("resourcesPerNode",)) and isinstance(item, dict):
+            found += [f"{dotted((*path, name))}: {problem}" for name, amount in item.items()
+                      if amount is not None and (problem := quantity_problem(amount) or _not_a_quantity_type(amount))]
+        else:
+            found += _bad_quantities(item, path)
+    return found
+
+
+def _not_a_quantity_type(amount: Any) -> str | None:
+    return None if isinstance(amount, str | int | float) and not isinstance(amount, bool) else (
+        f"{describe(amount)} is not a quantity (a string or a number)")
+
+
 def unjudgeable(documents: Sequence[tuple[str, Mapping[str, Any]]], crds: Callable[[], CustomResourceDefinitions],
                 kubernetes_version: str) -> list[str]:
     """One line per field of a workload whose shape the API server would refuse to decode (a map where
@@ -220,6 +264,8 @@ def unjudgeable(documents: Sequence[tuple[str, Mapping[str, Any]]], crds: Callab
             for finding in object_findings(obj, in_scope, kubernetes_version).findings
             if any(reason in finding.reason for reason in _SHAPE_REASONS)
         ]
+        found += [f"{where}: {dotted(gap)}: a null item; remove it" for gap in _null_items(obj)]
+        found += [f"{where}: {line}" for line in _bad_quantities(obj) if f"{where}: {line}" not in found]
         if not found:
             found = [f"{where}: {dotted(gap)}: required field is missing"
                      for path in _REQUIRED.get(obj["kind"], ()) for gap in _missing(obj, path)]

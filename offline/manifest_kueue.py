@@ -330,7 +330,7 @@ def _quota(cluster: Cluster, where: str, obj: Mapping[str, Any], sets: Sequence[
             for kind in ("requests", "limits"):
                 for resource, value in (resources.get(kind) or {}).items():
                     key = f"{kind}.{resource}" if f"{kind}.{resource}" in hard else resource if resource in hard else None
-                    if key is not None:
+                    if key is not None and value is not None:  # null: unset, to the API server's decoder
                         needed[key] = needed.get(key, 0) + parse_quantity(value) * count
     over = [
         f"{key} {_show(needed[key])} > {hard[key]}"

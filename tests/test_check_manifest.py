@@ -496,3 +496,19 @@ def test_an_object_named_by_generate_name_is_shown_with_a_star():
     del job["metadata"]["name"]
     job["metadata"]["generateName"] = "sweep-"
     assert {f.workload for f in lines("dev", "ml-research", job)} == {"job.yaml: Job/sweep-*"}
+
+
+def test_a_null_field_is_an_unset_field():
+    """The API server decodes `null` as not set: the pod's seccompProfile is then missing (Pod Security restricted
+    refuses it) and the memory request is the LimitRange's default, 256Mi."""
+    job = fine_tune()
+    job["spec"]["template"]["spec"]["securityContext"]["seccompProfile"] = None
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = None
+    findings = lines("dev", "ml-research", job)
+    assert said(findings, "policies") == [
+        'PROBLEM Pod Security restricted refuses each of its pods: seccompProfile (container "train" must set '
+        'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost" (on the pod or the container))'
+    ]
+    assert said(findings, "kueue") == [
+        "admitted on l40s-on-demand within ml-research's nominal quota: 1 pod(s), cpu 4, memory 0.25Gi, nvidia.com/gpu 1"
+    ]

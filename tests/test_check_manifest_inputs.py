@@ -154,6 +154,20 @@ def test_a_custom_workload_with_a_map_where_a_list_belongs_is_refused_against_it
     assert len(calls) == 3  # a built-in kind needs no CRDs
 
 
+def test_a_null_list_item_and_an_amount_the_schema_leaves_unchecked_are_refused():
+    job = yaml.safe_load(JOB)
+    job["spec"]["template"]["spec"]["containers"][0]["ports"] = [None]
+    assert unjudgeable([("job.yaml", job)], lambda: stack_crds("dev"), "1.35") == [
+        "job.yaml: Job/train: spec.template.spec.containers[0].ports[0]: a null item; remove it"
+    ]
+    trainjob = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "ddp"},
+                "spec": {"runtimeRef": {"name": "torch-distributed"},
+                         "trainer": {"resourcesPerNode": {"limits": {"nvidia.com/gpu": "eight", "cpu": None}}}}}
+    assert unjudgeable([("tj.yaml", trainjob)], lambda: stack_crds("dev"), "1.35") == [
+        'tj.yaml: TrainJob/ddp: spec.trainer.resourcesPerNode.limits["nvidia.com/gpu"]: "eight" is not a valid quantity'
+    ]
+
+
 # --- the reader's bounds, in process --------------------------------------------------------------------
 
 
