@@ -512,3 +512,20 @@ def test_a_null_field_is_an_unset_field():
     assert said(findings, "kueue") == [
         "admitted on l40s-on-demand within ml-research's nominal quota: 1 pod(s), cpu 4, memory 0.25Gi, nvidia.com/gpu 1"
     ]
+
+
+def test_a_claim_template_the_model_cannot_count_is_not_judged_and_says_why():
+    _, _, obj = example("Job/l4-eval")
+    job = copy.deepcopy(obj)
+    job["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = "any-gpu"
+    own = {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "any-gpu", "namespace": "ml-research"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "firstAvailable": [{"name": "l4", "deviceClassName": "gpu.nvidia.com"}]}
+        ]}}},
+    }
+    findings = lines("fixture:single-pool-dra", "ml-research", own, job)
+    assert said([f for f in findings if f.workload.endswith("Job/l4-eval")], "kueue")[-1] == (
+        "PROBLEM not judged: the model reads `exactly` device requests only, not request gpu's"
+    )
