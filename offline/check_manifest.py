@@ -102,7 +102,7 @@ def _schema(cluster: Cluster, where: str, obj: Mapping[str, Any]) -> list[Findin
     version = cluster.config.cluster.kubernetes_version
     found = object_findings(obj, cluster.crds, version).findings
     if found:
-        return [Finding(where, "schema", f"{'.'.join(map(str, f.path)) or '(object)'}: {f.reason}", True) for f in found]
+        return [Finding(where, "schema", f"{dotted(f.path)}: {f.reason}", True) for f in found]
     return [Finding(where, "schema", f"valid for Kubernetes {version} and the pinned CRDs")]
 
 

@@ -529,3 +529,11 @@ def test_a_claim_template_the_model_cannot_count_is_not_judged_and_says_why():
     assert said([f for f in findings if f.workload.endswith("Job/l4-eval")], "kueue")[-1] == (
         "PROBLEM not judged: the model reads `exactly` device requests only, not request gpu's"
     )
+
+
+def test_a_schema_problem_names_the_field_as_the_other_lines_do():
+    job = fine_tune()
+    job["spec"]["template"]["spec"]["containers"][0]["gpus"] = 1
+    assert said(lines("dev", "ml-research", job), "schema") == [
+        "PROBLEM spec.template.spec.containers[0].gpus: unknown field (the API server would drop it)"
+    ]
