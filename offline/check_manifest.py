@@ -38,7 +38,7 @@ from models.kubernetes.user import User, service_account
 
 from .builtin_kinds import is_built_in_group
 from .manifest_cluster import Cluster, Finding, pod_templates, rendered_objects
-from .manifest_files import Unreadable, read_manifest
+from .manifest_files import MAX_NODES, MAX_RUN_NODES, Unreadable, read_manifest
 from .manifest_kueue import kueue_quota_capacity
 from .openapi import describe, dotted, quantity_problem, type_name
 from .validate import CustomResourceDefinitions, object_findings
@@ -155,12 +155,14 @@ def documents_and_problems(paths: Sequence[Path]) -> tuple[list[tuple[str, dict[
     and one line per unreadable file or document that is not a Kubernetes object."""
     found: list[tuple[str, dict[str, Any]]] = []
     problems: list[str] = []
+    nodes = 0
     for path in paths:
         try:
-            documents = read_manifest(path)
+            documents = read_manifest(path, max_nodes=min(MAX_NODES, MAX_RUN_NODES - nodes))
         except Unreadable as err:
             problems.append(f"{path}: {err}")
             continue
+        nodes += documents.nodes
         for number, document in enumerate(documents, 1):
             problem = _not_an_object(document)
             if problem:

@@ -9,9 +9,9 @@ line (`Unreadable`), within seconds and a few megabytes whatever it holds.
   pkg/server/config.go NewConfig, MaxRequestBodyBytes 3 MiB), so nothing refused here could be applied.
 - Text: UTF-8 (a leading byte-order mark is allowed), as YAML 1.1 and kubectl read it.
 - Structure, counted from the parser's events before anything is built: nesting at most MAX_DEPTH deep,
-  and at most MAX_NODES nodes per file with every alias counted as the nodes it stands for (a "billion
-  laughs" file is a few hundred bytes that expand to 10^9 nodes); an alias inside the node it names
-  (a recursive alias) is refused, since no Kubernetes object is infinite.
+  and at most MAX_NODES nodes per file (MAX_RUN_NODES a run) with every alias counted as the nodes it
+  stands for (a "billion laughs" file is a few hundred bytes that expand to 10^9 nodes); an alias inside
+  the node it names (a recursive alias) is refused, since no Kubernetes object is infinite.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ MAX_DEPTH = 100
 # of 6,600 environment variables, 20,000 nodes, takes 2 s of CPU to judge), so the bound keeps the slowest
 # file within seconds.
 MAX_NODES = 20_000
+# And at most five such files a run: a run's checks take about 8 ms of CPU per 100 nodes.
+MAX_RUN_NODES = 100_000
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -39,14 +41,23 @@ class Unreadable(Exception):
     """Why a file cannot be read, in one line without the file's name."""
 
 
-def read_manifest(path: Path, cwd: Path | None = None) -> list[Any]:
-    """The YAML documents of the file at `path` (empty ones left out); Unreadable with the reason."""
+class Manifest(list[Any]):
+    """A file's documents, and its nodes with aliases expanded (what counts against MAX_RUN_NODES)."""
+
+    nodes: int = 0
+
+
+def read_manifest(path: Path, cwd: Path | None = None, max_nodes: int = MAX_NODES) -> Manifest:
+    """The YAML documents of the file at `path` (empty ones left out); Unreadable with the reason.
+    `max_nodes`: what the file may hold, MAX_NODES or what is left of the run's MAX_RUN_NODES."""
     text = _text(path, Path.cwd() if cwd is None else cwd)
     try:
-        _check_structure(text)
-        return [document for document in yaml.load_all(text, Loader=_Loader) if document is not None]
+        nodes = _check_structure(text, max_nodes)
+        manifest = Manifest(document for document in yaml.load_all(text, Loader=_Loader) if document is not None)
     except yaml.YAMLError as err:
         raise Unreadable(_yaml_reason(err)) from None
+    manifest.nodes = nodes
+    return manifest
 
 
 def _text(path: Path, cwd: Path) -> str:
@@ -70,7 +81,7 @@ def _text(path: Path, cwd: Path) -> str:
         raise Unreadable(f"not UTF-8 text (byte 0x{data[err.start]:02x} at offset {err.start}): save it as UTF-8") from None
 
 
-def _check_structure(text: str) -> None:
+def _check_structure(text: str, max_nodes: int) -> int:
     """Depth, expanded size and recursive aliases, from the parser's events (nothing is built)."""
     nodes = 0
     anchors: dict[str, int] = {}  # anchor -> the nodes it stands for, in the current document
@@ -100,9 +111,13 @@ def _check_structure(text: str) -> None:
             if event.anchor not in anchors:
                 raise Unreadable(f"line {_line(event)}: alias *{event.anchor} names no anchor before it in its document")
             nodes += anchors[event.anchor]
-        if nodes > MAX_NODES:
+        if nodes > max_nodes:
+            if max_nodes < MAX_NODES:
+                raise Unreadable(f"the files before it leave {max_nodes} of the nodes one run checks, and it holds "
+                                 "more (aliases expanded): check it in another run")
             raise Unreadable(f"more than {MAX_NODES} nodes with its aliases expanded (line {_line(event)}): "
                              "a Kubernetes manifest has a few hundred; write the values out or split the file")
+    return nodes
 
 
 def _line(event: Any) -> int:

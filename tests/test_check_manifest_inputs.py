@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from offline import check_manifest
 from offline.check_manifest import unjudgeable
 from offline.manifest_files import MAX_DEPTH, MAX_NODES, Unreadable, read_manifest
 
@@ -236,3 +237,21 @@ def test_a_byte_order_mark_is_allowed_and_a_file_at_the_size_limit_reads(tmp_pat
     path.write_text(body + "x" * (3 * 2**20 - len(body)) + "\n")
     with pytest.raises(Unreadable, match="larger than 3 MiB"):
         read_manifest(path, tmp_path)
+
+
+def test_a_run_reads_files_until_its_node_budget_is_spent(tmp_path, monkeypatch):
+    """With a budget of 2,500: two lists of 999 scalars (1,000 nodes each) are read, a third is refused, and a
+    list of 399 (400 nodes) still fits what is left."""
+    monkeypatch.setattr(check_manifest, "MAX_RUN_NODES", 2500)
+    paths = []
+    for name, items in (("a", 999), ("b", 999), ("c", 999), ("d", 399)):
+        paths.append(tmp_path / f"{name}.yaml")
+        paths[-1].write_text("[" + ", ".join(["x"] * items) + "]\n")
+    _, problems = check_manifest.documents_and_problems(paths)
+    assert problems == [
+        f"{paths[0]}: document 1: a list, not a Kubernetes object (a map)",
+        f"{paths[1]}: document 1: a list, not a Kubernetes object (a map)",
+        f"{paths[2]}: the files before it leave 500 of the nodes one run checks, and it holds more (aliases "
+        "expanded): check it in another run",
+        f"{paths[3]}: document 1: a list, not a Kubernetes object (a map)",
+    ]
