@@ -13,9 +13,12 @@ suffix.go interpret) at v0.35.0, the release the cluster runs:
 
 Where upstream has no bound, the model sets one: a value of 10^MAX_DECIMAL_DIGITS base units or more
 is refused (QuantityTooLarge). The API server accepts `1e999999999`, but ParseQuantity rounds it to
-nano scale through a power of ten of a billion digits (inf.Dec Round), minutes and gigabytes of work,
-and every consumer reads quantities as int64 (Value, MilliValue), which 10^19 already overflows. A
-value below 1n reads as 1n, as upstream rounds it, without that power of ten being built.
+nano scale (gopkg.in/inf.v0 dec.go Round -> quoRem, which multiplies by exp10(shift), here 10^1000000008),
+a power of ten of a billion digits: minutes and gigabytes of work, and every consumer reads quantities
+as int64 (Value, MilliValue), which 10^19 already overflows. A value below 1n reads as 1n, as upstream
+rounds it, without that power of ten being built. Not followed: the int32 scale arithmetic of the slow
+path (`amount.Scale() + Scale(exponent).infScale()`) overflows for an exponent near -2^31 (`1e-2147483648`
+reads as 10^2147483648 upstream); the model reads such a value as 1n.
 
 `MilliValue()` and the scheduler's byte counts round up, as `cpu_millicores` and `memory_mib` do.
 """
