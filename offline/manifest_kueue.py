@@ -22,11 +22,11 @@ from models.karpenter.provisioning import SPOT, capacity_type
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.quantity import parse_quantity
 from models.kueue.cohort import Snapshot
-from models.kueue.constants import QUEUE_NAME_LABEL
+from models.kueue.constants import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 from models.kueue.flavorassigner import best_case_admission, flavor_matches
 from models.kueue.integrations import is_queued
 from models.kueue.resources import resource_value
-from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets
+from models.kueue.workload import Inadmissible, PodSet, Tenancy, pod_set_of, pod_sets, workload_priority
 from models.nvidia.labels import GPU_RESOURCE
 
 from .manifest_cluster import Cluster, Finding, pod_templates
@@ -48,7 +48,7 @@ def kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: Ma
     elif queue != LOCAL_QUEUE:
         reason = f"LocalQueue {queue} does not exist in {cluster.namespace}, so its Workload waits for it forever"
         return [*found, never(reason, f"set {QUEUE_NAME_LABEL}: {LOCAL_QUEUE} or drop the label")]
-    missing = _missing_reference(obj, tenancy)
+    missing = _missing_reference(obj, tenancy) or _missing_tier(cluster, obj)
     if missing is not None:
         return [*found, never(*missing)]
     try:
@@ -106,6 +106,19 @@ def _missing_reference(obj: Mapping[str, Any], tenancy: Tenancy) -> tuple[str, s
                 return (f"ResourceClaimTemplate {template} does not exist in {namespace}",
                         f"fix: use one the platform declares or include yours in the files checked (declared: {templates})"
                         f"{did_you_mean(template, tenancy.claim_templates)}")
+    return None
+
+
+def _missing_tier(cluster: Cluster, obj: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(reason, fix) when the workload's priority-class label names no WorkloadPriorityClass of the render:
+    Kueue then creates no Workload for it (models.kueue.workload.workload_priority)."""
+    tiers = {o["metadata"]["name"]: o.get("value", 0) for o in cluster.objects if o["kind"] == "WorkloadPriorityClass"}
+    try:
+        workload_priority(obj["metadata"].get("labels") or {}, [], tiers, {})
+    except Inadmissible as err:
+        named = (obj["metadata"].get("labels") or {})[PRIORITY_CLASS_LABEL]
+        return (str(err), f"fix: set {PRIORITY_CLASS_LABEL} to one of the tiers ({', '.join(sorted(tiers))})"
+                          f"{did_you_mean(named, tiers)}")
     return None
 
 

@@ -537,3 +537,15 @@ def test_a_schema_problem_names_the_field_as_the_other_lines_do():
     assert said(lines("dev", "ml-research", job), "schema") == [
         "PROBLEM spec.template.spec.containers[0].gpus: unknown field (the API server would drop it)"
     ]
+
+
+def test_a_misspelt_tier_is_never_admitted_and_the_fix_names_the_closest_tier():
+    """dev's tiers are the WorkloadPriorityClasses best-effort, production and standard; Kueue creates no
+    Workload for a job whose priority-class label names none of them."""
+    job = fine_tune(labels={"kueue.x-k8s.io/queue-name": "default", "kueue.x-k8s.io/priority-class": "standrd"})
+    assert said(lines("dev", "ml-research", job), "kueue") == [
+        "PROBLEM never admitted: WorkloadPriorityClass standrd does not exist; fix: set kueue.x-k8s.io/priority-class "
+        "to one of the tiers (best-effort, production, standard); did you mean standard?"
+    ]
+    job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "production"
+    assert said(lines("dev", "ml-research", job), "kueue")[0].startswith("admitted on l40s-on-demand within")
