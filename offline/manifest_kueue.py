@@ -75,7 +75,8 @@ def kueue_quota_capacity(cluster: Cluster, tenancy: Tenancy, where: str, obj: Ma
             earlier = [s.name for s in sets[:failing]]
             many = len(earlier) > 1
             reason += f" (after PodSet{'s' if many else ''} {', '.join(earlier)} take{'' if many else 's'} a share)"
-        return [*found, never(reason, _fix_for(reason, cluster, [pod_set], whole_queue, allowed))]
+        fix = _unknown_pool(cluster, pod_set) or _fix_for(reason, cluster, [pod_set], whole_queue, allowed)
+        return [*found, never(reason, fix)]
     found += _admitted(cluster, where, sets, admission.flavors, admission.borrowing, obj)
     found += _mig_single_slices(cluster, where, sets, admission.flavors)
     found += _spot_warnings(cluster, where, sets, admission.flavors, whole_queue, node_labels)
@@ -137,6 +138,16 @@ def _pod_sets(obj: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
         # The pod integration: each replica is a Workload of its own, admitted one at a time.
         return [pod_set_of("main", 1, spec["template"]["spec"], tenancy)]
     return [pod_set_of("main", 1, spec, tenancy)]
+
+
+def _unknown_pool(cluster: Cluster, pod_set: PodSet) -> str | None:
+    """The fix when the PodSet's node selector names a pool the stack does not have: every flavor sets the
+    pool label, so none is left to it."""
+    named = pod_set.node_selector.get(POOL_LABEL)
+    pools = list(dict.fromkeys(f.pool.name for f in cluster.config.flavors))
+    if named is None or named in pools:
+        return None
+    return f"fix: nodeSelector {POOL_LABEL}: {named} names no pool{did_you_mean(named, pools)} (pools: {', '.join(pools)})"
 
 
 def _queue_and_labels(cluster: Cluster) -> tuple[Mapping[str, Any], dict[str, dict[str, str]]]:

@@ -549,3 +549,14 @@ def test_a_misspelt_tier_is_never_admitted_and_the_fix_names_the_closest_tier():
     ]
     job["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "production"
     assert said(lines("dev", "ml-research", job), "kueue")[0].startswith("admitted on l40s-on-demand within")
+
+
+def test_a_node_selector_naming_a_pool_that_does_not_exist_gets_the_closest_pool():
+    """Every flavor, cpu too, sets the pool label, so the selector leaves none."""
+    job = fine_tune(gpus=2)
+    job["spec"]["template"]["spec"]["nodeSelector"] = {"gpu-platform/node-pool": "gpu-l40"}
+    assert said(lines("dev", "ml-research", job), "kueue") == [
+        "PROBLEM never admitted: no flavor of ClusterQueue ml-research that its node selector allows (none) can ever "
+        "hold its 1 pod(s): cpu 4, memory 16Gi, nvidia.com/gpu 2; fix: nodeSelector gpu-platform/node-pool: gpu-l40 "
+        "names no pool; did you mean gpu-l40s? (pools: gpu-l40s)"
+    ]
