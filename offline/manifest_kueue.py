@@ -187,8 +187,9 @@ def _admitted(
     if not borrowing:
         return [Finding(where, "kueue", f"admitted on {names} within {cluster.tenant.name}'s nominal quota: {pods} pod(s)"
                         f"{each}, {_amounts(_totals(sets))}")]
-    return [Finding(where, "kueue", f"admitted on {names} only by borrowing ({_amounts(_totals(sets))} is above the nominal "
-                    f"quota there): it waits until the cohort has that much idle; {_lenders(cluster, sets, flavors)}")]
+    above, lenders = _borrowed(cluster, sets, flavors)
+    return [Finding(where, "kueue", f"admitted on {names} only by borrowing ({pods} pod(s), {_amounts(_totals(sets))}; "
+                    f"above the nominal quota: {above}): it waits until the cohort has that much idle; lenders: {lenders}")]
 
 
 def _mig_single(flavor: FlavorPlan) -> bool:
@@ -268,9 +269,11 @@ def _constrains_capacity_type(pod_set: PodSet) -> bool:
     )
 
 
-def _lenders(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -> str:
-    """Who lends each resource the workload borrows, and how much each has to lend with nothing running
-    (models.kueue.cohort.Snapshot.lenders over the rendered ClusterQueues, Cohorts and ResourceFlavors)."""
+def _borrowed(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -> tuple[str, str]:
+    """What the workload takes above its nominal quota on each flavor, and who lends it and how much each
+    has to lend with nothing running (models.kueue.cohort.Snapshot.lenders over the rendered ClusterQueues,
+    Cohorts and ResourceFlavors). A resource at its nominal exactly is not borrowed (Kueue borrows what
+    exceeds nominalQuota, pkg/cache/scheduler/clusterqueue_snapshot.go Borrowing)."""
     of_kind = {kind: [o for o in cluster.objects if o["kind"] == kind] for kind in ("ClusterQueue", "Cohort", "ResourceFlavor")}
     snapshot = Snapshot.from_manifests(of_kind["ClusterQueue"], of_kind["Cohort"], flavors=of_kind["ResourceFlavor"])
     queue = snapshot.cluster_queues[cluster.tenant.name]
@@ -278,15 +281,16 @@ def _lenders(cluster: Cluster, sets: Sequence[PodSet], flavors: Sequence[str]) -
     for pod_set, flavor in zip(sets, flavors, strict=True):
         for resource, amount in pod_set.total().items():
             wanted[(flavor, resource)] = wanted.get((flavor, resource), 0) + amount
-    parts = []
+    above, parts = [], []
     for (flavor, resource), amount in sorted(wanted.items()):
         quota = queue.quotas.get((flavor, resource))
         if quota is None or amount <= quota.nominal:
             continue
+        above.append(f"{resource} {_show_amount(resource, amount)} of {_show_amount(resource, quota.nominal)} on {flavor}")
         lenders = snapshot.lenders(cluster.tenant.name, (flavor, resource))
         who = ", ".join(f"{name} {_show_amount(resource, idle)}" for name, idle in sorted(lenders.items()))
         parts.append(f"{resource} on {flavor} from {who or 'nobody: no other queue lends it, so it never runs'}")
-    return f"lenders: {'; '.join(parts)}"
+    return ", ".join(above), "; ".join(parts)
 
 
 def _totals(sets: Sequence[PodSet]) -> dict[str, int]:

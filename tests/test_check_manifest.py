@@ -304,8 +304,11 @@ def test_only_the_resources_above_nominal_are_borrowed_and_name_their_lenders():
     container["resources"]["requests"]["cpu"] = "192"
     container["resources"]["limits"]["cpu"] = "192"
     [borrowing] = said(lines("dev", "ml-research", job), "kueue")
-    assert borrowing.startswith("admitted on l40s-on-demand only by borrowing (cpu 192, memory 16Gi, nvidia.com/gpu 16")
-    assert borrowing.endswith("lenders: nvidia.com/gpu on l40s-on-demand from inference 4")
+    assert borrowing == (
+        "admitted on l40s-on-demand only by borrowing (1 pod(s), cpu 192, memory 16Gi, nvidia.com/gpu 16; above the "
+        "nominal quota: nvidia.com/gpu 16 of 12 on l40s-on-demand): it waits until the cohort has that much idle; "
+        "lenders: nvidia.com/gpu on l40s-on-demand from inference 4"
+    )
 
 
 def test_a_workload_aimed_at_another_tenants_namespace_is_a_problem():
@@ -380,9 +383,9 @@ def test_a_jobset_of_sixteen_slices_borrows_the_four_above_nominal():
     workers = replicated("workers", 4, 1, pod_template("3", "10Gi", gpus=4))
     [borrowing] = said(lines("dev", "ml-research", jobset(workers)), "kueue")[1:]
     assert borrowing == (
-        "admitted on l40s-on-demand only by borrowing (cpu 12, memory 40Gi, nvidia.com/gpu 16 is above the nominal "
-        "quota there): it waits until the cohort has that much idle; lenders: nvidia.com/gpu on l40s-on-demand from "
-        "inference 4"
+        "admitted on l40s-on-demand only by borrowing (4 pod(s), cpu 12, memory 40Gi, nvidia.com/gpu 16; above the "
+        "nominal quota: nvidia.com/gpu 16 of 12 on l40s-on-demand): it waits until the cohort has that much idle; "
+        "lenders: nvidia.com/gpu on l40s-on-demand from inference 4"
     )
 
 
