@@ -381,7 +381,7 @@ def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...],
     if len(pool.capacity_types) != 1 or RESERVED in pool.capacity_types:
         problems.add(
             f"{key}.capacityTypes",
-            f"{pool.capacity_types} on DRA pool {pool.name}: its capacity is an EKS managed node group, which takes "
+            f"{show(pool.capacity_types)} on DRA pool {pool.name}: its capacity is an EKS managed node group, which takes "
             "one capacity type: give exactly one of on-demand or spot",
         )
     if pool.efa:

@@ -85,7 +85,7 @@ def _unique(kind: str):
     def check(values: list[str]) -> list[str]:
         repeated = duplicates(values)
         if repeated:
-            raise ValueError(f"lists {kind} {repeated[0]!r} twice")
+            raise ValueError(f"lists {kind} {show(repeated[0])} twice")
         return values
 
     return AfterValidator(check)
@@ -330,7 +330,7 @@ class ClusterConfig(ConfigModel):
             same = seen.setdefault(principal_slug(arn), arn)
             if same != arn:
                 raise ValueError(
-                    f"lists {arn!r} and {same!r}, which differ only in case or punctuation and would both name their "
+                    f"lists {show(arn)} and {show(same)}, which differ only in case or punctuation and would both name their "
                     f"EKS access entry {principal_slug(arn)}: list one of them"
                 )
         return admins

@@ -7,13 +7,16 @@ of a config are collected and reported together, so one run shows everything to 
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, RootModel, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -58,17 +61,42 @@ def _child(raw: Any, part: str | int) -> Any:
 
 
 def show(value: Any) -> str:
-    """A value as the user wrote it, short enough for one line."""
-    text = repr(value) if isinstance(value, str) else _yamlish(value)
+    """A value as YAML writes it on one line (a string quoted, a list or mapping in flow style), short enough."""
+    text = _yamlish(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _yamlish(value: Any) -> str:
+def _yamlish(value: Any, quoted: bool = True) -> str:
+    """YAML flow style; `quoted` False: a string that reads the same unquoted is left plain (inside a list or map)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, str):
+        if not quoted and _PLAIN.match(value) and yaml.safe_load(value) == value:
+            return value
+        if value.isprintable():
+            return "'" + value.replace("'", "''") + "'"
+        return json.dumps(value)  # YAML's double-quoted style, escapes and all
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_yamlish(item, quoted=False) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_yamlish(k, quoted=False)}: {_yamlish(v, quoted=False)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+_PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/@+-]*$")
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 problem`, `2 problems`: a count and its noun in the number it takes (plural by `s`)."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean h100-on-demand?` for the closest of `known` names (difflib), or nothing."""
+    guess = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {guess[0]}?" if guess else ""
 
 
 def duplicates(values: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ from models.kueue.flavorassigner import fits_queue, queue_ceiling
 
 from .capacity import GpuPoolPlan, mig_resource
 from .cluster import principal_slug
-from .errors import Problems, item_labels, show
+from .errors import Problems, did_you_mean, item_labels, show
 from .keys import CONFIG_NAMESPACE
 from .labels import (
     CAPACITY_TYPE_LABEL,
@@ -275,21 +275,27 @@ def plan_flavors(pools: Sequence[GpuPoolPlan], queueing: QueueingConfig, problem
         key = f"{CONFIG_NAMESPACE}:queueing.flavorPerCapacityType[{index}]"
         if name not in by_name:
             declared = ", ".join(by_name) or "none"
-            problems.add(key, f"{show(name)} is not a pool in {CONFIG_NAMESPACE}:nodePools; pools: {declared}")
+            problems.add(key, f"{show(name)} is not a pool in {CONFIG_NAMESPACE}:nodePools{did_you_mean(name, by_name)} "
+                         f"(pools: {declared})")
         elif len(by_name[name].config.capacity_types) < 2:
             problems.add(key, f"pool {name} runs only on {by_name[name].config.capacity_types[0]}; nothing to split")
     flavors = []
     for pool in pools:
-        base = pool.name.removeprefix("gpu-")
         types = pool.config.capacity_types
         if pool.name in queueing.flavor_per_capacity_type and len(types) > 1:
-            flavors += [FlavorPlan(f"{base}-{t}", pool, t) for t in types]
+            flavors += [FlavorPlan(_flavor_name(pool.name, t), pool, t) for t in types]
         elif len(types) == 1:
-            flavors.append(FlavorPlan(f"{base}-{types[0]}", pool, None))
+            flavors.append(FlavorPlan(_flavor_name(pool.name, types[0]), pool, None))
         else:
-            flavors.append(FlavorPlan(base, pool, None))
+            flavors.append(FlavorPlan(_flavor_name(pool.name), pool, None))
     _check_flavor_names(flavors, problems)
     return tuple(flavors)
+
+
+def _flavor_name(pool: str, capacity_type: str | None = None) -> str:
+    """FLAVOR_NAMING_RULE: the pool's name without `gpu-`, then its one capacity type when it has one."""
+    base = pool.removeprefix("gpu-")
+    return f"{base}-{capacity_type}" if capacity_type else base
 
 
 def _check_flavor_names(flavors: Sequence[FlavorPlan], problems: Problems) -> None:
@@ -335,28 +341,36 @@ def plan_tenants(
 
     plans = []
     labels = item_labels(tenants)
+    # Tenants with quota on a flavor that does not exist: their intended quota is unknown, so the rules that
+    # weigh it (what the cohort can lend, what a deployment can get) would only echo the misspelling.
+    unknown: set[str] = set()
+    split_names = _names_if_split(flavors, queueing)
     for index, tenant in enumerate(tenants):
         key = f"{root}[{labels[index]}]"
         if tenant.business_unit is not None and tenant.business_unit not in queueing.business_units:
             problems.add(
                 f"{key}.businessUnit",
                 f"{show(tenant.business_unit)} is not in {CONFIG_NAMESPACE}:queueing.businessUnits "
-                f"({', '.join(queueing.business_units) or 'none declared'})",
+                f"({', '.join(queueing.business_units) or 'none declared'})"
+                f"{did_you_mean(tenant.business_unit, list(queueing.business_units))}",
             )
         if tenant.priority not in queueing.priorities:
             problems.add(
                 f"{key}.priority",
                 f"{show(tenant.priority)} is not a tier of {CONFIG_NAMESPACE}:queueing.priorities "
-                f"({', '.join(queueing.priorities)})",
+                f"({', '.join(queueing.priorities)}){did_you_mean(tenant.priority, list(queueing.priorities))}",
             )
         quotas = []
         for flavor_name, quota in tenant.gpu.items():
             flavor = by_flavor.get(flavor_name)
             if flavor is None:
-                problems.add(
-                    f"{key}.gpu.{flavor_name}",
-                    f"no such flavor; flavors: {', '.join(by_flavor) or f'none (declare {CONFIG_NAMESPACE}:nodePools)'}",
-                )
+                unknown.add(tenant.name)
+                if flavor_name not in split_names:  # else the misspelt flavorPerCapacityType entry is the mistake
+                    problems.add(
+                        f"{key}.gpu.{flavor_name}",
+                        f"no such flavor{did_you_mean(flavor_name, list(by_flavor))} (flavors: "
+                        f"{', '.join(by_flavor) or f'none; declare {CONFIG_NAMESPACE}:nodePools'})",
+                    )
                 continue
             quotas.append(TenantQuota(flavor, quota))
         plans.append(
@@ -370,10 +384,19 @@ def plan_tenants(
         )
     _check_deployment_names(tenants, root, problems)
     _check_capacity(plans, root, problems)
-    if complete:
+    if complete and not unknown:
         _check_borrowing(plans, root, problems)
-    _check_inference(plans, root, problems)
+    _check_inference([plan for plan in plans if plan.name not in unknown], root, problems)
     return tuple(plans)
+
+
+def _names_if_split(flavors: Sequence[FlavorPlan], queueing: QueueingConfig) -> set[str]:
+    """When queueing.flavorPerCapacityType names a pool that does not exist (a misspelling, reported there),
+    the flavors every pool would make if split per capacity type; otherwise none."""
+    pools = {flavor.pool.name: flavor.pool for flavor in flavors}
+    if all(name in pools for name in queueing.flavor_per_capacity_type):
+        return set()
+    return {_flavor_name(name, t) for name, pool in pools.items() for t in pool.config.capacity_types}
 
 
 def _check_names(tenants: Sequence[TenantConfig], root: str, problems: Problems) -> None:
@@ -514,7 +537,8 @@ def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems)
                 problems.add(
                     f"{key}.flavor",
                     f"{show(deployment.flavor)} is not a flavor tenant {plan.name} has quota on "
-                    f"({', '.join(quotas) or 'none'}); its pods would never be admitted",
+                    f"({', '.join(quotas) or 'none'}), so its pods would never be admitted"
+                    f"{did_you_mean(deployment.flavor, list(quotas))}",
                 )
                 continue
             if GPU_RESOURCE not in quota.flavor.resources_per_unit or quota.flavor.pool.config.allocation == "dra":

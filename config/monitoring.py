@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import ConfigModel
-from .errors import duplicates
+from .errors import duplicates, show
 
 _RETENTION = re.compile(r"^[0-9]+(h|d|w|y)$")
 _RECEIVER_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
@@ -153,5 +153,5 @@ class MonitoringConfig(ConfigModel):
     def _unique_receivers(cls, receivers: list[ReceiverConfig]) -> list[ReceiverConfig]:
         repeated = duplicates([r.name for r in receivers])
         if repeated:
-            raise ValueError(f"names receiver {repeated[0]!r} twice")
+            raise ValueError(f"names receiver {show(repeated[0])} twice")
         return receivers

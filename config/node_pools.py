@@ -19,6 +19,7 @@ from models.kubernetes.duration import duration_seconds as duration_seconds
 
 from .base import ConfigModel
 from .catalog import CPU_FAMILIES
+from .errors import show
 from .headroom import WarmStartConfig
 from .labels import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS
 
@@ -406,12 +407,12 @@ class CpuPoolConfig(ConfigModel):
     def _no_accelerators(cls, families: list[str]) -> list[str]:
         for family in families:
             if _ACCELERATOR_FAMILY.match(family):
-                raise ValueError(f"contains {family!r}, an accelerator family; GPU capacity belongs in nodePools")
+                raise ValueError(f"contains {show(family)}, an accelerator family; GPU capacity belongs in nodePools")
             if family not in CPU_FAMILIES:
                 guess = difflib.get_close_matches(family, sorted(CPU_FAMILIES), n=1)
-                hint = f"did you mean {guess[0]!r}? " if guess else ""
+                hint = f"did you mean {guess[0]}? " if guess else ""
                 raise ValueError(
-                    f"contains {family!r}, which is not an x86_64 EC2 family (the CPU pool launches amd64 nodes; "
+                    f"contains {show(family)}, which is not an x86_64 EC2 family (the CPU pool launches amd64 nodes; "
                     f"config/catalog.py CPU_FAMILIES): {hint}e.g. m7i, c7i, r7i"
                 )
         if len(set(families)) != len(families):

@@ -664,7 +664,7 @@ def _check_secrets_roles(tenants: TenantsConfig, secrets: SecretsConfig, cluster
         if len(role) > IAM_ROLE_NAME_LIMIT:
             problems.add(
                 f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].name",
-                f"{show(tenant.name)} makes its secrets role {role!r}, {len(role)} characters; IAM allows "
+                f"{show(tenant.name)} makes its secrets role {show(role)}, {len(role)} characters; IAM allows "
                 f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
             )
 
@@ -692,7 +692,7 @@ def _check_key(key: str, problems: Problems) -> None:
         hint = f"did you mean {guess[0]}? " if guess else ""
         problems.add(
             key,
-            f"unknown namespace {namespace!r}; {hint}keys belong to {CONFIG_NAMESPACE} or a provider "
+            f"unknown namespace {show(namespace)}; {hint}keys belong to {CONFIG_NAMESPACE} or a provider "
             f"({', '.join(PROVIDER_NAMESPACES)}), and a key in any other namespace would be ignored",
         )
 

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from .base import ConfigModel
-from .errors import duplicates
+from .errors import duplicates, show
 
 VerificationMode = Literal["Audit", "Enforce"]
 
@@ -95,7 +95,7 @@ class ImagePolicyConfig(ConfigModel):
     def _globs(cls, images: list[str]) -> list[str]:
         for image in images:
             if not _IMAGE_GLOB.match(image):
-                raise ValueError(f"{image!r} is not an image reference glob such as 'ghcr.io/acme-ai/*'")
+                raise ValueError(f"{show(image)} is not an image reference glob such as ghcr.io/acme-ai/*")
         return images
 
 

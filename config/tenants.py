@@ -15,7 +15,7 @@ from pydantic import AfterValidator, Field, RootModel, field_validator, model_va
 from .autoscaling import InferenceDeploymentConfig
 from .base import ConfigModel
 from .cluster import PrincipalArn
-from .errors import duplicates
+from .errors import duplicates, show
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 
@@ -152,7 +152,7 @@ class TenantConfig(ConfigModel):
     def _unique_deployments(cls, deployments: list[InferenceDeploymentConfig]) -> list[InferenceDeploymentConfig]:
         repeated = duplicates([d.name for d in deployments])
         if repeated:
-            raise ValueError(f"declares deployment {repeated[0]!r} twice")
+            raise ValueError(f"declares deployment {show(repeated[0])} twice")
         return deployments
 
     @property
@@ -186,7 +186,7 @@ class TenantConfig(ConfigModel):
     def _flavor_names(cls, gpu: dict[str, FlavorQuota]) -> dict[str, FlavorQuota]:
         for flavor in gpu:
             if not _DNS_LABEL.match(flavor):
-                raise ValueError(f"names flavor {flavor!r}, which is not a DNS label")
+                raise ValueError(f"names flavor {show(flavor)}, which is not a DNS label")
         return gpu
 
 
@@ -215,7 +215,7 @@ class QueueingConfig(ConfigModel):
     def _distinct_cohorts(self) -> QueueingConfig:
         repeated = duplicates([self.cohort, *self.business_units])
         if repeated:
-            raise ValueError(f"cohort {repeated[0]!r} is named twice (the root and business units are all Cohorts)")
+            raise ValueError(f"cohort {show(repeated[0])} is named twice (the root and business units are all Cohorts)")
         return self
 
     @field_validator("priorities")
@@ -225,7 +225,7 @@ class QueueingConfig(ConfigModel):
             raise ValueError("must name at least one priority tier")
         for name, value in priorities.items():
             if not _DNS_LABEL.match(name):
-                raise ValueError(f"names tier {name!r}, which is not a DNS label")
+                raise ValueError(f"names tier {show(name)}, which is not a DNS label")
             if not -(10**9) <= value <= 10**9:
                 raise ValueError(f"gives {name} value {value}; WorkloadPriorityClass values lie within +-1,000,000,000")
         return priorities

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import AfterValidator, Field
 
 from .base import ConfigModel
+from .errors import did_you_mean
 
 # --- EKS managed add-ons ----------------------------------------------------------------------
 # Source: the "latest version of the Amazon EKS type of the add-on" tables of the EKS user guide
@@ -313,40 +315,46 @@ class AddonVersion:
     overridden: bool
 
 
+# Each override is checked on its own key, so every mistake is a line of its own at its own key path.
+def _addon_name(name: str) -> str:
+    if name not in ADDON_NAMES:
+        raise ValueError(f"is not an add-on the platform installs{did_you_mean(name, ADDON_NAMES)} "
+                         f"(add-ons: {', '.join(ADDON_NAMES)})")
+    return name
+
+
+def _addon_version(version: str) -> str:
+    if not _ADDON_VERSION.match(version):
+        raise ValueError("is not an EKS add-on version; they look like v1.21.1-eksbuild.7")
+    return version
+
+
+def _chart_name(name: str) -> str:
+    if name not in CHARTS:
+        raise ValueError(f"is not a chart the platform installs{did_you_mean(name, CHARTS)} (charts: {', '.join(CHARTS)})")
+    return name
+
+
+def _chart_version(version: str) -> str:
+    if not _CHART_VERSION.match(version):
+        raise ValueError("is not an exact release; pin one such as 1.14.1")
+    return version
+
+
 class VersionsConfig(ConfigModel):
     """Per-stack overrides of the pinned versions in `config/versions.py`."""
 
-    addons: dict[str, str] = Field(
+    addons: dict[Annotated[str, AfterValidator(_addon_name)], Annotated[str, AfterValidator(_addon_version)]] = Field(
         default_factory=dict,
         description="EKS add-on versions by add-on name, overriding the defaults in config/versions.py for the "
         f"cluster's Kubernetes version (e.g. `vpc-cni: v1.21.1-eksbuild.7`). Add-ons: {', '.join(ADDON_NAMES)}.",
     )
 
-    charts: dict[str, str] = Field(
+    charts: dict[Annotated[str, AfterValidator(_chart_name)], Annotated[str, AfterValidator(_chart_version)]] = Field(
         default_factory=dict,
         description="Helm chart versions by chart name, overriding config/versions.py (e.g. `karpenter: 1.14.2`). "
         f"Charts: {', '.join(CHARTS)}.",
     )
-
-    @field_validator("charts")
-    @classmethod
-    def _known_charts(cls, charts: dict[str, str]) -> dict[str, str]:
-        for name, version in charts.items():
-            if name not in CHARTS:
-                raise ValueError(f"names chart {name!r}, which the platform does not install; known: {', '.join(CHARTS)}")
-            if not _CHART_VERSION.match(version):
-                raise ValueError(f"gives {name} version {version!r}; pin an exact release such as '1.14.1'")
-        return charts
-
-    @field_validator("addons")
-    @classmethod
-    def _known_addons(cls, addons: dict[str, str]) -> dict[str, str]:
-        for name, version in addons.items():
-            if name not in ADDON_NAMES:
-                raise ValueError(f"names add-on {name!r}, which the platform does not install; known: {', '.join(ADDON_NAMES)}")
-            if not _ADDON_VERSION.match(version):
-                raise ValueError(f"gives {name} version {version!r}; EKS add-on versions look like 'v1.21.1-eksbuild.7'")
-        return addons
 
 
 def resolve_addon_versions(kubernetes_version: str, versions: VersionsConfig) -> tuple[AddonVersion, ...]:

@@ -29,6 +29,7 @@ import sys
 from pathlib import Path
 
 from config import ConfigError, PlatformConfig
+from config.errors import counted
 
 from .project import PROJECT_DIR
 from .stack import StackConfig, StackNotFound, load_config, load_stack
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INVALID_CONFIG
     except ConfigError as err:
-        lines = [f"Pulumi.{args.stack}.yaml: invalid stack config ({len(err.problems)} problems):"]
+        lines = [f"Pulumi.{args.stack}.yaml: invalid stack config ({counted(len(err.problems), 'problem')}):"]
         lines += [f"  {problem}" for problem in err.problems]
         print("\n".join(lines), file=sys.stderr)
         if args.command == "render":

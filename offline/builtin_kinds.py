@@ -3,7 +3,8 @@
 kubernetes-validate's own `validate()` re-reads the multi-megabyte definitions file on every call;
 here each version's definitions load once and each kind's validator is built once. The strict
 schemas forbid fields the API would drop (`additionalProperties: false` throughout).
-Its Quantity accepts any string; here a quantity must parse, as the API server requires.
+Its Quantity accepts any string; here a quantity must parse, as the API server requires, and an
+int32 or int64 field must hold a number that fits.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ import kubernetes_validate
 from jsonschema.exceptions import best_match
 from referencing import Registry, Resource
 
-from .openapi import UNKNOWN_FIELD, Finding, describe, is_quantity, type_name, type_phrase
+from .openapi import UNKNOWN_FIELD, Finding, describe, integer_range_reason, quantity_problem, type_name, type_phrase
 
 SCHEMA_ROOT = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
 _DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
 _DEFINITION = _DEFINITIONS_ID + "#/$defs/"
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _FORMATS = jsonschema.FormatChecker(formats=())
-_FORMATS.checks("quantity")(lambda value: not isinstance(value, str) or is_quantity(value))
+_FORMATS.checks("quantity")(lambda value: quantity_problem(value) is None)
+for _bits in ("int32", "int64"):
+    _FORMATS.checks(_bits)(lambda value, bits=_bits: integer_range_reason(value, bits) is None)
 
 
 class UnsupportedVersion(Exception):
@@ -90,7 +93,9 @@ def _findings(error: jsonschema.ValidationError, prefix: tuple[str, ...] = ()) -
         missing = re.match(r"'(.+)' is a required property", error.message)
         return [Finding((*path, missing[1]) if missing else path, "required field is missing")]
     if error.validator == "format" and error.validator_value == "quantity":
-        return [Finding(path, f"{describe(error.instance)} is not a valid quantity")]
+        return [Finding(path, str(quantity_problem(error.instance)))]
+    if error.validator == "format" and integer_range_reason(error.instance, error.validator_value):
+        return [Finding(path, str(integer_range_reason(error.instance, error.validator_value)))]
     if error.validator in ("oneOf", "anyOf") and error.context:
         closest = best_match(error.context)
         return [Finding((*path, *closest.relative_path), closest.message)]

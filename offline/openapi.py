@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from models.kubernetes.cel import FieldPath, Finding, Schema, field_schema
-from models.kubernetes.quantity import is_quantity
+from models.kubernetes.quantity import QuantityTooLarge, is_quantity, parse_quantity
 
 try:
     # The API server compiles `pattern` with Go's RE2; google-re2 (a cel-python dependency) matches it.
@@ -44,6 +44,31 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 # The API server prunes a field its schema does not name, silently: the user believes it set, and it is not.
 UNKNOWN_FIELD = "unknown field (the API server would drop it)"
 _JSON_TYPES = {dict: "a map", list: "a list", str: "a string", bool: "a boolean", int: "an integer", float: "a number"}
+# The Go integer a field of the format decodes into; a JSON number outside it is refused at decoding
+# ("cannot unmarshal number ... of type int32").
+INTEGER_FORMATS = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def quantity_problem(value: Any) -> str | None:
+    """Why the API server refuses a quantity field's value (a string or a number), or None; other types
+    are the type check's to report."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return None
+    try:
+        parse_quantity(value)
+    except QuantityTooLarge as err:
+        return str(err)
+    except ValueError:
+        return f"{describe(value)} is not a valid quantity"
+    return None
+
+
+def integer_range_reason(value: Any, format_name: Any) -> str | None:
+    """Why an integer does not fit its OpenAPI format (int32, int64), or None."""
+    if format_name not in INTEGER_FORMATS or isinstance(value, bool) or not isinstance(value, int):
+        return None
+    low, high = INTEGER_FORMATS[format_name]
+    return None if low <= value <= high else f"{value} does not fit {format_name} ({low} to {high})"
 
 
 def dotted(path: FieldPath) -> str:
@@ -181,6 +206,9 @@ def _string_findings(value: str, schema: Schema, path: FieldPath) -> Iterator[Fi
 
 
 def _number_findings(value: float, schema: Schema, path: FieldPath) -> Iterator[Finding]:
+    out_of_range = integer_range_reason(value, schema.get("format"))
+    if out_of_range:
+        yield Finding(path, out_of_range)
     if "minimum" in schema:
         low = schema["minimum"]
         if value < low or (schema.get("exclusiveMinimum") is True and value == low):

@@ -58,7 +58,7 @@ def load_stack(stack: str, project_dir: Path = PROJECT_DIR) -> StackConfig:
     """Read `Pulumi.<stack>.yaml`; raise `ConfigError` when it is not a YAML mapping with a `config:` mapping."""
     path = project_dir / f"Pulumi.{stack}.yaml"
     if not path.is_file():
-        raise StackNotFound(f"no stack {stack!r}: {path.name} does not exist (stacks: {', '.join(stack_names(project_dir))})")
+        raise StackNotFound(f"no stack {show(stack)}: {path.name} does not exist (stacks: {', '.join(stack_names(project_dir))})")
     return stack_config_from_text(stack, path.read_bytes(), path.name)
 
 

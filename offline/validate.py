@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from config.errors import counted
 from models.helm import ObjectKey
 from models.kubernetes.cel import CelResult, cel_findings
 
@@ -59,7 +60,8 @@ class Report:
 
     def summary(self) -> str:
         problems, rules = len(self.problems), self.cel_not_evaluated
-        return f"{self.objects} objects checked, {problems} problems, {rules} CEL rules not evaluated"
+        return (f"{counted(self.objects, 'object')} checked, {counted(problems, 'problem')}, "
+                f"{counted(rules, 'CEL rule')} not evaluated")
 
 
 def main(render_dir: Path, kubernetes_version: str | None) -> int:

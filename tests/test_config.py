@@ -131,7 +131,7 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in(C, "systemNodes", "instanceTypes", value=["m7i.large", "m7i.large"]),
-        "gpu-platform:cluster.systemNodes.instanceTypes: ['m7i.large', 'm7i.large'] lists instance type 'm7i.large' twice",
+        "gpu-platform:cluster.systemNodes.instanceTypes: [m7i.large, m7i.large] lists instance type 'm7i.large' twice",
         id="duplicate-instance-type",
     ),
     pytest.param(
@@ -160,8 +160,8 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         set_in("gpu-platform:versions", value={"addons": {"vpc-cni": "latest"}}),
-        "gpu-platform:versions.addons: {'vpc-cni': 'latest'} gives vpc-cni version 'latest'; EKS add-on versions "
-        "look like 'v1.21.1-eksbuild.7'",
+        "gpu-platform:versions.addons.vpc-cni: 'latest' is not an EKS add-on version; they look like "
+        "v1.21.1-eksbuild.7",
         id="addon-version-unpinned",
     ),
     pytest.param(

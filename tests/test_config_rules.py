@@ -48,17 +48,26 @@ def test_a_stack_overrides_one_charts_version_and_keeps_its_source():
 
 
 @pytest.mark.parametrize(
-    "charts, problem",
+    "charts, lines",
     [
-        ({"karpenter": "latest"}, "gives karpenter version 'latest'; pin an exact release such as '1.14.1'"),
-        ({"cert-manager": "1.16.0"}, "names chart 'cert-manager', which the platform does not install; known: "),
+        ({"karpenter": "latest"}, ["charts.karpenter: 'latest' is not an exact release; pin one such as 1.14.1"]),
+        (
+            {"cert-manager": "1.16.0", "karpentr": "1.14.2", "keda": "2.x"},
+            [
+                "charts.cert-manager: 'cert-manager' is not a chart the platform installs (charts: ",
+                "charts.karpentr: 'karpentr' is not a chart the platform installs; did you mean karpenter? (charts: ",
+                "charts.keda: '2.x' is not an exact release; pin one such as 1.14.1",
+            ],
+        ),
     ],
 )
-def test_a_chart_override_must_be_a_known_chart_at_an_exact_version(charts, problem):
+def test_a_chart_override_must_be_a_known_chart_at_an_exact_version_one_line_per_key(charts, lines):
     document = fixture_document("single-pool")
     document["gpu-platform:versions"] = {"charts": charts}
-    [line] = problems_of(document)
-    assert line.startswith("gpu-platform:versions.charts: ") and problem in line
+    problems = problems_of(document)
+    assert len(problems) == len(lines)
+    for problem, line in zip(problems, lines, strict=True):
+        assert problem.startswith(f"gpu-platform:versions.{line}"), problem
 
 
 # --- tags ------------------------------------------------------------------------------------------
@@ -88,8 +97,8 @@ def test_every_unknown_flavor_of_a_tenant_is_reported():
     document = fixture_document("single-pool")
     document["gpu-platform:tenants"][0]["gpu"].update({"h200": {"nominal": 1}, "a10g": {"nominal": 1}})
     assert problems_of(document) == [
-        "gpu-platform:tenants[ml-research].gpu.h200: no such flavor; flavors: l40s-on-demand, l40s-spot",
-        "gpu-platform:tenants[ml-research].gpu.a10g: no such flavor; flavors: l40s-on-demand, l40s-spot",
+        "gpu-platform:tenants[ml-research].gpu.h200: no such flavor (flavors: l40s-on-demand, l40s-spot)",
+        "gpu-platform:tenants[ml-research].gpu.a10g: no such flavor (flavors: l40s-on-demand, l40s-spot)",
     ]
 
 
@@ -101,7 +110,7 @@ def test_without_pools_a_gpu_quota_says_to_declare_one():
         entry["gpu"], entry["inference"] = {}, []
     document["gpu-platform:tenants"][1]["gpu"] = {"l40s": {"nominal": 1}}
     assert problems_of(document) == [
-        "gpu-platform:tenants[inference].gpu.l40s: no such flavor; flavors: none (declare gpu-platform:nodePools)"
+        "gpu-platform:tenants[inference].gpu.l40s: no such flavor (flavors: none; declare gpu-platform:nodePools)"
     ]
 
 
@@ -133,7 +142,7 @@ INFERENCE_PROBLEMS = [
     pytest.param(
         {"flavor": "l40s-spot"},
         "gpu-platform:tenants[inference].inference[chat].flavor: 'l40s-spot' is not a flavor tenant inference has quota on "
-        "(l40s-on-demand); its pods would never be admitted",
+        "(l40s-on-demand), so its pods would never be admitted",
         id="flavor-without-quota",
     ),
 ]
@@ -224,9 +233,9 @@ def test_an_inference_deployment_names_the_flavors_its_tenant_could_use_instead(
     assert problems_of(document) == [
         "gpu-platform:tenants[data-science].inference[notebook-assist].flavor: 'h200-on-demand' is not a "
         "flavor tenant data-science has quota on "
-        "(h100-on-demand, a100-spot, l40s-on-demand); its pods would never be admitted",
-        "gpu-platform:tenants[web].inference[chat].flavor: 'l40s-on-demand' is not a flavor tenant web has quota on (none); "
-        "its pods would never be admitted",
+        "(h100-on-demand, a100-spot, l40s-on-demand), so its pods would never be admitted; did you mean h100-on-demand?",
+        "gpu-platform:tenants[web].inference[chat].flavor: 'l40s-on-demand' is not a flavor tenant web has quota on (none), "
+        "so its pods would never be admitted",
     ]
 
 
@@ -264,8 +273,8 @@ def test_a_split_flavor_must_name_a_pool_that_runs_on_both_capacity_types():
     document = fixture_document("multi-pool")
     document["gpu-platform:queueing"]["flavorPerCapacityType"] = ["gpu-h200", "gpu-h100"]
     assert problems_of(document) == [
-        "gpu-platform:queueing.flavorPerCapacityType[0]: 'gpu-h200' is not a pool in gpu-platform:nodePools; pools: "
-        "gpu-h100, gpu-a100, gpu-l40s",
+        "gpu-platform:queueing.flavorPerCapacityType[0]: 'gpu-h200' is not a pool in gpu-platform:nodePools; did you mean "
+        "gpu-h100? (pools: gpu-h100, gpu-a100, gpu-l40s)",
         "gpu-platform:queueing.flavorPerCapacityType[1]: pool gpu-h100 runs only on on-demand; nothing to split",
     ]
 
@@ -276,7 +285,7 @@ def test_a_split_flavor_without_any_pool_says_there_is_none():
     for entry in document["gpu-platform:tenants"]:
         entry["gpu"], entry["inference"] = {}, []
     assert problems_of(document) == [
-        "gpu-platform:queueing.flavorPerCapacityType[0]: 'gpu-l40s' is not a pool in gpu-platform:nodePools; pools: none"
+        "gpu-platform:queueing.flavorPerCapacityType[0]: 'gpu-l40s' is not a pool in gpu-platform:nodePools (pools: none)"
     ]
 
 

@@ -77,7 +77,7 @@ def test_its_nodes_are_hardened_as_karpenters_are():
     [
         (
             {"capacityTypes": ["on-demand", "spot"]},
-            "gpu-platform:nodePools[gpu-l4-dra].capacityTypes: ['on-demand', 'spot'] on DRA pool gpu-l4-dra: its capacity "
+            "gpu-platform:nodePools[gpu-l4-dra].capacityTypes: [on-demand, spot] on DRA pool gpu-l4-dra: its capacity "
             "is an EKS managed node group, which takes one capacity type: give exactly one of on-demand or spot",
         ),
         (

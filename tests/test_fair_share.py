@@ -44,8 +44,8 @@ VIOLATIONS = [
     pytest.param(
         lambda d: tenants(d)[3]["gpu"].update({"h200-on-demand": {"nominal": 0, "borrowingLimit": 1}}),
         [
-            "gpu-platform:tenants[experiments].gpu.h200-on-demand: no such flavor; flavors: h100-on-demand, "
-            "a100-spot, l40s-on-demand"
+            "gpu-platform:tenants[experiments].gpu.h200-on-demand: no such flavor; did you mean h100-on-demand? "
+            "(flavors: h100-on-demand, a100-spot, l40s-on-demand)"
         ],
         id="unknown-flavor",
     ),

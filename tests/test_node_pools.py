@@ -167,7 +167,7 @@ def test_the_cpu_pool_refuses_gpu_families():
     doc = fixture_document("single-pool")
     doc["gpu-platform:cpuPool"]["instanceFamilies"] = ["m7i", "g6"]
     assert problems_of(doc) == [
-        "gpu-platform:cpuPool.instanceFamilies: ['m7i', 'g6'] contains 'g6', an accelerator family; GPU capacity "
+        "gpu-platform:cpuPool.instanceFamilies: [m7i, g6] contains 'g6', an accelerator family; GPU capacity "
         "belongs in nodePools"
     ]
 

@@ -6,7 +6,14 @@ from fractions import Fraction
 
 import pytest
 
-from models.kubernetes.quantity import cpu_millicores, is_quantity, memory_mib, parse_quantity, plain_decimal
+from models.kubernetes.quantity import (
+    QuantityTooLarge,
+    cpu_millicores,
+    is_quantity,
+    memory_mib,
+    parse_quantity,
+    plain_decimal,
+)
 from models.kueue.resources import resource_value
 
 
@@ -31,13 +38,25 @@ from models.kueue.resources import resource_value
         ("1E3", Fraction(1000)),
         ("2e-3", Fraction(2, 1000)),
         ("12n", Fraction(12, 10**9)),
+        ("5n", Fraction(5, 10**9)),
+        ("1.5n", Fraction(2, 10**9)),  # rounded up to a whole 1n
+        ("9.99e99", Fraction(999 * 10**97)),  # just below the 10^100 the model refuses
         ("3u", Fraction(3, 10**6)),
         ("-1.5m", Fraction(-3, 2000)),
         ("+7", Fraction(7)),
         ("0.0000000001", Fraction(1, 10**9)),  # rounded up to 1n, never to zero
         ("1.0000000001", Fraction(1000000001, 10**9)),
         (4, Fraction(4)),
-        ("99E", Fraction(2**63 - 1)),  # capped at int64's max
+        ("99E", Fraction(99 * 10**18)),  # a decimal value is not capped
+        ("8Ei", Fraction(2**63 - 1)),  # a binary one is, at int64's max
+        ("9223372036854775807000Ki", Fraction(2**63 - 1)),
+        ("1e-999999999", Fraction(1, 10**9)),  # far below 1n: rounded up to it, in no time
+        ("-3e-20", Fraction(-1, 10**9)),
+        ("0.00000000000000000000000000000000000000000000000000000000001e50", Fraction(1, 10**9)),
+        ("1e4294967296", Fraction(1)),  # the exponent kept as an int32 wraps to 0
+        ("2e4294967299", Fraction(2000)),
+        ("1e99", Fraction(10**99)),
+        ("0.00012e3", Fraction(12, 100)),
     ],
 )
 def test_quantities_read_as_the_api_server_reads_them(text, value):
@@ -49,6 +68,19 @@ def test_what_the_api_server_refuses_is_refused(text):
     assert not is_quantity(text)
     with pytest.raises(ValueError, match="not a quantity"):
         parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["1e100", "1e999999999", "9" * 101, "0.1e101", "1e2147483647"])
+def test_a_value_of_ten_to_the_hundred_or_more_is_refused_at_once(text):
+    with pytest.raises(QuantityTooLarge, match="too large"):
+        parse_quantity(text)
+    assert not is_quantity(text)
+
+
+def test_an_exponent_beyond_int64_is_a_suffix_the_api_server_refuses():
+    with pytest.raises(ValueError, match="unknown suffix"):
+        parse_quantity("1e9223372036854775808")
+    assert parse_quantity("1e-9223372036854775808") == 1  # int64 min: its low 32 bits are 0
 
 
 @pytest.mark.parametrize(

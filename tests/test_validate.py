@@ -235,7 +235,7 @@ def test_the_command_exits_0_clean_1_on_problems_2_on_usage_errors(tmp_path, cap
 
     assert main(["validate", str(bad), "--k8s-version", KUBERNETES]) == 1
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == "3 objects checked, 1 problems, 0 CEL rules not evaluated"
+    assert lines[-1] == "3 objects checked, 1 problem, 0 CEL rules not evaluated"
     assert lines[0].startswith("manifests.yaml#1 karpenter.sh/v1 NodePool gpu: spec.template.spec.taint: ")
 
     assert main(["validate", str(tmp_path / "missing")]) == 2

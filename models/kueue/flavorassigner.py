@@ -122,7 +122,7 @@ def best_case_admission(
         total = pod_set.total()
         undeclared = sorted(set(total) - set(group["coveredResources"]))
         if undeclared:
-            raise Inadmissible(f"resources not covered by ClusterQueue {name}: {undeclared}")
+            raise Inadmissible(f"resources not covered by ClusterQueue {name}: {', '.join(undeclared)}")
         reasons: list[str] = []
         for flavor in group["flavors"]:
             if not flavor_matches(pod_set, labels.get(flavor["name"], {})):
@@ -138,7 +138,8 @@ def best_case_admission(
                 break
         else:
             skipped = f" ({', '.join(sorted(reasons))})" if reasons else ""
-            raise Inadmissible(f"no flavor of ClusterQueue {name} holds PodSet {pod_set.name}: {total}{skipped}")
+            amounts = ", ".join(f"{resource} {amount}" for resource, amount in sorted(total.items()))
+            raise Inadmissible(f"no flavor of ClusterQueue {name} holds PodSet {pod_set.name}: {amounts}{skipped}")
     return Admission(tuple(flavors), borrowing)
 
 

@@ -141,8 +141,10 @@ def pod_requests(pod: Mapping[str, Any], tenancy: Tenancy) -> dict[str, int]:
     }
     for claim in pod.get("resourceClaims", []):
         template = tenancy.claim_templates[claim["resourceClaimTemplateName"]]
-        for request in template["spec"]["spec"]["devices"]["requests"]:
-            exactly = request["exactly"]
+        for request in ((template.get("spec") or {}).get("spec") or {}).get("devices", {}).get("requests") or ():
+            exactly = request.get("exactly")
+            if exactly is None:
+                raise ValueError(f"the model reads `exactly` device requests only, not request {request.get('name')}'s")
             if exactly.get("selectors") or exactly.get("allocationMode", "ExactCount") != "ExactCount":
                 raise ValueError("the model reads ExactCount requests without selectors only")
             device_class = exactly["deviceClassName"]
