@@ -549,8 +549,8 @@ def test_a_null_field_is_an_unset_field():
     job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["memory"] = None
     findings = lines("dev", "ml-research", job)
     assert said(findings, "policies") == [
-        'PROBLEM Pod Security restricted refuses each of its pods: seccompProfile (container "train" must set '
-        'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost" (on the pod or the container))'
+        'PROBLEM Pod Security restricted refuses each of its pods: seccompProfile (pod or container "train" must set '
+        'securityContext.seccompProfile.type to "RuntimeDefault" or "Localhost")'
     ]
     assert said(findings, "kueue") == [
         "admitted on l40s-on-demand within ml-research's nominal quota: 1 pod(s), cpu 4, memory 0.25Gi, nvidia.com/gpu 1"

@@ -94,6 +94,7 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
 
 
+@pytest.mark.stack_files
 def test_every_hostile_file_is_refused_with_one_line_and_exit_2_in_bounded_cpu_and_memory(tmp_path):
     paths = []
     for name, (content, _) in HOSTILE.items():

@@ -108,6 +108,7 @@ MISTAKES = {
 }
 
 
+@pytest.mark.stack_files
 @pytest.mark.parametrize("case", sorted(MISTAKES))
 def test_a_misspelt_name_is_one_line_with_the_closest_real_name(case):
     change, lines = MISTAKES[case]
@@ -130,6 +131,7 @@ def test_values_are_shown_as_yaml_writes_them(value, shown):
     assert show(value) == shown
 
 
+@pytest.mark.stack_files
 def test_a_count_takes_the_number_of_its_noun(capsys, monkeypatch):
     assert [counted(n, "problem") for n in (0, 1, 2)] == ["0 problems", "1 problem", "2 problems"]
 
