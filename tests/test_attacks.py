@@ -23,7 +23,7 @@ import pytest
 
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
 from config.labels import TENANT_LABEL
-from models.aws_iam import trust_allows
+from models.aws_iam import identity_allows, trust_allows
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
@@ -36,7 +36,7 @@ from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
 
 from .builders import kueue_manager_config
-from .conftest import render_fixture
+from .conftest import fixture_document, render, render_fixture
 from .guards import rbac_allows
 from .recorded import kubernetes_objects
 
@@ -80,12 +80,28 @@ def _rendered() -> tuple[str, ...]:
         json.dumps({"kind": "aws:sqs/queuePolicy:QueuePolicy", **r.inputs})
         for r in recording.by_type("aws:sqs/queuePolicy:QueuePolicy")
     ]
-    return (*manifests, *roles, *queues)
+    role_policies = [
+        json.dumps({"kind": "aws:iam/rolePolicy:RolePolicy", **r.inputs})
+        for r in recording.by_type("aws:iam/rolePolicy:RolePolicy")
+    ]
+    return (*manifests, *roles, *queues, *role_policies)
 
 
 def rendered() -> Objects:
     """A fresh copy of the render's objects (Kubernetes manifests and IAM roles' inputs): rows may edit it."""
     return [json.loads(text) for text in _rendered()]
+
+
+@functools.cache
+def _rendered_at_1_34() -> tuple[str, ...]:
+    document = fixture_document("multi-pool")
+    document["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
+    return tuple(json.dumps(r.inputs) for r in kubernetes_objects(render(document)))
+
+
+def rendered_at_1_34() -> Objects:
+    """The multi-pool fixture's Kubernetes objects on Kubernetes 1.34, where the kubelet reuses any cached image."""
+    return [json.loads(text) for text in _rendered_at_1_34()]
 
 
 def tenant_labels(objects: Objects) -> dict[str, str]:
@@ -611,6 +627,86 @@ def pod_with_a_named_claim(objects: Objects) -> Sent:
     return Sent("create", "CREATE", "", "pods", kueue_defaults("pod", bare))
 
 
+# --- private images: pulled with the tenant's own credentials, never from another tenant's cache --------
+
+OTHER_TENANTS_IMAGE = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{OTHER_TENANT}/trainer"
+
+
+def private_image_reused_from_the_node(container: dict[str, Any], where: str) -> Callable[[Objects], Sent]:
+    """A pod naming another tenant's private image with no credentials for it, on a node where that tenant's pod
+    pulled it: with IfNotPresent (the API server's default for a tagged or digested image) the kubelet starts
+    the node's copy without asking the registry."""
+
+    def sent(objects: Objects) -> Sent:
+        return Sent("create", "CREATE", "", "pods", created(**{where: [container]}))
+
+    return sent
+
+
+def external_secret_from(source: dict[str, Any]) -> Callable[[Objects], Sent]:
+    """An ExternalSecret reading through a cluster-wide source, which reads as its own role for every namespace."""
+
+    def sent(objects: Objects) -> Sent:
+        external_secret = {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ExternalSecret",
+            "metadata": {"name": "pull", "namespace": TENANT},
+            "spec": {"refreshInterval": "1h", "target": {"name": "pull"}, **source},
+        }
+        return Sent("create", "CREATE", "external-secrets.io", "externalsecrets", external_secret)
+
+    return sent
+
+
+def pull_policies(objects: Objects) -> list[dict[str, Any]]:
+    """The permissions of the tenant's image-pull role and of every node role, as the render declares them."""
+    roles = {f"{CLUSTER}-image-pull-{TENANT}", f"{CLUSTER}-system-node", f"{CLUSTER}-karpenter-node"}
+    found = [json.loads(o["policy"]) for o in objects if o["kind"] == "aws:iam/rolePolicy:RolePolicy" and o["role"] in roles]
+    assert len(found) == len(roles), "the tenant's pull role and the node roles each carry one policy"
+    return found
+
+
+def another_tenants_private_image_pulled(objects: Objects) -> bool:
+    """data-science's pods pull with its `ecr-pull` Secret (its role) or the node's role: neither reaches
+    llm-training's repositories."""
+    [region] = {o["spec"]["region"] for o in objects if o["kind"] == "ECRAuthorizationToken"}
+    repository = f"arn:aws:ecr:{region}:{ACCOUNT}:repository/{OTHER_TENANT}/trainer"
+    return not any(identity_allows(p, "ecr:BatchGetImage", repository) for p in pull_policies(objects))
+
+
+def pull_role_reaching_every_repository(objects: Objects) -> Objects:
+    for o in objects:
+        if o["kind"] == "aws:iam/rolePolicy:RolePolicy" and o["role"] == f"{CLUSTER}-image-pull-{TENANT}":
+            document = json.loads(o["policy"])
+            for statement in document["Statement"]:
+                if statement.get("Sid") == "OwnRepositories":
+                    statement["Resource"] = statement["Resource"].split("repository/")[0] + "repository/*"
+            o["policy"] = json.dumps(document)
+    return objects
+
+
+def another_tenants_pull_secret_read(objects: Objects) -> bool:
+    """The tenant's admin and viewer neither read nor change llm-training's `ecr-pull` Secret, its ExternalSecret or
+    its generator (a principal that is admin of both tenants holds both by right)."""
+    asks = [
+        (verb, group, resource)
+        for verb in ("get", "list", "update", "patch", "delete")
+        for group, resource in (("", "secrets"), ("external-secrets.io", "externalsecrets"),
+                                ("generators.external-secrets.io", "ecrauthorizationtokens"))
+    ]
+    return not any(
+        rbac_allows(objects, IDENTITIES[who], *ask, OTHER_TENANT) for who in ("tenant-admin", VIEWER) for ask in asks
+    )
+
+
+def tenant_bound_cluster_wide(objects: Objects) -> Objects:
+    """The tenant's admins bound to `admin` by a ClusterRoleBinding instead of their namespace's RoleBinding."""
+    for o in objects:
+        if o["kind"] == "RoleBinding" and o["metadata"] == {"name": "tenant-admins", "namespace": TENANT}:
+            o["kind"], o["metadata"] = "ClusterRoleBinding", {"name": "tenant-admins"}
+    return objects
+
+
 # --- taking a guard out ------------------------------------------------------------------------------
 
 
@@ -668,12 +764,16 @@ class AdmissionAttack:
     sent: Callable[[Objects], Sent]
     policies: tuple[str, ...]
     severity: str
+    # The render the row is tried against: the multi-pool fixture, or its variant at another Kubernetes minor.
+    objects: Callable[[], Objects] = rendered
 
 
 OWNERS = "tenant-controller-owners-from-controllers"
 GATED = "tenant-pods-gated-or-owned-by-a-job"
 RESUMED = "tenant-jobs-run-as-kueue-admits-them"
 PROMPT = "tenant-pods-stop-promptly"
+PULL_ALWAYS = "tenant-pods-pull-private-images-always"
+OWN_SOURCES = "tenant-external-secrets-name-their-own-sources"
 ADMISSION_ATTACKS = [
     AdmissionAttack(
         "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
@@ -730,6 +830,45 @@ ADMISSION_ATTACKS = [
         ("tenant-pods-canonical-image-registries",),
         "HIGH",
     ),
+    AdmissionAttack(
+        "private-ecr-image-reused-from-the-nodes-cache-if-not-present",
+        private_image_reused_from_the_node(
+            {"name": "main", "image": f"{OTHER_TENANTS_IMAGE}:2.1", "imagePullPolicy": "IfNotPresent"}, "containers"
+        ),
+        (PULL_ALWAYS,),
+        "MEDIUM",
+        rendered_at_1_34,
+    ),
+    AdmissionAttack(
+        "private-ecr-image-reused-from-the-nodes-cache-by-an-init-container-without-a-pull-policy",
+        private_image_reused_from_the_node(
+            {"name": "fetch", "image": f"{OTHER_TENANTS_IMAGE}@sha256:{'c' * 64}"}, "initContainers"
+        ),
+        (PULL_ALWAYS,),
+        "MEDIUM",
+        rendered_at_1_34,
+    ),
+    AdmissionAttack(
+        "external-secret-reads-a-cluster-generator",
+        external_secret_from({"dataFrom": [{"sourceRef": {"generatorRef": {
+            "apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "ClusterGenerator", "name": "ecr-pull"}}}]}),
+        (OWN_SOURCES,),
+        "LOW",
+    ),
+    AdmissionAttack(
+        "external-secret-reads-a-cluster-secret-store",
+        external_secret_from({"secretStoreRef": {"kind": "ClusterSecretStore", "name": "aws"},
+                              "data": [{"secretKey": "t", "remoteRef": {"key": "/gpu-prod/llm-training/hf-token"}}]}),
+        (OWN_SOURCES,),
+        "LOW",
+    ),
+    AdmissionAttack(
+        "external-secret-reads-a-cluster-secret-store-through-one-key",
+        external_secret_from({"data": [{"secretKey": "t", "remoteRef": {"key": "/gpu-prod/llm-training/hf-token"},
+                                        "sourceRef": {"storeRef": {"kind": "ClusterSecretStore", "name": "aws"}}}]}),
+        (OWN_SOURCES,),
+        "LOW",
+    ),
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
 BY_POLICY = [(a, p) for a in ADMISSION_ATTACKS for p in a.policies]
@@ -755,19 +894,19 @@ def without_policies(names: tuple[str, ...]) -> Callable[[Objects], Objects]:
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_is_refused_whoever_sends_it(attack, who):
-    assert admission_refuses(rendered(), attack, who), attack.policies
+    assert admission_refuses(attack.objects(), attack, who), attack.policies
 
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_succeeds_once_its_policies_are_removed(attack, who):
-    objects = without_policies(attack.policies)(rendered())
+    objects = without_policies(attack.policies)(attack.objects())
     assert not admission_refuses(objects, attack, who), f"{attack.name} is refused by something besides {attack.policies}"
 
 
 @pytest.mark.parametrize("attack, policy", BY_POLICY, ids=[f"{a.name}-by-{p}" for a, p in BY_POLICY])
 def test_each_of_an_attempts_policies_refuses_it_alone(attack, policy):
     others = tuple(p for p in attack.policies if p != policy)
-    objects = without_policies(others)(rendered())
+    objects = without_policies(others)(attack.objects())
     assert admission_refuses(objects, attack, "tenant-admin"), f"{policy} alone admits {attack.name}"
 
 
@@ -776,19 +915,24 @@ WRITERS = [who for who in IDENTITIES if who != VIEWER]
 
 @pytest.mark.parametrize("who", WRITERS)
 def test_rbac_lets_every_writing_identity_send_the_requests_so_admission_is_the_guard(who):
-    user, objects = IDENTITIES[who], rendered()
-    objects = granted_to(objects, user)
+    user = IDENTITIES[who]
     for attack in ADMISSION_ATTACKS:
+        objects = granted_to(attack.objects(), user)
         asked = attack.sent(objects).tenant_request()
         if asked is not None:
             assert rbac_allows(objects, user, *asked, TENANT), attack.name
 
 
 def test_rbac_refuses_the_viewer_every_request_admission_also_refuses():
-    user, objects = IDENTITIES[VIEWER], rendered()
-    asked = [a.sent(objects).tenant_request() for a in ADMISSION_ATTACKS]
-    allowed = [a.name for a, r in zip(ADMISSION_ATTACKS, asked, strict=True) if r and rbac_allows(objects, user, *r, TENANT)]
+    user = IDENTITIES[VIEWER]
+    allowed = []
+    for attack in ADMISSION_ATTACKS:
+        objects = attack.objects()
+        asked = attack.sent(objects).tenant_request()
+        if asked and rbac_allows(objects, user, *asked, TENANT):
+            allowed.append(attack.name)
     assert allowed == []
+    objects = rendered()
     # The viewer does read its namespace's pods and jobs: the identity is the tenant's.
     assert rbac_allows(objects, user, "list", "", "pods", TENANT) and rbac_allows(objects, user, "get", "batch", "jobs", TENANT)
 
@@ -882,6 +1026,27 @@ ATTACKS = [
         without_cluster_admin_role,
     ),
     Attack(
+        "tenant-runs-another-tenants-private-image",
+        another_tenants_private_image_pulled,
+        "IAM: the tenant's image-pull role pulls `<tenant>/*`; node roles reach no tenant repository",
+        pull_role_reaching_every_repository,
+    ),
+    Attack(
+        "tenant-reads-or-changes-another-tenants-pull-secret",
+        another_tenants_pull_secret_read,
+        "RBAC: the tenant's admins and viewers are bound in their own namespace only",
+        tenant_bound_cluster_wide,
+    ),
+    Attack(
+        "tenant-writes-a-generator-naming-another-tenants-pull-role",
+        lambda objects: all(
+            rbac_denies(verb, "generators.external-secrets.io", "ecrauthorizationtokens")(objects)
+            for verb in ("create", "update", "patch")
+        ),
+        "RBAC: External Secrets' chart aggregates no generator writes into admin or edit",
+        without_cluster_admin_role,
+    ),
+    Attack(
         "tenant-pod-identity-association-assumes-karpenters-role",
         assume_role(f"{CLUSTER}-karpenter-controller", pod_identity_context(TENANT, "karpenter"), "pods.eks.amazonaws.com"),
         "IAM trust: namespace and service account tags",
@@ -937,7 +1102,7 @@ def test_each_attempt_succeeds_once_its_guard_is_removed(attack):
 
 
 def test_every_admission_policy_stops_some_row():
-    policies = {o["metadata"]["name"] for o in rendered() if o["kind"] == VAP}
+    policies = {o["metadata"]["name"] for objects in (rendered(), rendered_at_1_34()) for o in objects if o["kind"] == VAP}
     assert policies == {p for a in ADMISSION_ATTACKS for p in a.policies}
 
 
@@ -1269,9 +1434,13 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-jobs-run-as-kueue-admits-them",
         "tenant-pods-claims-from-templates",
         "tenant-pods-stop-promptly",
+        "tenant-external-secrets-name-their-own-sources",
     }
     assert tenant_policies <= set(policies)
-    for name in tenant_policies:
+    on_1_34 = rendered_at_1_34()
+    for kind, found in ((VAP, policies), (f"{VAP}Binding", bindings)):
+        found[PULL_ALWAYS] = next(o["spec"] for o in on_1_34 if o["kind"] == kind and o["metadata"]["name"] == PULL_ALWAYS)
+    for name in tenant_policies | {PULL_ALWAYS}:
         assert policies[name]["failurePolicy"] == "Fail", name
         assert bindings[name]["policyName"] == name
         assert bindings[name]["validationActions"] == ["Deny"], name
