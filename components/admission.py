@@ -42,10 +42,11 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   ClusterGenerator (external-secrets v2.9.0 resolves either cluster-wide, runtime/esutils/resolvers/
   generator.go `getGenerator`). None exist and ESO's role cannot read them while their processing is off
   (components/secrets.py); this keeps one a later install adds, with a role of its own, out of tenants' reach.
-- On Kubernetes minors where KubeletEnsureSecretPulledImages is off by default (models/kubernetes/
-  features.py: before 1.35), a container whose image is in a private ECR registry is pulled with
-  `imagePullPolicy: Always`: the kubelet then asks the registry with the pod's own credentials on every
-  start, instead of handing the pod a copy another tenant's pod pulled onto the node.
+- While the cluster may run kubelets on which KubeletEnsureSecretPulledImages is off by default
+  (models/kubernetes/features.py: before 1.35; a cluster runs its own minor's and the one before,
+  config/versions.py `oldest_kubelet_minor`), a container whose image is in a private ECR registry is
+  pulled with `imagePullPolicy: Always`: the kubelet then asks the registry with the pod's own
+  credentials on every start, instead of handing the pod a copy another tenant's pod pulled onto the node.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ import pulumi_kubernetes as k8s
 
 from config.namespaces import JOB_RESUMERS, KUEUE, TENANT_WORKLOAD_CONTROLLERS
 from config.timing import TENANT_POD_MAX_GRACE_SECONDS
+from config.versions import oldest_kubelet_minor
 from models.aws_ecr import PRIVATE_REGISTRY_HOST
 from models.aws_eks import SESSION_NAME, access_entry_username
 from models.kubernetes.controllers import (
@@ -67,7 +69,7 @@ from models.kubernetes.controllers import (
     OWNING_CONTROLLERS,
     controller_username,
 )
-from models.kubernetes.features import KUBELET_ENSURE_SECRET_PULLED_IMAGES, enabled_by_default
+from models.kubernetes.features import KUBELET_ENSURE_SECRET_PULLED_IMAGES, enabled_by_default, first_enabled
 from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from models.kueue.constants import SUSPENDED_BY_PARENT_ANNOTATION
@@ -175,7 +177,7 @@ def policies(deployers: Sequence[str], kubernetes_version: str) -> dict[str, dic
     """name -> (what it matches, variables, validations). Each validation's message is what the tenant reads.
 
     `deployers`: the IAM principals the platform deploys with (ClusterConfig.admins and the creator).
-    `kubernetes_version`: the cluster's minor ("1.34"), which decides whether the kubelet re-checks pull credentials.
+    `kubernetes_version`: the cluster's minor ("1.34"); its oldest kubelet decides whether cached images are re-checked.
     """
     return {
         **_platform_owned(deployers),
@@ -356,8 +358,10 @@ def _pod_contents() -> dict[str, dict[str, Any]]:
 
 
 def _cached_private_images(kubernetes_version: str) -> dict[str, dict[str, Any]]:
-    """Where the kubelet hands any pod a private image already on the node, a private ECR image is pulled every time."""
-    if enabled_by_default(KUBELET_ENSURE_SECRET_PULLED_IMAGES, kubernetes_version):
+    """While some node's kubelet may hand any pod a private image already on the node, a private ECR image is
+    pulled every time. The cluster's oldest kubelet decides (config/versions.py `oldest_kubelet_minor`): a
+    cluster just upgraded to 1.35 still runs 1.34 kubelets until its old nodes are gone."""
+    if enabled_by_default(KUBELET_ENSURE_SECRET_PULLED_IMAGES, oldest_kubelet_minor(kubernetes_version)):
         return {}
     return {
         "tenant-pods-pull-private-images-always": {
@@ -368,9 +372,9 @@ def _cached_private_images(kubernetes_version: str) -> dict[str, dict[str, Any]]
             "validations": [
                 {
                     "expression": f"variables.containers.all(c, {_PULLED_EVERY_TIME})",
-                    "message": f"on Kubernetes {kubernetes_version} the kubelet gives any pod an image already on its node, "
-                    "whoever pulled it: containers in tenant namespaces whose image is in a private ECR registry set "
-                    "imagePullPolicy: Always, so the registry checks this pod's own credentials",
+                    "message": f"kubelets before {first_enabled(KUBELET_ENSURE_SECRET_PULLED_IMAGES)} give any pod an "
+                    "image already on their node, whoever pulled it: containers in tenant namespaces whose image is in a "
+                    "private ECR registry set imagePullPolicy: Always, so the registry checks this pod's own credentials",
                 }
             ],
         },

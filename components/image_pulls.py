@@ -99,7 +99,6 @@ class TenantImagePulls(pulumi.ComponentResource):
         """
         super().__init__("gpu-platform:image-pulls:TenantImagePulls", name, None, opts)
         in_cluster = Children(self, provider, depends_on)
-        self.ready: list[pulumi.Resource] = []
         for plan in tenants:
             role = iam.Role(
                 f"{name}-{plan.name}-role",
@@ -119,18 +118,17 @@ class TenantImagePulls(pulumi.ComponentResource):
                 f"{name}-{plan.name}-generator", ecr_token_generator(plan, region, role.arn),
                 in_cluster.opts(namespaces[plan.name], pull),
             )
-            secret = declare(f"{name}-{plan.name}-external-secret", image_pull_external_secret(plan), in_cluster.opts(generator))
+            declare(f"{name}-{plan.name}-external-secret", image_pull_external_secret(plan), in_cluster.opts(generator))
             # The service account controller creates `default` with the namespace, and the provider refuses to
             # create an object that exists (pulumi-kubernetes 4.29+, without upsertExistingObjects): a patch takes
             # over its imagePullSecrets alone, by server-side apply, and gives them back when removed.
             manifest = default_service_account(plan)
-            account = k8s.core.v1.ServiceAccountPatch(
+            k8s.core.v1.ServiceAccountPatch(
                 f"{name}-{plan.name}-default-service-account",
                 metadata=manifest["metadata"],
                 image_pull_secrets=manifest["imagePullSecrets"],
                 opts=in_cluster.opts(namespaces[plan.name]),
             )
-            self.ready += [secret, account]
         self.register_outputs({})
 
 

@@ -477,7 +477,6 @@ class GpuPlatform(pulumi.ComponentResource):
         tenant_workloads_ready = [
             *(self.supply_chain.policies.values() if self.supply_chain else ()),
             *(self.secrets.external_secrets.values() if self.secrets else ()),
-            *(self.image_pulls.ready if self.image_pulls else ()),
             *(self.model_access.ready if self.model_access else ()),
         ]
         self.autoscaling = Autoscaling(

@@ -36,7 +36,7 @@ from models.prometheus.scrape import relabel, scraped
 from offline.upstream import chart_values
 
 from .builders import kueue_manager_config
-from .conftest import fixture_document, render, render_fixture
+from .conftest import render_fixture
 from .guards import rbac_allows
 from .recorded import kubernetes_objects
 
@@ -90,18 +90,6 @@ def _rendered() -> tuple[str, ...]:
 def rendered() -> Objects:
     """A fresh copy of the render's objects (Kubernetes manifests and IAM roles' inputs): rows may edit it."""
     return [json.loads(text) for text in _rendered()]
-
-
-@functools.cache
-def _rendered_at_1_34() -> tuple[str, ...]:
-    document = fixture_document("multi-pool")
-    document["gpu-platform:cluster"]["kubernetesVersion"] = "1.34"
-    return tuple(json.dumps(r.inputs) for r in kubernetes_objects(render(document)))
-
-
-def rendered_at_1_34() -> Objects:
-    """The multi-pool fixture's Kubernetes objects on Kubernetes 1.34, where the kubelet reuses any cached image."""
-    return [json.loads(text) for text in _rendered_at_1_34()]
 
 
 def tenant_labels(objects: Objects) -> dict[str, str]:
@@ -764,8 +752,6 @@ class AdmissionAttack:
     sent: Callable[[Objects], Sent]
     policies: tuple[str, ...]
     severity: str
-    # The render the row is tried against: the multi-pool fixture, or its variant at another Kubernetes minor.
-    objects: Callable[[], Objects] = rendered
 
 
 OWNERS = "tenant-controller-owners-from-controllers"
@@ -837,7 +823,6 @@ ADMISSION_ATTACKS = [
         ),
         (PULL_ALWAYS,),
         "MEDIUM",
-        rendered_at_1_34,
     ),
     AdmissionAttack(
         "private-ecr-image-reused-from-the-nodes-cache-by-an-init-container-without-a-pull-policy",
@@ -846,7 +831,6 @@ ADMISSION_ATTACKS = [
         ),
         (PULL_ALWAYS,),
         "MEDIUM",
-        rendered_at_1_34,
     ),
     AdmissionAttack(
         "external-secret-reads-a-cluster-generator",
@@ -894,19 +878,19 @@ def without_policies(names: tuple[str, ...]) -> Callable[[Objects], Objects]:
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_is_refused_whoever_sends_it(attack, who):
-    assert admission_refuses(attack.objects(), attack, who), attack.policies
+    assert admission_refuses(rendered(), attack, who), attack.policies
 
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_succeeds_once_its_policies_are_removed(attack, who):
-    objects = without_policies(attack.policies)(attack.objects())
+    objects = without_policies(attack.policies)(rendered())
     assert not admission_refuses(objects, attack, who), f"{attack.name} is refused by something besides {attack.policies}"
 
 
 @pytest.mark.parametrize("attack, policy", BY_POLICY, ids=[f"{a.name}-by-{p}" for a, p in BY_POLICY])
 def test_each_of_an_attempts_policies_refuses_it_alone(attack, policy):
     others = tuple(p for p in attack.policies if p != policy)
-    objects = without_policies(others)(attack.objects())
+    objects = without_policies(others)(rendered())
     assert admission_refuses(objects, attack, "tenant-admin"), f"{policy} alone admits {attack.name}"
 
 
@@ -915,24 +899,19 @@ WRITERS = [who for who in IDENTITIES if who != VIEWER]
 
 @pytest.mark.parametrize("who", WRITERS)
 def test_rbac_lets_every_writing_identity_send_the_requests_so_admission_is_the_guard(who):
-    user = IDENTITIES[who]
+    user, objects = IDENTITIES[who], rendered()
+    objects = granted_to(objects, user)
     for attack in ADMISSION_ATTACKS:
-        objects = granted_to(attack.objects(), user)
         asked = attack.sent(objects).tenant_request()
         if asked is not None:
             assert rbac_allows(objects, user, *asked, TENANT), attack.name
 
 
 def test_rbac_refuses_the_viewer_every_request_admission_also_refuses():
-    user = IDENTITIES[VIEWER]
-    allowed = []
-    for attack in ADMISSION_ATTACKS:
-        objects = attack.objects()
-        asked = attack.sent(objects).tenant_request()
-        if asked and rbac_allows(objects, user, *asked, TENANT):
-            allowed.append(attack.name)
+    user, objects = IDENTITIES[VIEWER], rendered()
+    asked = [a.sent(objects).tenant_request() for a in ADMISSION_ATTACKS]
+    allowed = [a.name for a, r in zip(ADMISSION_ATTACKS, asked, strict=True) if r and rbac_allows(objects, user, *r, TENANT)]
     assert allowed == []
-    objects = rendered()
     # The viewer does read its namespace's pods and jobs: the identity is the tenant's.
     assert rbac_allows(objects, user, "list", "", "pods", TENANT) and rbac_allows(objects, user, "get", "batch", "jobs", TENANT)
 
@@ -1102,7 +1081,7 @@ def test_each_attempt_succeeds_once_its_guard_is_removed(attack):
 
 
 def test_every_admission_policy_stops_some_row():
-    policies = {o["metadata"]["name"] for objects in (rendered(), rendered_at_1_34()) for o in objects if o["kind"] == VAP}
+    policies = {o["metadata"]["name"] for o in rendered() if o["kind"] == VAP}
     assert policies == {p for a in ADMISSION_ATTACKS for p in a.policies}
 
 
@@ -1435,12 +1414,10 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-pods-claims-from-templates",
         "tenant-pods-stop-promptly",
         "tenant-external-secrets-name-their-own-sources",
+        "tenant-pods-pull-private-images-always",
     }
     assert tenant_policies <= set(policies)
-    on_1_34 = rendered_at_1_34()
-    for kind, found in ((VAP, policies), (f"{VAP}Binding", bindings)):
-        found[PULL_ALWAYS] = next(o["spec"] for o in on_1_34 if o["kind"] == kind and o["metadata"]["name"] == PULL_ALWAYS)
-    for name in tenant_policies | {PULL_ALWAYS}:
+    for name in tenant_policies:
         assert policies[name]["failurePolicy"] == "Fail", name
         assert bindings[name]["policyName"] == name
         assert bindings[name]["validationActions"] == ["Deny"], name

@@ -21,6 +21,7 @@ from components.admission import admission_objects
 from components.autoscaling import vllm
 from config.errors import ConfigError
 from config.labels import TENANT_LABEL
+from config.versions import oldest_kubelet_minor
 from models.aws_iam import identity_allows
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.duration import duration_seconds
@@ -240,8 +241,16 @@ def test_the_first_minor_checking_cached_images_is_1_35():
 PULL_ALWAYS = "tenant-pods-pull-private-images-always"
 
 
-@pytest.mark.parametrize(("version", "present"), [("1.33", True), ("1.34", True), ("1.35", False)])
-def test_the_pull_always_policy_exists_only_where_the_kubelet_reuses_cached_images(version, present):
+@pytest.mark.parametrize(("version", "oldest"), [("1.33", "1.32"), ("1.35", "1.34"), ("1.36", "1.35"), ("1.40", "1.39")])
+def test_a_cluster_runs_kubelets_of_its_minor_and_the_one_before(version, oldest):
+    """EKS upgrades one minor at a time and the old minor's nodes run on until they are replaced."""
+    assert oldest_kubelet_minor(version) == oldest
+
+
+@pytest.mark.parametrize(("version", "present"), [("1.33", True), ("1.34", True), ("1.35", True), ("1.36", False)])
+def test_the_pull_always_policy_stays_while_some_kubelet_may_reuse_cached_images(version, present):
+    """A 1.35 cluster still runs 1.34 kubelets after its upgrade, which hand out cached images; from a 1.36
+    cluster on, every kubelet (1.35 or later) checks credentials itself."""
     names = {m["metadata"]["name"] for m in admission_objects([], version).values()}
     assert (PULL_ALWAYS in names) is present
 
@@ -272,8 +281,8 @@ PRIVATE = f"{ACCOUNT}.dkr.ecr.{REGION}.amazonaws.com/ml/trainer:1.0"
         ({"image": "dkr.ecr.example.com/ml/t:1", "imagePullPolicy": "IfNotPresent"}, True),
     ],
 )
-@pytest.mark.parametrize("version", ["1.33", "1.34"])
-def test_on_1_33_and_1_34_a_private_ecr_container_is_pulled_every_time(version, container, admitted):
+@pytest.mark.parametrize("version", ["1.33", "1.34", "1.35"])
+def test_while_kubelets_before_1_35_may_run_a_private_ecr_container_is_pulled_every_time(version, container, admitted):
     objects = list(admission_objects([], version).values())
     request = Request("CREATE", "", "pods", "ml", User("system:serviceaccount:ml:builder", ()), _pod(**container),
                       namespace_labels={TENANT_LABEL: "ml"})
@@ -281,8 +290,8 @@ def test_on_1_33_and_1_34_a_private_ecr_container_is_pulled_every_time(version, 
     assert (refused == []) is admitted
 
 
-def test_on_1_35_the_kubelet_checks_credentials_and_no_policy_asks_for_always():
-    objects = list(admission_objects([], "1.35").values())
+def test_once_every_kubelet_checks_credentials_no_policy_asks_for_always():
+    objects = list(admission_objects([], "1.36").values())
     request = Request("CREATE", "", "pods", "ml", User("system:serviceaccount:ml:builder", ()),
                       _pod(image=PRIVATE, imagePullPolicy="IfNotPresent"), namespace_labels={TENANT_LABEL: "ml"})
     assert not [d for d in admission_denials(objects, request) if "imagePullPolicy" in d]
@@ -301,3 +310,25 @@ def test_the_platforms_model_server_pulls_a_private_ecr_image_every_time(image, 
     manifest = vllm.server_deployment(tenant, deployment, vllm.tenant_flavor(tenant, deployment.flavor))
     [container] = manifest["spec"]["template"]["spec"]["containers"]
     assert {k: v for k, v in container.items() if k == "imagePullPolicy"} == policy
+
+
+def test_the_platforms_and_a_tenants_own_external_secrets_pass_admission():
+    """The ecr-pull and model-token ExternalSecrets the platform writes, and a tenant's one reading its own store,
+    name only their namespace's sources."""
+    objects = [r.inputs for r in kubernetes_objects(render_fixture("multi-pool"))]
+    labels = {o["metadata"]["name"]: o["metadata"].get("labels", {}) for o in objects if o["kind"] == "Namespace"}
+    tenant_admin = User("arn:aws:sts::111122223333:assumed-role/DataScienceAdmin/alice", ("gpu-platform:data-science:admins",))
+    platform = [o for o in objects if o["kind"] == "ExternalSecret"]
+    assert {o["metadata"]["name"] for o in platform} >= {"ecr-pull", "embeddings-hf-token"}
+    own_store = {
+        "apiVersion": "external-secrets.io/v1",
+        "kind": "ExternalSecret",
+        "metadata": {"name": "db", "namespace": "data-science"},
+        "spec": {"secretStoreRef": {"kind": "SecretStore", "name": "aws-secrets-manager"},
+                 "data": [{"secretKey": "p", "remoteRef": {"key": "/gpu-prod/data-science/db"}}]},
+    }
+    for external_secret in [*platform, own_store]:
+        namespace = external_secret["metadata"]["namespace"]
+        request = Request("CREATE", "external-secrets.io", "externalsecrets", namespace, tenant_admin, external_secret,
+                          namespace_labels=labels[namespace])
+        assert admission_denials(objects, request) == [], external_secret["metadata"]
