@@ -126,8 +126,9 @@ class TenantImagePulls(pulumi.ComponentResource):
             )
             declare(f"{name}-{plan.name}-external-secret", image_pull_external_secret(plan), in_cluster.opts(generator))
             # The service account controller creates `default` with the namespace, and the provider refuses to
-            # create an object that exists (pulumi-kubernetes 4.29+, without upsertExistingObjects): a patch takes
-            # over its imagePullSecrets alone, by server-side apply, and gives them back when removed.
+            # create an object that exists (pulumi-kubernetes 4.29+, without upsertExistingObjects). A patch applies
+            # its imagePullSecrets alone by server-side apply, which creates the object if the controller has not
+            # yet (pulumi/pulumi-kubernetes RFC #2011, issue #2194), and gives the field back when removed.
             manifest = default_service_account(plan)
             k8s.core.v1.ServiceAccountPatch(
                 f"{name}-{plan.name}-default-service-account",
