@@ -38,6 +38,15 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
 - Image registries written in lower case and without a port: Kyverno's image policies match the
   reference as written, so `GHCR.IO/acme-ai/x` or `ghcr.io:443/acme-ai/x` would escape `ghcr.io/acme-ai/*`.
 - No Service `externalIPs` (CVE-2020-8554: a Service claiming another's address intercepts its traffic).
+- ExternalSecrets read only their own namespace's stores and generators: no ClusterSecretStore, no
+  ClusterGenerator (external-secrets v2.9.0 resolves either cluster-wide, runtime/esutils/resolvers/
+  generator.go `getGenerator`). None exist and ESO's role cannot read them while their processing is off
+  (components/secrets.py); this keeps one a later install adds, with a role of its own, out of tenants' reach.
+- While the cluster may run kubelets on which KubeletEnsureSecretPulledImages is off by default
+  (models/kubernetes/features.py: before 1.35; a cluster runs its own minor's and the one before,
+  config/versions.py `oldest_kubelet_minor`), a container whose image is in a private ECR registry is
+  pulled with `imagePullPolicy: Always`: the kubelet then asks the registry with the pod's own
+  credentials on every start, instead of handing the pod a copy another tenant's pod pulled onto the node.
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ import pulumi_kubernetes as k8s
 
 from config.namespaces import JOB_RESUMERS, KUEUE, TENANT_WORKLOAD_CONTROLLERS
 from config.timing import TENANT_POD_MAX_GRACE_SECONDS
+from config.versions import oldest_kubelet_minor
+from models.aws_ecr import PRIVATE_REGISTRY_HOST
 from models.aws_eks import SESSION_NAME, access_entry_username
 from models.kubernetes.controllers import (
     JOB_CONTROLLER,
@@ -58,6 +69,7 @@ from models.kubernetes.controllers import (
     OWNING_CONTROLLERS,
     controller_username,
 )
+from models.kubernetes.features import KUBELET_ENSURE_SECRET_PULLED_IMAGES, enabled_by_default, first_enabled
 from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from models.kueue.constants import SUSPENDED_BY_PARENT_ANNOTATION
@@ -161,12 +173,20 @@ _CANONICAL_REGISTRY = (
 NAMESPACED_ONLY = {"name": "namespaced-requests-only", "expression": "request.namespace != ''"}
 
 
-def policies(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def policies(deployers: Sequence[str], kubernetes_version: str) -> dict[str, dict[str, Any]]:
     """name -> (what it matches, variables, validations). Each validation's message is what the tenant reads.
 
     `deployers`: the IAM principals the platform deploys with (ClusterConfig.admins and the creator).
+    `kubernetes_version`: the cluster's minor ("1.34"); its oldest kubelet decides whether cached images are re-checked.
     """
-    return {**_platform_owned(deployers), **_kueue_holds(), **_pod_contents(), **_services()}
+    return {
+        **_platform_owned(deployers),
+        **_kueue_holds(),
+        **_pod_contents(),
+        **_cached_private_images(kubernetes_version),
+        **_services(),
+        **_external_secrets(),
+    }
 
 
 def _platform_owned(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -337,6 +357,60 @@ def _pod_contents() -> dict[str, dict[str, Any]]:
     }
 
 
+def _cached_private_images(kubernetes_version: str) -> dict[str, dict[str, Any]]:
+    """While some node's kubelet may hand any pod a private image already on the node, a private ECR image is
+    pulled every time. The cluster's oldest kubelet decides (config/versions.py `oldest_kubelet_minor`): a
+    cluster just upgraded to 1.35 still runs 1.34 kubelets until its old nodes are gone."""
+    if enabled_by_default(KUBELET_ENSURE_SECRET_PULLED_IMAGES, oldest_kubelet_minor(kubernetes_version)):
+        return {}
+    return {
+        "tenant-pods-pull-private-images-always": {
+            # The API server defaults imagePullPolicy (IfNotPresent for a tagged image) before validation,
+            # so an unset policy arrives as IfNotPresent; an absent one is refused all the same.
+            "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
+            "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
+            "validations": [
+                {
+                    "expression": f"variables.containers.all(c, {_PULLED_EVERY_TIME})",
+                    "message": f"kubelets before {first_enabled(KUBELET_ENSURE_SECRET_PULLED_IMAGES)} give any pod an "
+                    "image already on their node, whoever pulled it: containers in tenant namespaces whose image is in a "
+                    "private ECR registry set imagePullPolicy: Always, so the registry checks this pod's own credentials",
+                }
+            ],
+        },
+    }
+
+
+# A container `c` whose image is not in a private ECR registry (models/aws_ecr.py; the registry is the image's
+# first path component), or is pulled every time.
+_PULLED_EVERY_TIME = (
+    f"!c.image.contains('/') || !c.image.split('/')[0].matches('{PRIVATE_REGISTRY_HOST}') || "
+    "(has(c.imagePullPolicy) && c.imagePullPolicy == 'Always')"
+)
+
+
+def _external_secrets() -> dict[str, dict[str, Any]]:
+    """ExternalSecrets read their own namespace's stores and generators, never cluster-wide ones."""
+    own_store = "(!has({r}.storeRef) || !has({r}.storeRef.kind) || {r}.storeRef.kind == 'SecretStore')"
+    own_generator = "(!has({r}.generatorRef) || {r}.generatorRef.kind != 'ClusterGenerator')"
+    source = f"(!has(d.sourceRef) || ({own_store} && {own_generator}))".format(r="d.sourceRef")
+    return {
+        "tenant-external-secrets-name-their-own-sources": {
+            "rules": [_rule(["external-secrets.io"], ["externalsecrets"], ["CREATE", "UPDATE"])],
+            "validations": [
+                {
+                    "expression": "(!has(object.spec.secretStoreRef) || !has(object.spec.secretStoreRef.kind) || "
+                    "object.spec.secretStoreRef.kind == 'SecretStore') && "
+                    f"(!has(object.spec.data) || object.spec.data.all(d, {source})) && "
+                    f"(!has(object.spec.dataFrom) || object.spec.dataFrom.all(d, {source}))",
+                    "message": "ExternalSecrets in tenant namespaces read their own namespace's SecretStore and generators: "
+                    "a ClusterSecretStore or ClusterGenerator is shared by every namespace and reads as its own role",
+                }
+            ],
+        },
+    }
+
+
 def _services() -> dict[str, dict[str, Any]]:
     return {
         "tenant-services-no-external-ips": {
@@ -380,10 +454,10 @@ def validating_admission_policy_binding(name: str) -> dict[str, Any]:
     }
 
 
-def admission_objects(deployers: Sequence[str]) -> dict[str, dict[str, Any]]:
+def admission_objects(deployers: Sequence[str], kubernetes_version: str) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: each policy, then its binding."""
     objects = {}
-    for name, policy in policies(deployers).items():
+    for name, policy in policies(deployers, kubernetes_version).items():
         objects[f"{name}-policy"] = validating_admission_policy(name, policy)
         objects[f"{name}-binding"] = validating_admission_policy_binding(name)
     return objects
@@ -397,17 +471,19 @@ class TenantAdmission(pulumi.ComponentResource):
         name: str,
         *,
         deployers: Sequence[str],
+        kubernetes_version: str,
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """`deployers`: the IAM principals `pulumi up` runs as (`ClusterConfig.admins` and the cluster's
-        creator), the only ones that may write tenant NetworkPolicies. `depends_on`: the cluster. Tenants'
-        namespaces need not exist: bindings select them by label."""
+        creator), the only ones that may write tenant NetworkPolicies. `kubernetes_version`:
+        `ClusterConfig.kubernetes_version`, whose kubelet defaults decide the private-image policy. `depends_on`:
+        the cluster. Tenants' namespaces need not exist: bindings select them by label."""
         super().__init__("gpu-platform:admission:TenantAdmission", name, None, opts)
         children = Children(self, provider, depends_on)
         policies: dict[str, pulumi.Resource] = {}
-        for suffix, manifest in admission_objects(deployers).items():
+        for suffix, manifest in admission_objects(deployers, kubernetes_version).items():
             if manifest["kind"] == "ValidatingAdmissionPolicy":
                 policies[manifest["metadata"]["name"]] = declare(f"{name}-{suffix}", manifest, children.opts())
             else:

@@ -23,6 +23,7 @@ from .dra_nodes import DraNodeGroups
 from .efa import EfaDevicePlugin
 from .gpu_operator import GpuOperator
 from .headroom import Headroom
+from .image_pulls import TenantImagePulls
 from .karpenter import SPOT_ROLE_NAME, SPOT_SERVICE, Karpenter
 from .lib.account import account_has_service_linked_role
 from .lib.kubeconfig import KubeconfigCredentials
@@ -305,6 +306,7 @@ class GpuPlatform(pulumi.ComponentResource):
             self.admission = TenantAdmission(
                 f"{name}-admission",
                 deployers=sorted({*config.cluster.admins, self.cluster.creator}),
+                kubernetes_version=config.cluster.kubernetes_version,
                 provider=provider,
                 depends_on=[self.cluster.eks],
                 opts=self._opts(),
@@ -328,7 +330,8 @@ class GpuPlatform(pulumi.ComponentResource):
         kueue_installed.set_result(self.queueing.release)
 
     def _tenant_secrets(self, config: PlatformConfig, account: _Account, controllers_ready: list[pulumi.Resource]) -> None:
-        """External Secrets Operator, a role and a SecretStore per tenant, and the model servers' token secrets."""
+        """External Secrets Operator, a role and a SecretStore per tenant, the model servers' token secrets, and
+        each tenant's ECR pull secret."""
         self.secrets = (
             TenantSecrets(
                 f"{config.cluster.name}-secrets",
@@ -345,6 +348,25 @@ class GpuPlatform(pulumi.ComponentResource):
                 opts=self._opts(),
             )
             if config.secrets.enabled
+            else None
+        )
+        # Each tenant's ECR login, pulling its own repositories only, made by the same controller.
+        self.image_pulls = (
+            TenantImagePulls(
+                f"{config.cluster.name}-image-pulls",
+                config.tenants,
+                cluster_name=config.cluster.name,
+                region=config.region,
+                account_id=account.account_id,
+                partition=account.partition,
+                controller_role_arn=self.secrets.controller_role.arn,
+                provider=self.cluster.provider,
+                namespaces=self.tenants.namespaces,
+                tags=config.tags,
+                depends_on=[self.secrets.release],
+                opts=self._opts(),
+            )
+            if self.secrets is not None
             else None
         )
 

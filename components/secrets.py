@@ -36,7 +36,13 @@ from pulumi_aws import iam
 
 from config import namespaces
 from config.fair_share import TenantPlan
-from config.secrets import HF_TOKEN_ENV, hf_token_secret_name, tenant_secret_prefix, tenant_secrets_role_name
+from config.secrets import (
+    HF_TOKEN_ENV,
+    hf_token_secret_name,
+    tenant_image_pull_role_name,
+    tenant_secret_prefix,
+    tenant_secrets_role_name,
+)
 from config.system_capacity import EXTERNAL_SECRETS_RESOURCES
 from config.versions import ChartPin
 
@@ -67,6 +73,7 @@ class TenantSecrets(pulumi.ComponentResource):
 
     namespace: pulumi.CustomResource
     release: k8s.helm.v3.Release
+    controller_role: iam.Role
     stores: dict[str, pulumi.CustomResource]
     external_secrets: dict[tuple[str, str], pulumi.CustomResource]
 
@@ -115,6 +122,7 @@ class TenantSecrets(pulumi.ComponentResource):
             tags=dict(tags),
             opts=child,
         )
+        self.controller_role = controller_role
         tenant_roles: dict[str, iam.Role] = {}
         tenant_reads: dict[str, iam.RolePolicy] = {}
         for plan in tenants:
@@ -271,10 +279,14 @@ def tenant_read_policy(partition: str, region: str, account_id: str, cluster_nam
 
 
 def controller_policy(partition: str, account_id: str, cluster_name: str) -> dict[str, Any]:
-    """The controller itself reads no secret: it may only assume this cluster's tenant secrets roles
-    (tagging the session). By their name pattern rather than a list, so adding a tenant changes nothing
-    here; each role still admits the controller only for its own tenant's namespace (its trust policy)."""
-    roles = f"arn:{partition}:iam::{account_id}:role/{tenant_secrets_role_name(cluster_name, '*')}"
+    """The controller itself reads no secret and pulls no image: it may only assume this cluster's tenant
+    secrets roles (tagging the session) and tenant image-pull roles (components/image_pulls.py). By their
+    name patterns rather than a list, so adding a tenant changes nothing here; each role still admits the
+    controller only as its trust policy says."""
+    roles = [
+        f"arn:{partition}:iam::{account_id}:role/{tenant_secrets_role_name(cluster_name, '*')}",
+        f"arn:{partition}:iam::{account_id}:role/{tenant_image_pull_role_name(cluster_name, '*')}",
+    ]
     return {
         "Version": policies.POLICY_VERSION,
         "Statement": [{"Effect": "Allow", "Action": ["sts:AssumeRole", "sts:TagSession"], "Resource": roles}],

@@ -32,7 +32,13 @@ from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
 from .regions import AVAILABILITY_ZONES
 from .schedulability import check_schedulability
-from .secrets import IAM_ROLE_NAME_LIMIT, SecretsConfig, tenant_secrets_role_name
+from .secrets import (
+    IAM_ROLE_NAME_LIMIT,
+    SecretsConfig,
+    tenant_image_pull_role_name,
+    tenant_repository_prefix,
+    tenant_secrets_role_name,
+)
 from .supply_chain import SupplyChainConfig
 from .system_capacity import INSTANCE_SHAPES, SystemCapacityPlan, capacity_problems, plan_system_capacity
 from .tenants import QueueingConfig, TenantConfig, TenantsConfig
@@ -355,6 +361,12 @@ def _rule_secrets_roles(parsed: ParsedConfig, problems: Problems) -> None:
         _check_secrets_roles(tenants, secrets, cluster, problems)
 
 
+def _rule_node_repositories(parsed: ParsedConfig, problems: Problems) -> None:
+    tenants, supply_chain = parsed.section("tenants", TenantsConfig), parsed.section("supplyChain", SupplyChainConfig)
+    if tenants is not None and supply_chain is not None:
+        _check_node_repositories(tenants, supply_chain, problems)
+
+
 # The order is the order of the problem lines, and a deriving rule runs before the rules that read it.
 RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_region,
@@ -369,6 +381,7 @@ RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_serving,
     _rule_model_sources,
     _rule_secrets_roles,
+    _rule_node_repositories,
 )
 
 
@@ -655,18 +668,37 @@ def _check_serving(tenants: TenantsConfig, supply_chain: SupplyChainConfig, secr
 
 
 def _check_secrets_roles(tenants: TenantsConfig, secrets: SecretsConfig, cluster: ClusterConfig, problems: Problems) -> None:
-    """Each tenant's secrets role is named `<cluster>-secrets-<tenant>`, which IAM caps at 64 characters."""
+    """Each tenant's secrets role (`<cluster>-secrets-<tenant>`) and image-pull role (`<cluster>-image-pull-<tenant>`)
+    fit IAM's 64 characters; one line per tenant, for the longer name."""
     if not secrets.enabled:
         return
     labels = item_labels(tenants.root)
     for i, tenant in enumerate(tenants.root):
-        role = tenant_secrets_role_name(cluster.name, tenant.name)
-        if len(role) > IAM_ROLE_NAME_LIMIT:
-            problems.add(
-                f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].name",
-                f"{show(tenant.name)} makes its secrets role {show(role)}, {len(role)} characters; IAM allows "
-                f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
-            )
+        for kind, role in (
+            ("image-pull", tenant_image_pull_role_name(cluster.name, tenant.name)),
+            ("secrets", tenant_secrets_role_name(cluster.name, tenant.name)),
+        ):
+            if len(role) > IAM_ROLE_NAME_LIMIT:
+                problems.add(
+                    f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].name",
+                    f"{show(tenant.name)} makes its {kind} role {show(role)}, {len(role)} characters; IAM allows "
+                    f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
+                )
+                break
+
+
+def _check_node_repositories(tenants: TenantsConfig, supply_chain: SupplyChainConfig, problems: Problems) -> None:
+    """No node repository prefix reaches into a tenant's repositories (`<tenant>/...`): every node would pull them
+    with its own role, for any tenant's pod."""
+    for i, prefix in enumerate(supply_chain.node_repositories):
+        for tenant in tenants.root:
+            own = tenant_repository_prefix(tenant.name)
+            if own.startswith(prefix) or prefix.startswith(own):
+                problems.add(
+                    f"{CONFIG_NAMESPACE}:supplyChain.nodeRepositories[{i}]",
+                    f"{show(prefix)} covers tenant {tenant.name}'s private repositories ({own}...), which every node "
+                    "could then pull for any tenant's pod: move the platform's images under a prefix no tenant is named",
+                )
 
 
 def _validates(model: type[BaseModel], value: Any) -> bool:

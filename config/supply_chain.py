@@ -146,8 +146,9 @@ class SupplyChainConfig(ConfigModel):
         description="Repository name prefixes, each ending in `/`, of this account's ECR that every node may pull "
         "from with its own role: the platform's own images and pull-through caches (e.g. `platform/`, "
         "`ecr-public/`). No other repository of the account is within the nodes' reach, so one tenant cannot run "
-        "another's private images: tenants pull theirs with their own credentials (`imagePullSecrets`; "
-        "docs/security.md). Other accounts' repositories (the EKS add-ons' images) stay pullable.",
+        "another's private images: tenants pull theirs with their own credentials (`imagePullSecrets`, the "
+        "platform's `ecr-pull` where secrets are enabled; docs/security.md), so a prefix reaching a tenant's own "
+        "repositories (`<tenant>/...`) is refused. Other accounts' repositories (the EKS add-ons' images) stay pullable.",
     )
 
     @field_validator("node_repositories")

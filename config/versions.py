@@ -64,6 +64,19 @@ DRA_EXTENDED_RESOURCE_REASON = (
     "against a quota key the platform's quotas do not give it; stay on {latest} until the platform handles that"
 )
 
+# How far the nodes' kubelets lag the control plane. EKS moves a control plane one minor at a time
+# (offline/diff.py warns of a skip), and `pulumi up` moves the managed node groups in the same run while
+# Karpenter's nodes drift onto the new minor's AMIs afterwards: after an upgrade to N, kubelets run N or
+# N-1 until the last old node is replaced. A kubelet-side default the platform relies on must hold at N-1.
+KUBELET_MINORS_BEHIND = 1
+
+
+def oldest_kubelet_minor(kubernetes_version: str) -> str:
+    """The oldest kubelet minor a cluster at `kubernetes_version` ("1.35") may run: "1.34"."""
+    major, minor = kubernetes_version.split(".")
+    return f"{major}.{int(minor) - KUBELET_MINORS_BEHIND}"
+
+
 ADDON_NAMES: tuple[str, ...] = (*ADDON_VERSIONS[KUBERNETES_VERSIONS[-1]], *_VERSION_INDEPENDENT_ADDONS)
 
 _CHART_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")

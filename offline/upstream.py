@@ -141,6 +141,7 @@ CHART_SOURCES: dict[str, ChartSource] = {
         crds=(
             "config/crds/bases/external-secrets.io_externalsecrets.yaml",
             "config/crds/bases/external-secrets.io_secretstores.yaml",
+            "config/crds/bases/generators.external-secrets.io_ecrauthorizationtokens.yaml",
         ),
     ),
     # NVIDIA tags the repository `<DCGM version>-<exporter version>`; the chart's version is the exporter's.

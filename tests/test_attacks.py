@@ -23,7 +23,7 @@ import pytest
 
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
 from config.labels import TENANT_LABEL
-from models.aws_iam import trust_allows
+from models.aws_iam import identity_allows, trust_allows
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
@@ -80,7 +80,11 @@ def _rendered() -> tuple[str, ...]:
         json.dumps({"kind": "aws:sqs/queuePolicy:QueuePolicy", **r.inputs})
         for r in recording.by_type("aws:sqs/queuePolicy:QueuePolicy")
     ]
-    return (*manifests, *roles, *queues)
+    role_policies = [
+        json.dumps({"kind": "aws:iam/rolePolicy:RolePolicy", **r.inputs})
+        for r in recording.by_type("aws:iam/rolePolicy:RolePolicy")
+    ]
+    return (*manifests, *roles, *queues, *role_policies)
 
 
 def rendered() -> Objects:
@@ -611,6 +615,86 @@ def pod_with_a_named_claim(objects: Objects) -> Sent:
     return Sent("create", "CREATE", "", "pods", kueue_defaults("pod", bare))
 
 
+# --- private images: pulled with the tenant's own credentials, never from another tenant's cache --------
+
+OTHER_TENANTS_IMAGE = f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{OTHER_TENANT}/trainer"
+
+
+def private_image_reused_from_the_node(container: dict[str, Any], where: str) -> Callable[[Objects], Sent]:
+    """A pod naming another tenant's private image with no credentials for it, on a node where that tenant's pod
+    pulled it: with IfNotPresent (the API server's default for a tagged or digested image) the kubelet starts
+    the node's copy without asking the registry."""
+
+    def sent(objects: Objects) -> Sent:
+        return Sent("create", "CREATE", "", "pods", created(**{where: [container]}))
+
+    return sent
+
+
+def external_secret_from(source: dict[str, Any]) -> Callable[[Objects], Sent]:
+    """An ExternalSecret reading through a cluster-wide source, which reads as its own role for every namespace."""
+
+    def sent(objects: Objects) -> Sent:
+        external_secret = {
+            "apiVersion": "external-secrets.io/v1",
+            "kind": "ExternalSecret",
+            "metadata": {"name": "pull", "namespace": TENANT},
+            "spec": {"refreshInterval": "1h", "target": {"name": "pull"}, **source},
+        }
+        return Sent("create", "CREATE", "external-secrets.io", "externalsecrets", external_secret)
+
+    return sent
+
+
+def pull_policies(objects: Objects) -> list[dict[str, Any]]:
+    """The permissions of the tenant's image-pull role and of every node role, as the render declares them."""
+    roles = {f"{CLUSTER}-image-pull-{TENANT}", f"{CLUSTER}-system-node", f"{CLUSTER}-karpenter-node"}
+    found = [json.loads(o["policy"]) for o in objects if o["kind"] == "aws:iam/rolePolicy:RolePolicy" and o["role"] in roles]
+    assert len(found) == len(roles), "the tenant's pull role and the node roles each carry one policy"
+    return found
+
+
+def another_tenants_private_image_pulled(objects: Objects) -> bool:
+    """data-science's pods pull with its `ecr-pull` Secret (its role) or the node's role: neither reaches
+    llm-training's repositories."""
+    [region] = {o["spec"]["region"] for o in objects if o["kind"] == "ECRAuthorizationToken"}
+    repository = f"arn:aws:ecr:{region}:{ACCOUNT}:repository/{OTHER_TENANT}/trainer"
+    return not any(identity_allows(p, "ecr:BatchGetImage", repository) for p in pull_policies(objects))
+
+
+def pull_role_reaching_every_repository(objects: Objects) -> Objects:
+    for o in objects:
+        if o["kind"] == "aws:iam/rolePolicy:RolePolicy" and o["role"] == f"{CLUSTER}-image-pull-{TENANT}":
+            document = json.loads(o["policy"])
+            for statement in document["Statement"]:
+                if statement.get("Sid") == "OwnRepositories":
+                    statement["Resource"] = statement["Resource"].split("repository/")[0] + "repository/*"
+            o["policy"] = json.dumps(document)
+    return objects
+
+
+def another_tenants_pull_secret_read(objects: Objects) -> bool:
+    """The tenant's admin and viewer neither read nor change llm-training's `ecr-pull` Secret, its ExternalSecret or
+    its generator (a principal that is admin of both tenants holds both by right)."""
+    asks = [
+        (verb, group, resource)
+        for verb in ("get", "list", "update", "patch", "delete")
+        for group, resource in (("", "secrets"), ("external-secrets.io", "externalsecrets"),
+                                ("generators.external-secrets.io", "ecrauthorizationtokens"))
+    ]
+    return not any(
+        rbac_allows(objects, IDENTITIES[who], *ask, OTHER_TENANT) for who in ("tenant-admin", VIEWER) for ask in asks
+    )
+
+
+def tenant_bound_cluster_wide(objects: Objects) -> Objects:
+    """The tenant's admins bound to `admin` by a ClusterRoleBinding instead of their namespace's RoleBinding."""
+    for o in objects:
+        if o["kind"] == "RoleBinding" and o["metadata"] == {"name": "tenant-admins", "namespace": TENANT}:
+            o["kind"], o["metadata"] = "ClusterRoleBinding", {"name": "tenant-admins"}
+    return objects
+
+
 # --- taking a guard out ------------------------------------------------------------------------------
 
 
@@ -674,6 +758,8 @@ OWNERS = "tenant-controller-owners-from-controllers"
 GATED = "tenant-pods-gated-or-owned-by-a-job"
 RESUMED = "tenant-jobs-run-as-kueue-admits-them"
 PROMPT = "tenant-pods-stop-promptly"
+PULL_ALWAYS = "tenant-pods-pull-private-images-always"
+OWN_SOURCES = "tenant-external-secrets-name-their-own-sources"
 ADMISSION_ATTACKS = [
     AdmissionAttack(
         "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
@@ -729,6 +815,43 @@ ADMISSION_ATTACKS = [
         image_registry_spelled_to_escape_the_signature_policy("GHCR.IO/acme-ai/trainer:1.0"),
         ("tenant-pods-canonical-image-registries",),
         "HIGH",
+    ),
+    AdmissionAttack(
+        "private-ecr-image-reused-from-the-nodes-cache-if-not-present",
+        private_image_reused_from_the_node(
+            {"name": "main", "image": f"{OTHER_TENANTS_IMAGE}:2.1", "imagePullPolicy": "IfNotPresent"}, "containers"
+        ),
+        (PULL_ALWAYS,),
+        "MEDIUM",
+    ),
+    AdmissionAttack(
+        "private-ecr-image-reused-from-the-nodes-cache-by-an-init-container-without-a-pull-policy",
+        private_image_reused_from_the_node(
+            {"name": "fetch", "image": f"{OTHER_TENANTS_IMAGE}@sha256:{'c' * 64}"}, "initContainers"
+        ),
+        (PULL_ALWAYS,),
+        "MEDIUM",
+    ),
+    AdmissionAttack(
+        "external-secret-reads-a-cluster-generator",
+        external_secret_from({"dataFrom": [{"sourceRef": {"generatorRef": {
+            "apiVersion": "generators.external-secrets.io/v1alpha1", "kind": "ClusterGenerator", "name": "ecr-pull"}}}]}),
+        (OWN_SOURCES,),
+        "LOW",
+    ),
+    AdmissionAttack(
+        "external-secret-reads-a-cluster-secret-store",
+        external_secret_from({"secretStoreRef": {"kind": "ClusterSecretStore", "name": "aws"},
+                              "data": [{"secretKey": "t", "remoteRef": {"key": "/gpu-prod/llm-training/hf-token"}}]}),
+        (OWN_SOURCES,),
+        "LOW",
+    ),
+    AdmissionAttack(
+        "external-secret-reads-a-cluster-secret-store-through-one-key",
+        external_secret_from({"data": [{"secretKey": "t", "remoteRef": {"key": "/gpu-prod/llm-training/hf-token"},
+                                        "sourceRef": {"storeRef": {"kind": "ClusterSecretStore", "name": "aws"}}}]}),
+        (OWN_SOURCES,),
+        "LOW",
     ),
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
@@ -879,6 +1002,27 @@ ATTACKS = [
         "running-pod-resized-past-kueues-charge",
         rbac_denies("patch", "", "pods/resize"),
         "RBAC: no built-in role a tenant holds grants pods/resize",
+        without_cluster_admin_role,
+    ),
+    Attack(
+        "tenant-runs-another-tenants-private-image",
+        another_tenants_private_image_pulled,
+        "IAM: the tenant's image-pull role pulls `<tenant>/*`; node roles reach no tenant repository",
+        pull_role_reaching_every_repository,
+    ),
+    Attack(
+        "tenant-reads-or-changes-another-tenants-pull-secret",
+        another_tenants_pull_secret_read,
+        "RBAC: the tenant's admins and viewers are bound in their own namespace only",
+        tenant_bound_cluster_wide,
+    ),
+    Attack(
+        "tenant-writes-a-generator-naming-another-tenants-pull-role",
+        lambda objects: all(
+            rbac_denies(verb, "generators.external-secrets.io", "ecrauthorizationtokens")(objects)
+            for verb in ("create", "update", "patch")
+        ),
+        "RBAC: External Secrets' chart aggregates no generator writes into admin or edit",
         without_cluster_admin_role,
     ),
     Attack(
@@ -1269,6 +1413,8 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-jobs-run-as-kueue-admits-them",
         "tenant-pods-claims-from-templates",
         "tenant-pods-stop-promptly",
+        "tenant-external-secrets-name-their-own-sources",
+        "tenant-pods-pull-private-images-always",
     }
     assert tenant_policies <= set(policies)
     for name in tenant_policies:

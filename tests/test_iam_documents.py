@@ -190,10 +190,28 @@ def external_secrets_tenant(tenant: str) -> dict[str, Any]:
     }]}
 
 
+def image_pull_tenant() -> dict[str, Any]:
+    """Only External Secrets Operator's controller, in its own namespace on this cluster; its ECR generator
+    assumes the role without session tags (external-secrets v2.9.0 providers/v1/aws/auth/auth.go
+    NewGeneratorSession), so nothing names the tenant."""
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow",
+        "Principal": {"AWS": ESO_CONTROLLER_ARN},
+        "Action": "sts:AssumeRole",
+        "Condition": {"StringEquals": {
+            "aws:PrincipalAccount": ACCOUNT,
+            "aws:PrincipalTag/eks-cluster-name": CLUSTER,
+            "aws:PrincipalTag/kubernetes-namespace": "external-secrets",
+            "aws:PrincipalTag/kubernetes-service-account": "external-secrets",
+        }},
+    }]}
+
+
 # Who may assume each role; EC2 and VPC flow logs need sts:AssumeRole only.
 ROLE_TRUST = {
     f"{CLUSTER}-external-secrets": pod_identity("external-secrets", "external-secrets"),
     **{f"{CLUSTER}-secrets-{tenant}": external_secrets_tenant(tenant) for tenant in TENANTS},
+    **{f"{CLUSTER}-image-pull-{tenant}": image_pull_tenant() for tenant in TENANTS},
     f"{CLUSTER}-karpenter-controller": pod_identity("kube-system", "karpenter"),
     f"{CLUSTER}-aws-ebs-csi-driver": pod_identity("kube-system", "ebs-csi-controller-sa"),
     # The node roles are for EC2 only (upstream's node role also trusts Pod Identity, which nothing here uses).
@@ -362,12 +380,27 @@ def test_a_tenants_secrets_role_reads_only_its_own_path(tenant):
     }]}
 
 
-def test_external_secrets_controller_may_only_assume_the_tenants_secrets_roles():
+@pytest.mark.parametrize("tenant", TENANTS)
+def test_a_tenants_image_pull_role_logs_in_and_pulls_only_its_own_repositories(tenant):
+    role = f"{CLUSTER}-image-pull-{tenant}"
+    [policy] = [p for p in declared_of_type("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == role]
+    assert json.loads(policy.inputs["policy"]) == {"Version": "2012-10-17", "Statement": [
+        {"Sid": "RegistryLogin", "Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+        {
+            "Sid": "OwnRepositories",
+            "Effect": "Allow",
+            "Action": ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            "Resource": f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{tenant}/*",
+        },
+    ]}
+
+
+def test_external_secrets_controller_may_only_assume_the_tenants_secrets_and_image_pull_roles():
     [policy] = [p for p in declared_of_type("aws:iam/rolePolicy:RolePolicy") if p.inputs["role"] == f"{CLUSTER}-external-secrets"]
     assert json.loads(policy.inputs["policy"]) == {"Version": "2012-10-17", "Statement": [{
         "Effect": "Allow",
         "Action": ["sts:AssumeRole", "sts:TagSession"],
-        "Resource": f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-secrets-*",
+        "Resource": [f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-secrets-*", f"arn:aws:iam::{ACCOUNT}:role/{CLUSTER}-image-pull-*"],
     }]}
 
 

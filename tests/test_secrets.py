@@ -180,18 +180,40 @@ def test_a_token_secret_without_secrets_enabled_is_refused_in_one_line():
     ]
 
 
-def test_a_tenant_whose_secrets_role_name_would_pass_64_characters_is_refused():
+@pytest.mark.parametrize(
+    ("cluster", "tenant", "line"),
+    [
+        (
+            "gpu-production-us-east-1-blue",
+            "experiments-of-the-applied-research-team",
+            "makes its image-pull role 'gpu-production-us-east-1-blue-image-pull-experiments-of-the-applied-research-team', "
+            "81 characters; IAM allows 64: shorten the tenant or cluster name by 17",
+        ),
+        # Its secrets role, gpu-prod-east1-secrets-<tenant>, has 63 characters: only the image-pull role is too long.
+        (
+            "gpu-prod-east1",
+            "experiments-of-the-applied-research-team",
+            "makes its image-pull role 'gpu-prod-east1-image-pull-experiments-of-the-applied-research-team', "
+            "66 characters; IAM allows 64: shorten the tenant or cluster name by 2",
+        ),
+    ],
+)
+def test_a_tenant_whose_role_names_would_pass_64_characters_is_refused(cluster, tenant, line):
     document = fixture_document("multi-pool")
-    document["gpu-platform:cluster"]["name"] = "gpu-production-us-east-1-blue"
-    document["gpu-platform:tenants"][3]["name"] = "experiments-of-the-applied-research-team"
+    document["gpu-platform:cluster"]["name"] = cluster
+    document["gpu-platform:tenants"][3]["name"] = tenant
     with pytest.raises(ConfigError) as error:
         load(document)
-    assert error.value.problems == [
-        "gpu-platform:tenants[experiments-of-the-applied-research-team].name: "
-        "'experiments-of-the-applied-research-team' makes its secrets role "
-        "'gpu-production-us-east-1-blue-secrets-experiments-of-the-applied-research-team', 78 characters; "
-        "IAM allows 64: shorten the tenant or cluster name by 14"
-    ]
+    assert error.value.problems == [f"gpu-platform:tenants[{tenant}].name: {tenant!r} {line}"]
+
+
+def test_a_tenant_name_that_fits_both_roles_is_accepted():
+    """gpu-prod-eu1-image-pull-<tenant> at exactly 64 characters."""
+    document = fixture_document("multi-pool")
+    document["gpu-platform:cluster"]["name"] = "gpu-prod-eu1"
+    document["gpu-platform:tenants"][3]["name"] = "experiments-of-the-applied-research-team"
+    assert len("gpu-prod-eu1-image-pull-experiments-of-the-applied-research-team") == 64
+    load(document)
 
 
 def test_a_stack_without_secrets_installs_no_operator():

@@ -259,3 +259,17 @@ def test_the_kubernetes_version_defaults_to_the_one_the_render_deploys(tmp_path,
     (render / "plan.json").write_text("[]")
     assert main(["validate", str(render)]) == 2
     assert "pass --k8s-version" in capsys.readouterr().err
+
+
+def test_an_ecr_token_generator_is_checked_against_the_vendored_generator_crd(tmp_path):
+    """`regin` for `region`: the API server would drop it and refuse the generator for its missing region."""
+    generator = (
+        "apiVersion: generators.external-secrets.io/v1alpha1\nkind: ECRAuthorizationToken\n"
+        "metadata: {name: ecr-pull, namespace: research}\nspec: {regin: us-east-1, role: arn:aws:iam::111122223333:role/r}\n"
+    )
+    report = validate_render(_render(tmp_path / "render", generator, [_release("external-secrets")]), KUBERNETES)
+    prefix = "manifests.yaml#1 generators.external-secrets.io/v1alpha1 ECRAuthorizationToken research/ecr-pull: spec."
+    assert report.problems == [
+        f"{prefix}region: required field is missing",
+        f"{prefix}regin: unknown field (the API server would drop it)",
+    ]

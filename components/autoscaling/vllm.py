@@ -31,6 +31,7 @@ from config.labels import (
 )
 from config.secrets import HF_TOKEN_ENV, hf_token_secret_name
 from config.tenants import SERVER_SCRATCH_GIB
+from models.aws_ecr import in_private_registry
 from models.kueue.constants import PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL
 
 from ..lib.placement import gpu_toleration
@@ -193,6 +194,7 @@ def server_deployment(
                         {
                             "name": SERVER_CONTAINER,
                             "image": serving.image,
+                            **_pull_policy(serving.image),
                             "args": args,
                             "ports": [{"name": HTTP_PORT_NAME, "containerPort": serving.port, "protocol": "TCP"}],
                             "env": env,
@@ -277,3 +279,10 @@ def deployment_labels(deployment: InferenceDeploymentConfig) -> dict[str, str]:
     """Labels of everything declared for one inference deployment; the Service and PodDisruptionBudget
     select the server's pods by them."""
     return {APP_NAME_LABEL: deployment.name, "app.kubernetes.io/managed-by": "gpu-platform"}
+
+
+def _pull_policy(image: str) -> dict[str, str]:
+    """A private ECR image is pulled on every start: on Kubernetes before 1.35 the admission policy
+    `tenant-pods-pull-private-images-always` (components/admission.py) refuses its pods otherwise, and from
+    1.35 the kubelet asks for credentials anyway. Any other image keeps the API server's default."""
+    return {"imagePullPolicy": "Always"} if in_private_registry(image) else {}
