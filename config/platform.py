@@ -681,7 +681,7 @@ def _check_secrets_roles(tenants: TenantsConfig, secrets: SecretsConfig, cluster
             if len(role) > IAM_ROLE_NAME_LIMIT:
                 problems.add(
                     f"{CONFIG_NAMESPACE}:tenants[{labels[i]}].name",
-                    f"{show(tenant.name)} makes its {kind} role {show(role)}, {len(role)} characters; IAM allows "
+                    f"{show(tenant.name)} makes its {kind} role '{role}', {len(role)} characters; IAM allows "
                     f"{IAM_ROLE_NAME_LIMIT}: shorten the tenant or cluster name by {len(role) - IAM_ROLE_NAME_LIMIT}",
                 )
                 break
