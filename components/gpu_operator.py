@@ -54,8 +54,6 @@ MIG_CONFIG_KEY = "config.yaml"
 DRA_NAMESPACE = namespaces.DRA_DRIVER
 DRA_RELEASE_NAME = "dra-driver-nvidia-gpu"
 DRA_CHART_KEY = "dra-driver-nvidia-gpu"
-# The DRA driver's name, which is also the domain of every attribute and capacity it publishes.
-DRA_DRIVER = "gpu.nvidia.com"
 
 # The EKS API spells taint effects differently from Kubernetes.
 
@@ -295,19 +293,11 @@ def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernete
 def _device_request(template: ClaimTemplateConfig) -> dict[str, Any]:
     exactly: dict[str, Any] = {"allocationMode": "ExactCount", "count": template.count}
     exactly["deviceClassName"] = template.device_class
-    selector = None
-    if template.mig_profile is not None:
-        selector = f"{_attribute('profile')} == '{template.mig_profile}'"
-    elif template.min_memory_gib is not None:
-        # The driver publishes memory in bytes as a quantity; compareTo orders quantities.
-        selector = f"device.capacity['{DRA_DRIVER}'].memory.compareTo(quantity('{template.min_memory_gib}Gi')) >= 0"
-    if selector is not None:
-        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    # Proven against the DRA pools' devices before anything is declared (config/claims.py).
+    selectors = [{"cel": {"expression": expression}} for _, expression in template.selector_expressions]
+    if selectors:
+        exactly["selectors"] = selectors
     return {"name": "gpu", "exactly": exactly}
-
-
-def _attribute(name: str) -> str:
-    return f"device.attributes['{DRA_DRIVER}'].{name}"
 
 
 # --- helpers -------------------------------------------------------------------------------------

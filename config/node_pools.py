@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from models.cron import CronError
 from models.karpenter import disruption
 from models.kubernetes.duration import duration_seconds as duration_seconds
+from models.nvidia import dra_driver
 
 from .base import ConfigModel
 from .catalog import CPU_FAMILIES
@@ -456,13 +457,31 @@ class ClaimTemplateConfig(ConfigModel):
         None,
         alias="minMemoryGiB",
         ge=1,
-        description="Whole GPUs with at least this much memory (gpu.nvidia.com); an 80 GB GPU publishes about 79.6Gi. "
-        "Refused with Kueue 0.19, which admits a claim with a selector only once a matching device is published.",
+        description="Devices with at least this much memory (the driver's `memory` capacity): an 80 GB H100 publishes "
+        "79.6Gi, a 3g.40gb MIG device of it 39.5Gi. Accepted when a DRA pool's devices have it.",
     )
     mig_profile: str | None = Field(
         None,
-        description="A MIG device of this profile, e.g. `3g.40gb` (mig.nvidia.com). Refused with Kueue 0.19, as "
-        "minMemoryGiB; without it a claim takes any MIG device of the DRA pools.",
+        description="A MIG device of this profile, e.g. `3g.40gb` (class mig.nvidia.com). Accepted when a DRA pool "
+        "publishes devices of it.",
+    )
+    product_name: str | None = Field(
+        None,
+        description="Devices whose `productName` is exactly this, as NVML names the GPU, e.g. `NVIDIA H100 80GB HBM3`.",
+    )
+    architecture: str | None = Field(
+        None, description="Devices of this GPU architecture, as the driver publishes it: `Ampere`, `Ada Lovelace`, `Hopper`."
+    )
+    min_compute_capability: str | None = Field(
+        None,
+        pattern=r"^[0-9]+\.[0-9]+$",
+        description="Devices of at least this CUDA compute capability, e.g. `8.9` (L4, L40S) or `9.0` (H100, H200).",
+    )
+    selectors: list[str] = Field(
+        default_factory=list,
+        description="Further CEL selectors over `device.attributes[\"gpu.nvidia.com\"]` and "
+        "`device.capacity[\"gpu.nvidia.com\"]`, evaluated against every DRA pool's devices before anything is "
+        "declared; each must match some pool's devices.",
     )
 
     @field_validator("name", "namespace")
@@ -477,11 +496,21 @@ class ClaimTemplateConfig(ConfigModel):
         """The DRA driver's DeviceClass the claim's devices come from: MIG devices or whole GPUs."""
         return MIG_DEVICE_CLASS if self.mig_profile is not None else GPU_DEVICE_CLASS
 
-    @model_validator(mode="after")
-    def _one_selector(self) -> ClaimTemplateConfig:
-        if self.min_memory_gib is not None and self.mig_profile is not None:
-            raise ValueError("give minMemoryGiB (a whole GPU) or migProfile (a MIG device), not both")
-        return self
+    @property
+    def selector_expressions(self) -> list[tuple[str, str]]:
+        """(config field, CEL expression) for each selector the claim's request carries, in a fixed order."""
+        fields = (
+            ("minMemoryGiB", None if self.min_memory_gib is None else dra_driver.min_memory(self.min_memory_gib)),
+            ("migProfile", None if self.mig_profile is None else dra_driver.mig_profile(self.mig_profile)),
+            ("productName", None if self.product_name is None else dra_driver.product_name(self.product_name)),
+            ("architecture", None if self.architecture is None else dra_driver.architecture(self.architecture)),
+            (
+                "minComputeCapability",
+                None if self.min_compute_capability is None else dra_driver.min_compute_capability(self.min_compute_capability),
+            ),
+        )
+        expressions = [(field, expression) for field, expression in fields if expression is not None]
+        return expressions + [(f"selectors[{index}]", text) for index, text in enumerate(self.selectors)]
 
 
 class DraConfig(ConfigModel):
@@ -490,8 +519,8 @@ class DraConfig(ConfigModel):
     enabled: bool = Field(False, description="Install NVIDIA's DRA driver for GPUs (Kubernetes 1.34 or newer).")
     claim_templates: list[ClaimTemplateConfig] = Field(
         default_factory=list,
-        description="ResourceClaimTemplates (resource.k8s.io/v1) selecting GPUs by memory (gpu.nvidia.com) or MIG "
-        "profile (mig.nvidia.com).",
+        description="ResourceClaimTemplates (resource.k8s.io/v1): whole GPUs (gpu.nvidia.com) or MIG devices "
+        "(mig.nvidia.com), optionally selected by memory, profile, product name, architecture or compute capability.",
     )
 
 

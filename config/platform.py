@@ -612,7 +612,8 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
                 f"{template.namespace}/{template.name} and {other[0]}/{other[1]} would both name their resource "
                 f"{template.namespace}-{template.name}: rename one of the templates",
             )
-        if template.mig_profile is not None and template.mig_profile not in profiles:
+        # Without any MIG DRA pool, config/claims.py names what the pools publish instead.
+        if template.mig_profile is not None and profiles and template.mig_profile not in profiles:
             problems.add(
                 f"{key}.migProfile",
                 f"{show(template.mig_profile)} is in no DRA pool's migLayout "

@@ -31,6 +31,7 @@ import yaml
 
 from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
+from config.dra_devices import describe, device_class_selectors, pool_devices, published_devices
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
 from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
 from config.system_capacity import VM_MEMORY_OVERHEAD
@@ -143,7 +144,14 @@ class Cluster:
             if o["kind"] == "ResourceClaimTemplate" and o["metadata"].get("namespace", self.namespace) == self.namespace
         }
         runtimes = {o["metadata"]["name"]: o for o in self.objects if o["kind"] == "ClusterTrainingRuntime"}
-        return Tenancy(defaults, templates, manager_config(self.config.flavors), runtimes)
+        return Tenancy(
+            defaults,
+            templates,
+            manager_config(self.config.flavors),
+            runtimes,
+            published_devices(self.config.gpu_pools),
+            device_class_selectors(),
+        )
 
 
 def rendered_objects(recording: Any) -> list[dict[str, Any]]:
@@ -441,6 +449,11 @@ def _fix_for(reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster
     if "not covered" in reason or "unavailable" in reason:
         offered = sorted({r for q in cluster.tenant.quotas for r in q.flavor.resources_per_unit})
         return f"fix: request what {cluster.tenant.name}'s flavors hand out ({', '.join(offered) or 'cpu and memory only'})"
+    if "matching devices" in reason or "CEL evaluation failed" in reason:
+        published = "; ".join(
+            f"{pool.name}: {describe(kind.device)}" for pool in cluster.config.gpu_pools for kind in pool_devices(pool)
+        )
+        return f"fix: select only what the DRA pools publish ({published or 'no DRA pool'})"
     if "DeviceClass" in reason:
         return "fix: use a claim template the platform declares in the namespace (gpu.dra.claimTemplates)"
     if cluster_queue is None:

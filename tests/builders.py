@@ -7,13 +7,15 @@ call (tests/test_layering.py keeps behaviour out of this module).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from config import PlatformConfig
+from config.dra_devices import device_class_selectors
 from config.fair_share import TenantPlan
+from models.kubernetes.dra_cel import Device
 from models.kueue.workload import Tenancy
 from offline.engine import Recording
 
@@ -33,7 +35,13 @@ def kueue_manager_config(recording: Recording) -> dict[str, Any]:
     return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
 
 
-def tenancy_of(recording: Recording, namespace: str, *, kueue_config: Mapping[str, Any] | None = None) -> Tenancy:
+def tenancy_of(
+    recording: Recording,
+    namespace: str,
+    *,
+    kueue_config: Mapping[str, Any] | None = None,
+    published_devices: Sequence[tuple[Device, int]] | None = None,
+) -> Tenancy:
     """What Kueue reads of a rendered tenant namespace besides the job: its LimitRange defaults and claim
     templates, the cluster's training runtimes, and Kueue's config (the rendered one unless given)."""
     objects = [r.inputs for r in kubernetes_objects(recording)]
@@ -44,6 +52,8 @@ def tenancy_of(recording: Recording, namespace: str, *, kueue_config: Mapping[st
         claim_templates={o["metadata"]["name"]: o for o in in_namespace if o["kind"] == "ResourceClaimTemplate"},
         kueue_config=kueue_manager_config(recording) if kueue_config is None else kueue_config,
         runtimes={o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterTrainingRuntime"},
+        published_devices=published_devices if published_devices is not None else (),
+        device_class_selectors=device_class_selectors(),
     )
 
 
