@@ -25,8 +25,9 @@ import yaml
 
 from config import namespaces
 from config.capacity import GpuPoolPlan
+from config.dra_devices import device_class_selectors
 from config.labels import DEVICE_PLUGIN_CONFIG_LABEL, DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE
-from config.node_pools import ClaimTemplateConfig, GpuConfig
+from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
 from models.nvidia import dcgm_exporter as dcgm
@@ -134,6 +135,8 @@ class GpuOperator(pulumi.ComponentResource):
                 values=dra_driver_values(api_version),
                 opts=children.opts(dra_namespace, self.release),
             )
+            for device_class in device_classes(gpu.dra, kubernetes_version):
+                declare(f"{name}-device-class-{device_class['metadata']['name']}", device_class, children.opts(self.dra_release))
             for template in resource_claim_templates(gpu.dra.claim_templates, kubernetes_version):
                 metadata = template["metadata"]
                 tenant_namespace = (namespaces or {}).get(metadata["namespace"])
@@ -272,6 +275,24 @@ def dra_driver_values(api_version: str) -> dict[str, Any]:
         # The chart's default tolerations already cover the GPU taint.
         "kubeletPlugin": {"nodeSelector": {GPU_ALLOCATION_LABEL: DRA_ALLOCATION}},
     }
+
+
+def device_classes(dra: DraConfig, kubernetes_version: str) -> list[dict[str, Any]]:
+    """The administrator's DeviceClasses (cluster-scoped), each the driver's selector of its kind and its own,
+    as proven against the DRA pools' devices (config/device_classes.py)."""
+    api_version = dra_api_version(kubernetes_version)
+    if api_version is None:
+        return []
+    selectors = device_class_selectors(dra)
+    return [
+        {
+            "apiVersion": api_version,
+            "kind": "DeviceClass",
+            "metadata": {"name": device_class.name},
+            "spec": {"selectors": [{"cel": {"expression": expression}} for expression in selectors[device_class.name]]},
+        }
+        for device_class in dra.device_classes
+    ]
 
 
 def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernetes_version: str) -> list[dict[str, Any]]:

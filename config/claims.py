@@ -23,17 +23,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from models.kubernetes.cel import Verdict
 from models.kueue.flavorassigner import fits_queue
-from models.nvidia.dra_driver import RUNTIME_ATTRIBUTES
 
 from .capacity import GpuPoolPlan
-from .dra_devices import Evaluation, describe, evaluate, matching_per_node, pool_devices
+from .dra_devices import describe, device_class_selectors, matching_per_node, matching_pools, pool_devices
 from .errors import Problems, item_labels
 from .fair_share import TenantPlan
 from .keys import CONFIG_NAMESPACE
 from .labels import device_class_resource
-from .node_pools import ClaimTemplateConfig
+from .node_pools import ClaimTemplateConfig, DraConfig
 
 ROOT = f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates"
 
@@ -58,18 +56,30 @@ def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
 
 
 def check_claim_templates(
-    templates: Sequence[ClaimTemplateConfig],
+    dra: DraConfig,
     tenants: Sequence[TenantPlan],
     pools: Sequence[GpuPoolPlan],
     problems: Problems,
 ) -> None:
     """Every claim template's selectors match devices a DRA pool publishes, and its pods can be admitted by
     Kueue and placed on one node of such a pool."""
+    templates = dra.claim_templates
+    classes = device_class_selectors(dra)
     by_namespace = {tenant.namespace: tenant for tenant in tenants}
     labels = item_labels(templates)
     for index, template in enumerate(templates):
         key = f"{ROOT}[{labels[index]}]"
-        pools_of_class = [pool for pool in pools if pool.dra_device_class == template.device_class]
+        if template.device_class not in classes:
+            problems.add(
+                f"{key}.deviceClass",
+                f"{template.device_class} is no DeviceClass of gpu.dra.deviceClasses "
+                f"({', '.join(c.name for c in dra.device_classes) or 'none defined'}): define it or name one of those",
+            )
+            continue
+        class_selectors = classes[template.device_class]
+        admin = next((c for c in dra.device_classes if c.name == template.device_class), None)
+        kind = (admin or template).driver_class
+        pools_of_class = [pool for pool in pools if pool.dra_device_class == kind]
         if not pools_of_class:
             dra_pools = [pool for pool in pools if pool.dra_device_class is not None]
             if template.mig_profile is None and dra_pools:
@@ -88,13 +98,13 @@ def check_claim_templates(
                     f"publishes one, only whole GPUs ({offered}): drop migProfile to take a whole GPU",
                 )
             continue
-        matching = _matching_pools(template, key, pools_of_class, problems)
+        matching = matching_pools(template, key, class_selectors, pools_of_class, problems, template.device_class)
         if not matching:
             continue
         expressions = [expression for _, expression in template.selector_expressions]
         for pool in matching:
             instance_type = min(pool.instance_types, key=lambda t: t.gpus)
-            devices = matching_per_node(expressions, template.device_class, pool, instance_type.gpus)
+            devices = matching_per_node(expressions, class_selectors, pool, instance_type.gpus)
             if template.count > devices:
                 problems.add(
                     f"{key}.count",
@@ -107,55 +117,6 @@ def check_claim_templates(
         if tenant is None:
             continue  # config/platform.py names the missing tenant
         _check_tenant_flavors(template, key, tenant, [pool.name for pool in matching], problems)
-
-
-def _matching_pools(
-    template: ClaimTemplateConfig, key: str, pools: Sequence[GpuPoolPlan], problems: Problems
-) -> list[GpuPoolPlan]:
-    """The DRA pools whose devices match every selector of the template; a problem when a selector cannot be
-    proven (not evaluable, reads a run-time attribute, fails on a device) or when no pool matches."""
-    if not any(pool_devices(pool) for pool in pools):
-        return []  # MIG DRA pools publish nothing: config/capacity.py refuses them
-    expressions = [expression for _, expression in template.selector_expressions]
-    for field, expression in template.selector_expressions:
-        evaluations = evaluate(expression, template.device_class, pools)
-        trouble = next((e for e in evaluations if e.outcome.verdict in (Verdict.NOT_EVALUATED, Verdict.ERRORED)), None)
-        if trouble is not None:
-            problems.add(f"{key}.{field}", _unproven(expression, trouble))
-            return []
-    # A pool matches when some device of the class it publishes passes every selector.
-    matches = {pool.name: matching_per_node(expressions, template.device_class, pool, 1) > 0 for pool in pools}
-    matching = [pool for pool in pools if matches[pool.name]]
-    if not matching:
-        offered = "; ".join(f"{pool.name}: {describe(kind.device)}" for pool in pools for kind in pool_devices(pool))
-        fields = ", ".join(field for field, _ in template.selector_expressions)
-        problems.add(
-            key,
-            f"no DRA pool publishes a device of class {template.device_class} that matches {fields} ({offered}); "
-            "Kueue would hold its pods for ever (insufficient matching devices): loosen the selectors or add a DRA "
-            "pool of a GPU that has them",
-        )
-    return matching
-
-
-def _unproven(expression: str, evaluation: Evaluation) -> str:
-    detail = evaluation.outcome.detail
-    runtime = next((name for name in RUNTIME_ATTRIBUTES if repr(name.rpartition("/")[2]) in detail), None)
-    if runtime is not None:
-        return (
-            f"{expression} reads {runtime}, which a device publishes only once its node runs, so the platform cannot "
-            "prove any device matches: select by productName, architecture, cudaComputeCapability, memory or profile"
-        )
-    if evaluation.outcome.verdict is Verdict.ERRORED:
-        return (
-            f"{expression} fails on the devices of pool {evaluation.pool.name} ({detail}), and Kueue refuses a workload "
-            "whose selector fails to evaluate (CEL evaluation failed): read only what those devices publish "
-            f"({describe(evaluation.kind.device)})"
-        )
-    return (
-        f"{expression} uses what the platform cannot evaluate ({detail}), so it cannot prove a device matches: "
-        "write it with comparisons, &&, ||, quantity() and semver()"
-    )
 
 
 def _check_tenant_flavors(

@@ -24,6 +24,9 @@ from .headroom import WarmStartConfig
 from .labels import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
+# A DeviceClass name is a DNS subdomain (resource.k8s.io/v1 ValidateDeviceClass); at most 63 characters here,
+# so `<name>.deviceclass.resource.k8s.io/devices` stays a valid quota resource name with room to spare.
+_DEVICE_CLASS_NAME = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Karpenter's own patterns (karpenter.sh_nodepools.yaml at v1.14.1), so a typo fails here, not in the API server.
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _DURATION = re.compile(r"^(([0-9]+(s|m|h))+)$")
@@ -447,12 +450,13 @@ class CpuPoolConfig(ConfigModel):
         return delete_timeout(self.termination_grace_period)
 
 
-class ClaimTemplateConfig(ConfigModel):
-    """A ResourceClaimTemplate pods reference to get GPUs through DRA."""
+class DeviceSelectionConfig(ConfigModel):
+    """Which devices of the DRA driver: whole GPUs, or MIG devices of a profile, narrowed by their attributes.
 
-    name: str = Field(description="ResourceClaimTemplate name (a DNS label).")
-    namespace: str = Field(description="Namespace the template lives in; pods can only use templates in their own.")
-    count: int = Field(1, ge=1, le=8, description="Devices per claim.")
+    Each field becomes one CEL selector over what the driver publishes (models/nvidia/dra_driver.py); the
+    platform evaluates them against every DRA pool's devices before anything is declared.
+    """
+
     min_memory_gib: int | None = Field(
         None,
         alias="minMemoryGiB",
@@ -484,18 +488,6 @@ class ClaimTemplateConfig(ConfigModel):
         "declared; each must match some pool's devices.",
     )
 
-    @field_validator("name", "namespace")
-    @classmethod
-    def _dns_label(cls, value: str) -> str:
-        if not _DNS_LABEL.match(value):
-            raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
-        return value
-
-    @property
-    def device_class(self) -> str:
-        """The DRA driver's DeviceClass the claim's devices come from: MIG devices or whole GPUs."""
-        return MIG_DEVICE_CLASS if self.mig_profile is not None else GPU_DEVICE_CLASS
-
     @property
     def selector_expressions(self) -> list[tuple[str, str]]:
         """(config field, CEL expression) for each selector the claim's request carries, in a fixed order."""
@@ -512,11 +504,66 @@ class ClaimTemplateConfig(ConfigModel):
         expressions = [(field, expression) for field, expression in fields if expression is not None]
         return expressions + [(f"selectors[{index}]", text) for index, text in enumerate(self.selectors)]
 
+    @property
+    def driver_class(self) -> str:
+        """The driver's DeviceClass of the kind selected: MIG devices with a profile, whole GPUs otherwise."""
+        return MIG_DEVICE_CLASS if self.mig_profile is not None else GPU_DEVICE_CLASS
+
+
+class ClaimTemplateConfig(DeviceSelectionConfig):
+    """A ResourceClaimTemplate pods reference to get GPUs through DRA."""
+
+    name: str = Field(description="ResourceClaimTemplate name (a DNS label).")
+    namespace: str = Field(description="Namespace the template lives in; pods can only use templates in their own.")
+    count: int = Field(1, ge=1, le=8, description="Devices per claim.")
+    device_class_name: str | None = Field(
+        None,
+        alias="deviceClass",
+        description="An administrator's DeviceClass (gpu.dra.deviceClasses) to take the devices from, charged to the "
+        "tenant's quota in that class; without it the driver's gpu.nvidia.com, or mig.nvidia.com with migProfile.",
+    )
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not _DNS_LABEL.match(value):
+            raise ValueError("is not a DNS label: lowercase letters, digits and '-'")
+        return value
+
+    @property
+    def device_class(self) -> str:
+        """The DeviceClass the claim's devices come from: the administrator's named one, else the driver's."""
+        return self.device_class_name or self.driver_class
+
+
+class DeviceClassConfig(DeviceSelectionConfig):
+    """An administrator's DeviceClass: a named set of the driver's devices, with its own quota resource."""
+
+    name: str = Field(
+        description="DeviceClass name (cluster-scoped; a DNS subdomain of at most 63 characters, e.g. `gpu-80gb`). "
+        "Tenants get quota in it per flavor (`tenants[].gpu.<flavor>.deviceClass`) and claims name it (`deviceClass`)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _dns_subdomain(cls, value: str) -> str:
+        if not _DEVICE_CLASS_NAME.match(value):
+            raise ValueError("is not a DNS subdomain of at most 63 characters: lowercase letters, digits, '-' and '.'")
+        if value in (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS):
+            raise ValueError("is one of the DRA driver's own DeviceClasses; give yours another name (e.g. gpu-80gb)")
+        return value
+
 
 class DraConfig(ConfigModel):
     """Dynamic Resource Allocation: GPUs requested through ResourceClaims instead of `nvidia.com/gpu`."""
 
     enabled: bool = Field(False, description="Install NVIDIA's DRA driver for GPUs (Kubernetes 1.34 or newer).")
+    device_classes: list[DeviceClassConfig] = Field(
+        default_factory=list,
+        description="DeviceClasses (resource.k8s.io/v1) the administrator defines: each selects the driver's devices by "
+        "attributes, is mapped in Kueue to its own quota resource `<name>.deviceclass.resource.k8s.io/devices`, and "
+        "must match devices some DRA pool publishes.",
+    )
     claim_templates: list[ClaimTemplateConfig] = Field(
         default_factory=list,
         description="ResourceClaimTemplates (resource.k8s.io/v1): whole GPUs (gpu.nvidia.com) or MIG devices "

@@ -24,6 +24,7 @@ from .capacity import GpuPoolPlan, check_sold_in_region, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig, dra_extended_resource_reason
+from .device_classes import check_device_classes
 from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_snapshot_keys, check_warm_start
@@ -332,7 +333,8 @@ def _rule_claim_templates(parsed: ParsedConfig, problems: Problems) -> None:
                 f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
             )
     if gpu.dra.enabled:
-        check_claim_templates(gpu.dra.claim_templates, parsed.tenant_plans, parsed.gpu_pools, problems)
+        check_claim_templates(gpu.dra, parsed.tenant_plans, parsed.gpu_pools, problems)
+    check_device_classes(gpu.dra, parsed.tenant_plans, parsed.gpu_pools, problems)
 
 
 def _rule_serving(parsed: ParsedConfig, problems: Problems) -> None:

@@ -147,10 +147,10 @@ class Cluster:
         return Tenancy(
             defaults,
             templates,
-            manager_config(self.config.flavors),
+            manager_config(self.config.flavors, [c.name for c in self.config.gpu.dra.device_classes]),
             runtimes,
             published_devices(self.config.gpu_pools),
-            device_class_selectors(),
+            device_class_selectors(self.config.gpu.dra),
         )
 
 
@@ -447,7 +447,7 @@ def _amounts(amounts: Mapping[str, int], zeros: bool = False) -> str:
 
 def _fix_for(reason: str, cluster: Cluster, sets: Sequence[PodSet] = (), cluster_queue: Mapping[str, Any] | None = None) -> str:
     if "not covered" in reason or "unavailable" in reason:
-        offered = sorted({r for q in cluster.tenant.quotas for r in q.flavor.resources_per_unit})
+        offered = sorted({r for q in cluster.tenant.quotas for r in q.devices_per_unit})
         return f"fix: request what {cluster.tenant.name}'s flavors hand out ({', '.join(offered) or 'cpu and memory only'})"
     if "matching devices" in reason or "CEL evaluation failed" in reason:
         published = "; ".join(

@@ -15,6 +15,7 @@ import yaml
 from config import PlatformConfig
 from config.dra_devices import device_class_selectors
 from config.fair_share import TenantPlan
+from config.node_pools import DraConfig
 from models.kubernetes.dra_cel import Device
 from models.kueue.workload import Tenancy
 from offline.engine import Recording
@@ -41,6 +42,7 @@ def tenancy_of(
     *,
     kueue_config: Mapping[str, Any] | None = None,
     published_devices: Sequence[tuple[Device, int]] | None = None,
+    dra: DraConfig | None = None,
 ) -> Tenancy:
     """What Kueue reads of a rendered tenant namespace besides the job: its LimitRange defaults and claim
     templates, the cluster's training runtimes, and Kueue's config (the rendered one unless given)."""
@@ -53,7 +55,7 @@ def tenancy_of(
         kueue_config=kueue_manager_config(recording) if kueue_config is None else kueue_config,
         runtimes={o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterTrainingRuntime"},
         published_devices=published_devices if published_devices is not None else (),
-        device_class_selectors=device_class_selectors(),
+        device_class_selectors=device_class_selectors(dra or DraConfig()),
     )
 
 

@@ -17,12 +17,11 @@ from typing import Any
 import pytest
 
 from config.claims import ROOT
-from config.dra_devices import pool_devices, published_devices
+from config.dra_devices import in_class, pool_devices, published_devices
 from config.labels import device_class_resource
 from models.kubernetes.cel import Verdict
 from models.kubernetes.dra_cel import Device, Semver, device_matches
 from models.kueue.workload import Inadmissible, Tenancy, pod_sets
-from models.nvidia import dra_driver
 from models.nvidia.dra_driver import DEVICE_CLASS_SELECTORS, GpuFacts, gpu_device, mig_device
 from offline.check_manifest import Cluster, check, rendered_objects
 from offline.upstream import UPSTREAM_DIR
@@ -72,8 +71,9 @@ def test_the_class_selectors_are_the_charts(device_class):
 
 def test_each_class_takes_only_its_kind_of_device():
     whole, mig = gpu_device(L4), mig_device(H100, "1g.10gb", 9984 * MIB)
-    assert [dra_driver.in_class("gpu.nvidia.com", d) for d in (whole, mig)] == [True, False]
-    assert [dra_driver.in_class("mig.nvidia.com", d) for d in (whole, mig)] == [False, True]
+    gpu, mig_class = ([DEVICE_CLASS_SELECTORS[name]] for name in ("gpu.nvidia.com", "mig.nvidia.com"))
+    assert [in_class(gpu, d) for d in (whole, mig)] == [True, False]
+    assert [in_class(mig_class, d) for d in (whole, mig)] == [False, True]
 
 
 # --- CEL as the scheduler and Kueue evaluate it -----------------------------------------------------
@@ -132,12 +132,12 @@ def template(index: int, **changes: Any) -> dict[str, Any]:
 
 
 ACCEPTED = [
-    # big-memory (ml-research, quota on gpu-h100-dra only): 79.65Gi and 9.0 on the H100s.
+    # big-memory (ml-research, class gpu-80gb, quota on gpu-h100-dra): 79.65Gi and 9.0 on the H100s.
     (0, {"minMemoryGiB": 79}),
     (0, {"architecture": "Hopper", "productName": "NVIDIA H100 80GB HBM3"}),
-    # four-l4 (inference, quota on gpu-l4-dra only): the boundaries of what an L4 publishes.
+    # four-l4 (inference, the driver's class, quota on gpu-l4-dra only): the boundaries of what an L4 publishes.
     (1, {"minMemoryGiB": 22, "minComputeCapability": "8.9"}),
-    (1, {"selectors": ['device.attributes["gpu.nvidia.com"].architecture != "Hopper"']}),
+    (1, {"selectors": ["device.attributes['gpu.nvidia.com'].architecture != 'Hopper'"]}),
 ]
 
 
@@ -147,35 +147,39 @@ def test_selectors_some_pool_matches_are_accepted(index, changes):
 
 
 NO_MATCH = (
-    "no DRA pool publishes a device of class gpu.nvidia.com that matches {fields} ("
-    + L4_OFFERS
-    + "; "
-    + H100_OFFERS
-    + "); Kueue would hold its pods for ever (insufficient matching devices): loosen the selectors or add a DRA pool "
-    "of a GPU that has them"
+    "no DRA pool publishes a device of class {device_class} that matches {fields} ({offers}); Kueue would hold its "
+    "pods for ever (insufficient matching devices): loosen the selectors or add a DRA pool of a GPU that has them"
 )
+BOTH = f"{L4_OFFERS}; {H100_OFFERS}"
 REFUSED = [
-    (0, {"minMemoryGiB": 80}, "[big-memory]", NO_MATCH.format(fields="minMemoryGiB, minComputeCapability")),
+    (
+        # In class gpu-80gb only the H100s are candidates.
+        0,
+        {"minMemoryGiB": 80},
+        "[big-memory]",
+        NO_MATCH.format(device_class="gpu-80gb", fields="minMemoryGiB, minComputeCapability", offers=H100_OFFERS),
+    ),
     (
         1,
         {"minMemoryGiB": 80, "productName": None},
         "[four-l4]",
-        NO_MATCH.format(fields="minMemoryGiB"),
+        NO_MATCH.format(device_class="gpu.nvidia.com", fields="minMemoryGiB", offers=BOTH),
     ),
     (
-        0,
-        {"productName": "NVIDIA H100"},
-        "[big-memory]",
-        NO_MATCH.format(fields="minMemoryGiB, productName, minComputeCapability"),
+        1,
+        {"productName": "NVIDIA L40S"},
+        "[four-l4]",
+        NO_MATCH.format(device_class="gpu.nvidia.com", fields="minMemoryGiB, productName", offers=BOTH),
     ),
     (
-        # Only the L4s are Ada Lovelace, and ml-research's DRA quota is on the H100 pool.
-        0,
-        {"architecture": "Ada Lovelace", "minMemoryGiB": None, "minComputeCapability": None},
-        "[big-memory]",
-        "tenant ml-research has quota in gpu.nvidia.com.deviceclass.resource.k8s.io/devices on flavor h100-dra-on-demand "
-        "of pool gpu-h100-dra, whose devices do not match the template's selectors, and Kueue charges the class without "
-        "reading them: a pod admitted there never schedules; take that quota off the tenant, or keep it to pools gpu-l4-dra",
+        # Only the H100s are Hopper, and inference's DRA quota is on the L4 pool.
+        1,
+        {"architecture": "Hopper", "minMemoryGiB": None, "productName": None, "count": 1},
+        "[four-l4]",
+        "tenant inference has quota in gpu.nvidia.com.deviceclass.resource.k8s.io/devices on flavor l4-dra-on-demand "
+        "of pool gpu-l4-dra, whose devices do not match the template's selectors, and Kueue charges the class without "
+        "reading them: a pod admitted there never schedules; take that quota off the tenant, or keep it to pools "
+        "gpu-h100-dra",
     ),
     (
         1,
@@ -186,20 +190,20 @@ REFUSED = [
     ),
     (
         0,
-        {"selectors": ['device.attributes["gpu.nvidia.com"].driverVersion.compareTo(semver("580.0.0")) >= 0']},
+        {"selectors": ["device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('580.0.0')) >= 0"]},
         "[big-memory].selectors[0]",
-        'device.attributes["gpu.nvidia.com"].driverVersion.compareTo(semver("580.0.0")) >= 0 reads driverVersion, which a '
-        "device publishes only once its node runs, so the platform cannot prove any device matches: select by "
+        "device.attributes['gpu.nvidia.com'].driverVersion.compareTo(semver('580.0.0')) >= 0 reads driverVersion, which "
+        "a device publishes only once its node runs, so the platform cannot prove any device matches: select by "
         "productName, architecture, cudaComputeCapability, memory or profile",
     ),
     (
         1,
-        {"selectors": ['device.attributes["gpu.nvidia.com"].profile == "3g.40gb"']},
+        {"selectors": ["device.attributes['gpu.nvidia.com'].profile == '3g.40gb'"]},
         "[four-l4].selectors[0]",
-        'device.attributes["gpu.nvidia.com"].profile == "3g.40gb" fails on the devices of pool gpu-l4-dra (no such member '
-        "in mapping: 'profile'), and Kueue refuses a workload whose selector fails to evaluate (CEL evaluation failed): "
-        "read only what those devices publish (productName NVIDIA L4, architecture Ada Lovelace, cudaComputeCapability "
-        "8.9.0, memory 22.49Gi)",
+        "device.attributes['gpu.nvidia.com'].profile == '3g.40gb' fails on the devices of pool gpu-l4-dra (no such "
+        "member in mapping: 'profile'), and Kueue refuses a workload whose selector fails to evaluate (CEL evaluation "
+        "failed): read only what those devices publish (productName NVIDIA L4, architecture Ada Lovelace, "
+        "cudaComputeCapability 8.9.0, memory 22.49Gi)",
     ),
     (
         1,
@@ -207,6 +211,21 @@ REFUSED = [
         "[four-l4].selectors[0]",
         "cel.bind(a, 1, a == 1) uses what the platform cannot evaluate (undeclared reference to 'bind'), so it cannot "
         "prove a device matches: write it with comparisons, &&, ||, quantity() and semver()",
+    ),
+    (
+        2,
+        {"deviceClass": "gpu-40gb"},
+        "[ada-pair].deviceClass",
+        "gpu-40gb is no DeviceClass of gpu.dra.deviceClasses (gpu-80gb, ada): define it or name one of those",
+    ),
+    (
+        # ml-research holds 2 devices in class ada: a claim of 3 is never admitted.
+        2,
+        {"count": 3},
+        "[ada-pair]",
+        "pods using it are charged 3 ada.deviceclass.resource.k8s.io/devices, and tenant ml-research has no flavor "
+        "with that much quota (nominal + borrowing), so Kueue never admits them: give the tenant quota on a DRA "
+        "flavor of class ada",
     ),
 ]
 
@@ -218,10 +237,10 @@ def test_selectors_no_admitting_pool_matches_are_refused_in_one_line(index, chan
 
 def test_the_seeds_mig_claim_is_refused_naming_what_the_pools_publish():
     # memory >= 40Gi and MIG profile 3g.20gb, against whole-GPU DRA pools.
-    document = template(0, minMemoryGiB=40, migProfile="3g.20gb", minComputeCapability=None)
+    document = template(1, minMemoryGiB=40, migProfile="3g.20gb", productName=None, count=1)
     assert problems_of(document) == [
-        f"{ROOT}[big-memory].migProfile: 3g.20gb asks for a MIG device (class mig.nvidia.com), and no DRA pool "
-        f"publishes one, only whole GPUs ({L4_OFFERS}; {H100_OFFERS}): drop migProfile to take a whole GPU"
+        f"{ROOT}[four-l4].migProfile: 3g.20gb asks for a MIG device (class mig.nvidia.com), and no DRA pool "
+        f"publishes one, only whole GPUs ({BOTH}): drop migProfile to take a whole GPU"
     ]
 
 
@@ -234,7 +253,7 @@ def test_the_rendered_claim_templates_carry_the_proven_selectors():
     assert request["exactly"] == {
         "allocationMode": "ExactCount",
         "count": 1,
-        "deviceClassName": "gpu.nvidia.com",
+        "deviceClassName": "gpu-80gb",
         "selectors": [
             {"cel": {"expression": "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0"}},
             {
@@ -280,17 +299,19 @@ def test_dra_pools_publish_every_gpu_they_declare_before_any_pod():
 
 
 def tenancy(namespace: str, published: list[tuple[Device, int]] | None = None, **templates: Any) -> Tenancy:
+    config = fixture_config(FIXTURE)
     base = tenancy_of(
         render_fixture(FIXTURE),
         namespace,
-        published_devices=published_devices(fixture_config(FIXTURE).gpu_pools) if published is None else published,
+        published_devices=published_devices(config.gpu_pools) if published is None else published,
+        dra=config.gpu.dra,
     )
     return dataclasses.replace(base, claim_templates={**base.claim_templates, **templates})
 
 
 def test_kueue_counts_a_pod_whose_selectors_the_published_h100s_match():
     [pod_set] = pod_sets(job_with_claim("big-memory"), tenancy("ml-research"))
-    assert pod_set.requests[DRA_GPU] == 1
+    assert pod_set.requests[device_class_resource("gpu-80gb")] == 1
 
 
 def test_kueue_holds_a_pod_while_too_few_published_devices_match():
@@ -298,7 +319,7 @@ def test_kueue_holds_a_pod_while_too_few_published_devices_match():
     with pytest.raises(Inadmissible) as held:
         pod_sets(job_with_claim("big-memory"), tenancy("ml-research", only_l4s))
     assert str(held.value) == (
-        "insufficient matching devices for CEL selector in DeviceClass gpu.nvidia.com: 0 device(s) match in the "
+        "insufficient matching devices for CEL selector in DeviceClass gpu-80gb: 0 device(s) match in the "
         "cluster but 1 requested"
     )
 
@@ -361,14 +382,18 @@ def checked_job(namespace: str, template_name: str, *templates: dict[str, Any]) 
 
 
 @pytest.mark.parametrize(
-    "namespace, template_name, flavor, devices",
-    [("ml-research", "big-memory", "h100-dra-on-demand", 1), ("inference", "four-l4", "l4-dra-on-demand", 4)],
+    "namespace, template_name, flavor, amounts",
+    [
+        ("ml-research", "big-memory", "h100-dra-on-demand", "cpu 0.1, gpu-80gb.deviceclass.resource.k8s.io/devices 1"),
+        ("ml-research", "ada-pair", "l4-dra-on-demand", "ada.deviceclass.resource.k8s.io/devices 2, cpu 0.1"),
+        ("inference", "four-l4", "l4-dra-on-demand", "cpu 0.1, gpu.nvidia.com.deviceclass.resource.k8s.io/devices 4"),
+    ],
 )
 def test_check_manifest_admits_a_pod_of_each_tenants_selector_template_on_the_pool_that_matches(
-    namespace, template_name, flavor, devices
+    namespace, template_name, flavor, amounts
 ):
     assert checked_job(namespace, template_name) == [
-        f"admitted on {flavor} within {namespace}'s nominal quota: 1 pod(s), cpu 0.1, {DRA_GPU} {devices}, memory 0.25Gi"
+        f"admitted on {flavor} within {namespace}'s nominal quota: 1 pod(s), {amounts}, memory 0.25Gi"
     ]
 
 

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from models.kubernetes.cel import Verdict
-from models.kubernetes.dra_cel import Device, Semver, device_matches
+from models.kubernetes.dra_cel import Device, Semver
 
 DRIVER = "gpu.nvidia.com"
 GPU_TYPE = "gpu"
@@ -93,10 +92,6 @@ def mig_device(facts: GpuFacts, profile: str, memory_bytes: int) -> Device:
     return Device(DRIVER, {**_common(facts, MIG_TYPE), "profile": profile}, {"memory": memory_bytes})
 
 
-
-def in_class(device_class: str, device: Device) -> bool:
-    """Whether the chart's DeviceClass takes the device: its selector evaluated as Kueue and the scheduler do."""
-    return device_matches(DEVICE_CLASS_SELECTORS[device_class], device).verdict is Verdict.PASSED
 
 
 # Selectors over the driver's attributes and capacity, as a claim's request carries them.
