@@ -14,6 +14,7 @@ import yaml
 
 from config import PlatformConfig
 from config.dra_devices import device_class_selectors
+from config.dra_devices import published_devices as config_published_devices
 from config.fair_share import TenantPlan
 from config.node_pools import DraConfig
 from models.kubernetes.dra_cel import Device
@@ -43,9 +44,14 @@ def tenancy_of(
     kueue_config: Mapping[str, Any] | None = None,
     published_devices: Sequence[tuple[Device, int]] | None = None,
     dra: DraConfig | None = None,
+    config: PlatformConfig | None = None,
 ) -> Tenancy:
     """What Kueue reads of a rendered tenant namespace besides the job: its LimitRange defaults and claim
-    templates, the cluster's training runtimes, and Kueue's config (the rendered one unless given)."""
+    templates, the cluster's training runtimes, and Kueue's config (the rendered one unless given); with the
+    stack's `config`, the devices its DRA pools publish and its DeviceClasses."""
+    if config is not None:
+        published_devices = config_published_devices(config.gpu_pools)
+        dra = config.gpu.dra
     objects = [r.inputs for r in kubernetes_objects(recording)]
     in_namespace = [o for o in objects if o["metadata"].get("namespace") == namespace]
     [limit_range] = [o for o in in_namespace if o["kind"] == "LimitRange"]
