@@ -49,7 +49,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _node_groups(config),
         _system_capacity(config),
         _gpu_pools(config),
-        _device_classes(config),
+        *([_device_classes(config)] if config.gpu.dra.device_classes else []),
         render_service_quotas(config),
         _tenants(config),
         _capacity(config),
@@ -253,8 +253,6 @@ def _gpu_pools(config: PlatformConfig) -> str:
 def _device_classes(config: PlatformConfig) -> str:
     """The administrator's DeviceClasses: the DRA pools whose devices each takes and the quota promised in it."""
     found = class_promises(config.gpu.dra, config.tenants, config.gpu_pools)
-    if not found:
-        return ""
     rows = [
         [f"`{p.name}`", ", ".join(p.pools), p.devices, p.promised, f"`{device_class_resource(p.name)}`"] for p in found
     ]
