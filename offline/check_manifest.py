@@ -31,9 +31,9 @@ import yaml
 
 from components.queueing import manager_config
 from config import ConfigError, PlatformConfig
-from config.dra_devices import describe, device_class_selectors, pool_devices, published_devices
+from config.dra_devices import describe, device_class_selectors, matching_per_node, pool_devices, published_devices
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan
-from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX
+from config.labels import LOCAL_QUEUE, POOL_LABEL, TENANT_GROUP_PREFIX, device_class_resource
 from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubeflow_trainer, kubelet
 from models.kubernetes.admission import Request, admission_denials
@@ -516,7 +516,7 @@ def _capacity(cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Seq
             families = ", ".join(cluster.config.cpu_pool.instance_families)
             found.append(Finding(where, "capacity", f"{pod_set.name}: the CPU pool ({CPU_FLAVOR} flavor; families {families})"))
             continue
-        fitting = [t.name for t in flavor.pool.instance_types if _fits(pod_set, flavor, t)]
+        fitting = [t.name for t in flavor.pool.instance_types if _fits(pod_set, flavor, t, _class_devices(cluster, flavor, t))]
         if fitting:
             types = ", ".join(fitting)
             found.append(Finding(where, "capacity", f"{pod_set.name}: pool {flavor.pool.name}, instance types {types}"))
@@ -531,11 +531,24 @@ def _capacity(cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Seq
 GPU_NODE_MAX_PODS = 250
 
 
-def _fits(pod_set: PodSet, flavor: FlavorPlan, instance: Any) -> bool:
-    """One pod of the set fits an empty node of the type: its devices, and the kubelet's allocatable CPU and
-    memory (models/kubelet.py; memory capacity estimated as Karpenter does, config/system_capacity.py)."""
+def _class_devices(cluster: Cluster, flavor: FlavorPlan, instance: Any) -> dict[str, int]:
+    """On a DRA pool: the devices of each administrator's DeviceClass a node of the type publishes."""
+    if not flavor.pool.is_dra:
+        return {}
+    selectors = device_class_selectors(cluster.config.gpu.dra)
+    return {
+        device_class_resource(c.name): matching_per_node((), selectors[c.name], flavor.pool, instance.gpus)
+        for c in cluster.config.gpu.dra.device_classes
+    }
+
+
+def _fits(pod_set: PodSet, flavor: FlavorPlan, instance: Any, class_devices: Mapping[str, int]) -> bool:
+    """One pod of the set fits an empty node of the type: its devices (on a DRA pool, `class_devices`: those of
+    each administrator's DeviceClass a node of the type publishes), and the kubelet's allocatable CPU and memory
+    (models/kubelet.py; memory capacity estimated as Karpenter does, config/system_capacity.py)."""
     units = instance.gpus * flavor.slices_per_gpu
     offered = {resource: units * per for resource, per in flavor.resources_per_unit.items()}
+    offered.update(class_devices)
     capacity_mib = instance.memory_gib * 1024 - math.ceil(instance.memory_gib * 1024 * VM_MEMORY_OVERHEAD)
     cpu_m, memory_mib = kubelet.allocatable(instance.vcpu, capacity_mib, GPU_NODE_MAX_PODS)
     offered["cpu"] = cpu_m

@@ -409,3 +409,29 @@ def test_check_manifest_holds_a_tenants_own_template_no_published_device_matches
         f"device(s) match in the cluster but 1 requested; fix: select only what the DRA pools publish ({L4_OFFERS}; "
         f"{H100_OFFERS})"
     ]
+
+
+def capacity_lines(namespace: str, template_name: str, *templates: dict[str, Any]) -> list[str]:
+    cluster = Cluster.of(fixture_config(FIXTURE), namespace, rendered_objects(render_fixture(FIXTURE)))
+    pod = {**job_with_claim(template_name)["spec"]["template"]["spec"], "restartPolicy": "Never"}
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "eval", "namespace": namespace, "labels": {"kueue.x-k8s.io/queue-name": "default"}},
+        "spec": {"template": {"spec": pod}},
+    }
+    documents = [("claims.yaml", t) for t in templates] + [("job.yaml", job)]
+    return [f"{'PROBLEM ' if f.problem else ''}{f.text}" for f in check(cluster, documents) if f.aspect == "capacity"]
+
+
+def test_check_manifest_places_a_class_claim_only_where_a_node_publishes_enough_devices_of_the_class():
+    assert capacity_lines("ml-research", "ada-pair") == ["main: pool gpu-l4-dra, instance types g6.12xlarge"]
+    # Two devices of gpu-80gb in one claim: within ml-research's quota, but a p5.4xlarge has one H100.
+    own = claim_template(2)
+    own["apiVersion"] = "resource.k8s.io/v1"
+    own["metadata"] = {"name": "h100s", "namespace": "ml-research"}
+    own["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "gpu-80gb"
+    assert capacity_lines("ml-research", "h100s", own) == [
+        "PROBLEM main: no instance type of pool gpu-h100-dra holds one of its pods (cpu 0.1, "
+        "gpu-80gb.deviceclass.resource.k8s.io/devices 2, memory 0.25Gi); ask for less per pod"
+    ]
