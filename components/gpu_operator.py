@@ -25,8 +25,9 @@ import yaml
 
 from config import namespaces
 from config.capacity import GpuPoolPlan
+from config.dra_devices import device_class_selectors
 from config.labels import DEVICE_PLUGIN_CONFIG_LABEL, DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE
-from config.node_pools import ClaimTemplateConfig, GpuConfig
+from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
 from models.nvidia import dcgm_exporter as dcgm
@@ -54,8 +55,6 @@ MIG_CONFIG_KEY = "config.yaml"
 DRA_NAMESPACE = namespaces.DRA_DRIVER
 DRA_RELEASE_NAME = "dra-driver-nvidia-gpu"
 DRA_CHART_KEY = "dra-driver-nvidia-gpu"
-# The DRA driver's name, which is also the domain of every attribute and capacity it publishes.
-DRA_DRIVER = "gpu.nvidia.com"
 
 # The EKS API spells taint effects differently from Kubernetes.
 
@@ -136,6 +135,8 @@ class GpuOperator(pulumi.ComponentResource):
                 values=dra_driver_values(api_version),
                 opts=children.opts(dra_namespace, self.release),
             )
+            for device_class in device_classes(gpu.dra, kubernetes_version):
+                declare(f"{name}-device-class-{device_class['metadata']['name']}", device_class, children.opts(self.dra_release))
             for template in resource_claim_templates(gpu.dra.claim_templates, kubernetes_version):
                 metadata = template["metadata"]
                 tenant_namespace = (namespaces or {}).get(metadata["namespace"])
@@ -276,6 +277,24 @@ def dra_driver_values(api_version: str) -> dict[str, Any]:
     }
 
 
+def device_classes(dra: DraConfig, kubernetes_version: str) -> list[dict[str, Any]]:
+    """The administrator's DeviceClasses (cluster-scoped), each the driver's selector of its kind and its own,
+    as proven against the DRA pools' devices (config/device_classes.py)."""
+    api_version = dra_api_version(kubernetes_version)
+    if api_version is None:
+        return []
+    selectors = device_class_selectors(dra)
+    return [
+        {
+            "apiVersion": api_version,
+            "kind": "DeviceClass",
+            "metadata": {"name": device_class.name},
+            "spec": {"selectors": [{"cel": {"expression": expression}} for expression in selectors[device_class.name]]},
+        }
+        for device_class in dra.device_classes
+    ]
+
+
 def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernetes_version: str) -> list[dict[str, Any]]:
     """One ResourceClaimTemplate per configured template; none where the cluster serves no resource.k8s.io/v1."""
     api_version = dra_api_version(kubernetes_version)
@@ -295,19 +314,11 @@ def resource_claim_templates(templates: Sequence[ClaimTemplateConfig], kubernete
 def _device_request(template: ClaimTemplateConfig) -> dict[str, Any]:
     exactly: dict[str, Any] = {"allocationMode": "ExactCount", "count": template.count}
     exactly["deviceClassName"] = template.device_class
-    selector = None
-    if template.mig_profile is not None:
-        selector = f"{_attribute('profile')} == '{template.mig_profile}'"
-    elif template.min_memory_gib is not None:
-        # The driver publishes memory in bytes as a quantity; compareTo orders quantities.
-        selector = f"device.capacity['{DRA_DRIVER}'].memory.compareTo(quantity('{template.min_memory_gib}Gi')) >= 0"
-    if selector is not None:
-        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    # Proven against the DRA pools' devices before anything is declared (config/claims.py).
+    selectors = [{"cel": {"expression": expression}} for _, expression in template.selector_expressions]
+    if selectors:
+        exactly["selectors"] = selectors
     return {"name": "gpu", "exactly": exactly}
-
-
-def _attribute(name: str) -> str:
-    return f"device.attributes['{DRA_DRIVER}'].{name}"
 
 
 # --- helpers -------------------------------------------------------------------------------------

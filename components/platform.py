@@ -321,6 +321,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 provider=provider,
                 namespaces=self.tenants.namespaces,
                 depends_on=scraped_controllers_ready,
+                device_classes=[device_class.name for device_class in config.gpu.dra.device_classes],
                 opts=self._opts(),
             )
         except BaseException as err:

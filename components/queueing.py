@@ -144,6 +144,7 @@ class Queueing(pulumi.ComponentResource):
         provider: k8s.Provider,
         namespaces: Mapping[str, pulumi.Resource],
         depends_on: Sequence[pulumi.Resource] = (),
+        device_classes: Sequence[str] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -154,6 +155,8 @@ class Queueing(pulumi.ComponentResource):
         :param provider: the cluster's Kubernetes provider.
         :param namespaces: tenant name -> its Namespace resource; each LocalQueue waits for its namespace.
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
+        :param device_classes: the administrator's DeviceClasses (`PlatformConfig.gpu.dra.device_classes`,
+            by name), each mapped to its own quota resource.
         """
         super().__init__("gpu-platform:queueing:Queueing", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -168,7 +171,7 @@ class Queueing(pulumi.ComponentResource):
             release_name=RELEASE_NAME,
             pin=chart,
             namespace=NAMESPACE,
-            values=kueue_values(flavors),
+            values=kueue_values(flavors, device_classes),
             opts=children.opts(self.namespace),
         )
         # Builders return what an object names before the object (flavors and the root Cohort first, a
@@ -218,7 +221,7 @@ def _named_by(
 
 # --- controller builders -------------------------------------------------------------------------
 
-def kueue_values(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
+def kueue_values(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> dict[str, Any]:
     """Helm values: two replicas on the system nodes, our controller config; the chart's defaults otherwise."""
     return {
         "controllerManager": {
@@ -243,13 +246,13 @@ def kueue_values(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
             ],
             **on_system_nodes(),
         },
-        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(flavors)},
+        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(flavors, device_classes)},
         # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
         **CHART_SCRAPE_VALUES["kueue"],
     }
 
 
-def manager_config(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
+def manager_config(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> dict[str, Any]:
     """The controller's Configuration: the chart's default plus exactly these changes.
 
     1. Integrations: the training operator's kinds besides the chart's list (`batch/job`, `pod`, ...).
@@ -283,31 +286,32 @@ def manager_config(flavors: Sequence[FlavorPlan]) -> dict[str, Any]:
         },
     }
     resources: dict[str, Any] = {"excludeResourcePrefixes": list(EXCLUDED_RESOURCE_PREFIXES)}
-    mappings = device_class_mappings(flavors)
+    mappings = device_class_mappings(flavors, device_classes)
     if mappings:
         resources["deviceClassMappings"] = mappings
     config["resources"] = resources
     return config
 
 
-def device_class_mappings(flavors: Sequence[FlavorPlan]) -> list[dict[str, Any]]:
-    """Each DRA device class to the quota resource a DRA flavor carries, when any pool allocates through DRA.
+def device_class_mappings(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Each DRA device class to its own quota resource, when any pool allocates through DRA.
 
     Kueue charges a pod's ResourceClaimTemplate devices to the resource its class maps to; a class
     with no mapping makes the workload inadmissible (pkg/dra/claims.go,
     GetResourceRequestsForResourceClaimTemplates). The driver's two GPU classes are mapped together,
-    so a pool changing between whole GPUs and MIG does not change (and restart) Kueue.
+    so a pool changing between whole GPUs and MIG does not change (and restart) Kueue; each of the
+    administrator's classes gets its own resource, so tenants hold quota per class.
     """
     if not any(flavor.pool.dra_device_class for flavor in flavors):
         return []
     return [
         {"name": device_class_resource(device_class), "deviceClassNames": [device_class]}
-        for device_class in DRA_DEVICE_CLASSES
+        for device_class in (*DRA_DEVICE_CLASSES, *device_classes)
     ]
 
 
-def manager_config_yaml(flavors: Sequence[FlavorPlan]) -> str:
-    return yaml.safe_dump(manager_config(flavors), sort_keys=False, default_flow_style=False)
+def manager_config_yaml(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> str:
+    return yaml.safe_dump(manager_config(flavors, device_classes), sort_keys=False, default_flow_style=False)
 
 
 def duration(seconds: int) -> str:

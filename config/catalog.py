@@ -19,6 +19,8 @@ Sources:
 
 from __future__ import annotations
 
+from models.nvidia.dra_driver import GpuFacts
+
 from .catalog_types import GpuModel, InstanceType, MigProfile
 
 PRICE_REGION = "us-east-1"
@@ -76,6 +78,23 @@ H200_141GB = GpuModel(
 )
 
 GPU_MODELS: dict[str, GpuModel] = {m.name: m for m in (A10G, L4, L40S, A100_40GB, A100_80GB, H100_80GB, H200_141GB)}
+
+# What NVML reports for each model, the values the DRA driver publishes as attributes and capacity
+# (models/nvidia/dra_driver.py): the device name (nvmlDeviceGetName, the `name` column of nvidia-smi),
+# go-nvlib's architecture name, the CUDA compute capability, and the total memory in MiB as
+# `nvidia-smi --query-gpu=memory.total` prints it on the EC2 types of the model (g5, g6, g6e, p4d,
+# p4de, p5, p5e/p5en). The totals are what the hardware reports, below the marketed size: a selector
+# for "at least 80Gi" matches no H100.
+_MIB = 2**20
+DRA_FACTS: dict[str, GpuFacts] = {
+    A10G.name: GpuFacts("NVIDIA A10G", "Ampere", "8.6", 23028 * _MIB),
+    L4.name: GpuFacts("NVIDIA L4", "Ada Lovelace", "8.9", 23034 * _MIB),
+    L40S.name: GpuFacts("NVIDIA L40S", "Ada Lovelace", "8.9", 46068 * _MIB),
+    A100_40GB.name: GpuFacts("NVIDIA A100-SXM4-40GB", "Ampere", "8.0", 40960 * _MIB),
+    A100_80GB.name: GpuFacts("NVIDIA A100-SXM4-80GB", "Ampere", "8.0", 81920 * _MIB),
+    H100_80GB.name: GpuFacts("NVIDIA H100 80GB HBM3", "Hopper", "9.0", 81559 * _MIB),
+    H200_141GB.name: GpuFacts("NVIDIA H200", "Hopper", "9.0", 143771 * _MIB),
+}
 
 
 def _row(

@@ -12,7 +12,11 @@ GetResourceRequestsForResourceClaimTemplates:
 4. the mapped resource is charged like any other against the ClusterQueue's flavors.
 
 The platform maps each of the driver's classes to `device_class_resource(class)` (components/queueing.py)
-and gives DRA flavors quota in it (`FlavorPlan.resources_per_unit`).
+and gives DRA flavors quota in it (`FlavorPlan.resources_per_unit`). DRA pools are standing node groups
+whose devices are published before any pod, so step 2 is decided here: a template's selectors are
+evaluated over the devices each DRA pool publishes (config/dra_devices.py) and refused unless a pool's
+devices match them. Step 4 does not read selectors: a tenant's quota in the class on a pool whose devices
+do not match would admit a pod that never schedules, so that is refused too.
 """
 
 from __future__ import annotations
@@ -21,13 +25,13 @@ from collections.abc import Sequence
 
 from models.kueue.flavorassigner import fits_queue
 
-from .advertised import dra_devices
 from .capacity import GpuPoolPlan
+from .dra_devices import describe, device_class_selectors, matching_per_node, matching_pools, pool_devices
 from .errors import Problems, item_labels
 from .fair_share import TenantPlan
 from .keys import CONFIG_NAMESPACE
 from .labels import device_class_resource
-from .node_pools import ClaimTemplateConfig
+from .node_pools import ClaimTemplateConfig, DraConfig
 
 ROOT = f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates"
 
@@ -51,64 +55,91 @@ def admitting_flavors(tenant: TenantPlan, charge: dict[str, int]) -> list[str]:
     ]
 
 
-def smallest_node(pool: GpuPoolPlan) -> tuple[str, int]:
-    """The pool's instance type whose node publishes the fewest devices of its class, and how many.
-
-    A claim's devices all come from one node, and a DRA pool is an EKS managed node group that may hold
-    any of its instance types (components/dra_nodes.py), so the claim must fit the smallest.
-    """
-    return min(((t.name, dra_devices(pool, t)) for t in pool.instance_types), key=lambda entry: entry[1])
-
-
 def check_claim_templates(
-    templates: Sequence[ClaimTemplateConfig],
+    dra: DraConfig,
     tenants: Sequence[TenantPlan],
     pools: Sequence[GpuPoolPlan],
     problems: Problems,
 ) -> None:
-    """Every claim template's pods can be admitted by Kueue and placed on one node of a DRA pool."""
+    """Every claim template's selectors match devices a DRA pool publishes, and its pods can be admitted by
+    Kueue and placed on one node of such a pool."""
+    templates = dra.claim_templates
+    classes = device_class_selectors(dra)
     by_namespace = {tenant.namespace: tenant for tenant in tenants}
     labels = item_labels(templates)
     for index, template in enumerate(templates):
         key = f"{ROOT}[{labels[index]}]"
-        selector = "minMemoryGiB" if template.min_memory_gib is not None else "migProfile" if template.mig_profile else None
-        if selector is not None:
+        if template.device_class not in classes:
             problems.add(
-                f"{key}.{selector}",
-                "makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching devices are "
-                "published (pkg/dra/claims.go), which the platform cannot check before its nodes publish theirs; a "
-                f"selector no device matches would wait forever: remove {selector} to take any device of class "
-                f"{template.device_class}",
+                f"{key}.deviceClass",
+                f"{template.device_class} is no DeviceClass of gpu.dra.deviceClasses "
+                f"({', '.join(c.name for c in dra.device_classes) or 'none defined'}): define it or name one of those",
             )
-        pools_of_class = [pool for pool in pools if pool.dra_device_class == template.device_class]
+            continue
+        class_selectors = classes[template.device_class]
+        admin = next((c for c in dra.device_classes if c.name == template.device_class), None)
+        kind = (admin or template).driver_class
+        pools_of_class = [pool for pool in pools if pool.dra_device_class == kind]
         if not pools_of_class:
-            dra_pools = [pool.name for pool in pools if pool.dra_device_class is not None]
+            dra_pools = [pool for pool in pools if pool.dra_device_class is not None]
             if template.mig_profile is None and dra_pools:
-                # (MIG claims without a MIG pool, and claims without any DRA pool: config/platform.py says so.)
+                # (Claims without any DRA pool: config/platform.py says so.)
                 problems.add(
                     key,
-                    f"takes whole GPUs (class {template.device_class}), but every DRA pool ({', '.join(dra_pools)}) is "
-                    "partitioned into MIG devices (class mig.nvidia.com): add a DRA pool without MIG",
+                    f"takes whole GPUs (class {template.device_class}), but every DRA pool "
+                    f"({', '.join(p.name for p in dra_pools)}) is partitioned into MIG devices (class mig.nvidia.com): "
+                    "add a DRA pool without MIG",
+                )
+            elif dra_pools:
+                offered = "; ".join(f"{pool.name}: {describe(kind.device)}" for pool in dra_pools for kind in pool_devices(pool))
+                problems.add(
+                    f"{key}.migProfile",
+                    f"{template.mig_profile} asks for a MIG device (class {template.device_class}), and no DRA pool "
+                    f"publishes one, only whole GPUs ({offered}): drop migProfile to take a whole GPU",
                 )
             continue
-        for pool in pools_of_class:
-            instance_type, devices = smallest_node(pool)
+        matching = matching_pools(template, key, class_selectors, pools_of_class, problems, template.device_class)
+        if not matching:
+            continue
+        expressions = [expression for _, expression in template.selector_expressions]
+        for pool in matching:
+            instance_type = min(pool.instance_types, key=lambda t: t.gpus)
+            devices = matching_per_node(expressions, class_selectors, pool, instance_type.gpus)
             if template.count > devices:
                 problems.add(
                     f"{key}.count",
                     f"{template.count} devices of class {template.device_class} in one claim, but the node group of "
-                    f"pool {pool.name} may hold a {instance_type} with {devices}: lower it to {devices} or give the pool "
-                    "instance types with more GPUs",
+                    f"pool {pool.name} may hold a {instance_type.name} with {devices}: lower it to {devices} or give the "
+                    "pool instance types with more GPUs",
                 )
                 break
         tenant = by_namespace.get(template.namespace)
         if tenant is None:
             continue  # config/platform.py names the missing tenant
-        resource = device_class_resource(template.device_class)
-        if not admitting_flavors(tenant, claim_charge(template)):
-            problems.add(
-                key,
-                f"pods using it are charged {template.count} {resource}, and tenant {tenant.name} has no flavor with "
-                "that much quota (nominal + borrowing), so Kueue never admits them: give the tenant quota on a "
-                f"DRA flavor of class {template.device_class}",
-            )
+        _check_tenant_flavors(template, key, tenant, [pool.name for pool in matching], problems)
+
+
+def _check_tenant_flavors(
+    template: ClaimTemplateConfig, key: str, tenant: TenantPlan, matching: Sequence[str], problems: Problems
+) -> None:
+    """Kueue admits the pod on the first of the tenant's flavors with room for the class's devices; each such
+    flavor must be on a pool whose devices match, or the pod is admitted where it can never be scheduled."""
+    resource = device_class_resource(template.device_class)
+    flavors = admitting_flavors(tenant, claim_charge(template))
+    if not flavors:
+        problems.add(
+            key,
+            f"pods using it are charged {template.count} {resource}, and tenant {tenant.name} has no flavor with "
+            "that much quota (nominal + borrowing), so Kueue never admits them: give the tenant quota on a "
+            f"DRA flavor of class {template.device_class}",
+        )
+        return
+    pool_of = {quota.flavor.name: quota.flavor.pool.name for quota in tenant.quotas}
+    wrong = [flavor for flavor in flavors if pool_of[flavor] not in matching]
+    if wrong:
+        problems.add(
+            key,
+            f"tenant {tenant.name} has quota in {resource} on flavor {wrong[0]} of pool {pool_of[wrong[0]]}, whose "
+            f"devices do not match the template's selectors, and Kueue charges the class without reading them: a pod "
+            f"admitted there never schedules; take that quota off the tenant, or keep it to pools {', '.join(matching)}",
+        )

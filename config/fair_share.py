@@ -124,9 +124,19 @@ class TenantQuota:
     flavor: FlavorPlan
     quota: FlavorQuota
 
+    @property
+    def devices_per_unit(self) -> dict[str, int]:
+        """The flavor's GPU resources per unit; in an administrator's DeviceClass, that class's quota resource
+        in place of the driver's class (Kueue maps each class to its own resource: components/queueing.py)."""
+        per_unit = self.flavor.resources_per_unit
+        device_class = self.quota.device_class
+        if device_class is None or self.flavor.pool.dra_device_class is None:
+            return per_unit
+        return {device_class_resource(device_class): per_unit[device_class_resource(self.flavor.pool.dra_device_class)]}
+
     def resources(self) -> dict[str, tuple[int, int, int | None]]:
         """Kubernetes resource -> (nominal, borrowing limit, lending limit) in this flavor."""
-        scale = {**self.flavor.resources_per_unit, "cpu": self.flavor.cpu_per_unit, "memory": self.flavor.memory_gib_per_unit}
+        scale = {**self.devices_per_unit, "cpu": self.flavor.cpu_per_unit, "memory": self.flavor.memory_gib_per_unit}
         q = self.quota
         return {
             resource: (q.nominal * n, q.borrowing_limit * n, None if q.lending_limit is None else q.lending_limit * n)
@@ -154,7 +164,7 @@ class TenantPlan:
     @property
     def covered_resources(self) -> list[str]:
         """Every resource the ClusterQueue covers: cpu and memory (the LimitRange injects them) and the GPUs."""
-        gpu_resources = sorted({r for q in self.quotas for r in q.flavor.resources_per_unit} | {GPU_RESOURCE})
+        gpu_resources = sorted({r for q in self.quotas for r in q.devices_per_unit} | {GPU_RESOURCE})
         return ["cpu", "memory", *gpu_resources]
 
     @property

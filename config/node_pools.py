@@ -16,6 +16,7 @@ from pydantic import AfterValidator, Field, ValidationInfo, field_validator, mod
 from models.cron import CronError
 from models.karpenter import disruption
 from models.kubernetes.duration import duration_seconds as duration_seconds
+from models.nvidia import dra_driver
 
 from .base import ConfigModel
 from .catalog import CPU_FAMILIES
@@ -24,6 +25,9 @@ from .headroom import WarmStartConfig
 from .labels import GPU_DEVICE_CLASS, MIG_DEVICE_CLASS
 
 _DNS_LABEL = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
+# A DeviceClass name is a DNS subdomain (resource.k8s.io/v1 ValidateDeviceClass); at most 63 characters here,
+# so `<name>.deviceclass.resource.k8s.io/devices` stays a valid quota resource name with room to spare.
+_DEVICE_CLASS_NAME = re.compile(r"^(?=.{1,63}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Karpenter's own patterns (karpenter.sh_nodepools.yaml at v1.14.1), so a typo fails here, not in the API server.
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 _DURATION = re.compile(r"^(([0-9]+(s|m|h))+)$")
@@ -447,23 +451,77 @@ class CpuPoolConfig(ConfigModel):
         return delete_timeout(self.termination_grace_period)
 
 
-class ClaimTemplateConfig(ConfigModel):
+class DeviceSelectionConfig(ConfigModel):
+    """Which devices of the DRA driver: whole GPUs, or MIG devices of a profile, narrowed by their attributes.
+
+    Each field becomes one CEL selector over what the driver publishes (models/nvidia/dra_driver.py); the
+    platform evaluates them against every DRA pool's devices before anything is declared.
+    """
+
+    min_memory_gib: int | None = Field(
+        None,
+        alias="minMemoryGiB",
+        ge=1,
+        description="Devices with at least this much memory (the driver's `memory` capacity): an 80 GB H100 publishes "
+        "79.6Gi, a 3g.40gb MIG device of it 39.5Gi. Accepted when a DRA pool's devices have it.",
+    )
+    mig_profile: str | None = Field(
+        None,
+        description="A MIG device of this profile, e.g. `3g.40gb` (class mig.nvidia.com). Accepted when a DRA pool "
+        "publishes devices of it.",
+    )
+    product_name: str | None = Field(
+        None,
+        description="Devices whose `productName` is exactly this, as NVML names the GPU, e.g. `NVIDIA H100 80GB HBM3`.",
+    )
+    architecture: str | None = Field(
+        None, description="Devices of this GPU architecture, as the driver publishes it: `Ampere`, `Ada Lovelace`, `Hopper`."
+    )
+    min_compute_capability: str | None = Field(
+        None,
+        pattern=r"^[0-9]+\.[0-9]+$",
+        description="Devices of at least this CUDA compute capability, e.g. `8.9` (L4, L40S) or `9.0` (H100, H200).",
+    )
+    selectors: list[str] = Field(
+        default_factory=list,
+        description="Further CEL selectors over `device.attributes[\"gpu.nvidia.com\"]` and "
+        "`device.capacity[\"gpu.nvidia.com\"]`, evaluated against every DRA pool's devices before anything is "
+        "declared; each must match some pool's devices.",
+    )
+
+    @property
+    def selector_expressions(self) -> list[tuple[str, str]]:
+        """(config field, CEL expression) for each selector the claim's request carries, in a fixed order."""
+        fields = (
+            ("minMemoryGiB", None if self.min_memory_gib is None else dra_driver.min_memory(self.min_memory_gib)),
+            ("migProfile", None if self.mig_profile is None else dra_driver.mig_profile(self.mig_profile)),
+            ("productName", None if self.product_name is None else dra_driver.product_name(self.product_name)),
+            ("architecture", None if self.architecture is None else dra_driver.architecture(self.architecture)),
+            (
+                "minComputeCapability",
+                None if self.min_compute_capability is None else dra_driver.min_compute_capability(self.min_compute_capability),
+            ),
+        )
+        expressions = [(field, expression) for field, expression in fields if expression is not None]
+        return expressions + [(f"selectors[{index}]", text) for index, text in enumerate(self.selectors)]
+
+    @property
+    def driver_class(self) -> str:
+        """The driver's DeviceClass of the kind selected: MIG devices with a profile, whole GPUs otherwise."""
+        return MIG_DEVICE_CLASS if self.mig_profile is not None else GPU_DEVICE_CLASS
+
+
+class ClaimTemplateConfig(DeviceSelectionConfig):
     """A ResourceClaimTemplate pods reference to get GPUs through DRA."""
 
     name: str = Field(description="ResourceClaimTemplate name (a DNS label).")
     namespace: str = Field(description="Namespace the template lives in; pods can only use templates in their own.")
     count: int = Field(1, ge=1, le=8, description="Devices per claim.")
-    min_memory_gib: int | None = Field(
+    device_class_name: str | None = Field(
         None,
-        alias="minMemoryGiB",
-        ge=1,
-        description="Whole GPUs with at least this much memory (gpu.nvidia.com); an 80 GB GPU publishes about 79.6Gi. "
-        "Refused with Kueue 0.19, which admits a claim with a selector only once a matching device is published.",
-    )
-    mig_profile: str | None = Field(
-        None,
-        description="A MIG device of this profile, e.g. `3g.40gb` (mig.nvidia.com). Refused with Kueue 0.19, as "
-        "minMemoryGiB; without it a claim takes any MIG device of the DRA pools.",
+        alias="deviceClass",
+        description="An administrator's DeviceClass (gpu.dra.deviceClasses) to take the devices from, charged to the "
+        "tenant's quota in that class; without it the driver's gpu.nvidia.com, or mig.nvidia.com with migProfile.",
     )
 
     @field_validator("name", "namespace")
@@ -475,24 +533,42 @@ class ClaimTemplateConfig(ConfigModel):
 
     @property
     def device_class(self) -> str:
-        """The DRA driver's DeviceClass the claim's devices come from: MIG devices or whole GPUs."""
-        return MIG_DEVICE_CLASS if self.mig_profile is not None else GPU_DEVICE_CLASS
+        """The DeviceClass the claim's devices come from: the administrator's named one, else the driver's."""
+        return self.device_class_name or self.driver_class
 
-    @model_validator(mode="after")
-    def _one_selector(self) -> ClaimTemplateConfig:
-        if self.min_memory_gib is not None and self.mig_profile is not None:
-            raise ValueError("give minMemoryGiB (a whole GPU) or migProfile (a MIG device), not both")
-        return self
+
+class DeviceClassConfig(DeviceSelectionConfig):
+    """An administrator's DeviceClass: a named set of the driver's devices, with its own quota resource."""
+
+    name: str = Field(
+        description="DeviceClass name (cluster-scoped; a DNS subdomain of at most 63 characters, e.g. `gpu-80gb`). "
+        "Tenants get quota in it per flavor (`tenants[].gpu.<flavor>.deviceClass`) and claims name it (`deviceClass`)."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _dns_subdomain(cls, value: str) -> str:
+        if not _DEVICE_CLASS_NAME.match(value):
+            raise ValueError("is not a DNS subdomain of at most 63 characters: lowercase letters, digits, '-' and '.'")
+        if value in (GPU_DEVICE_CLASS, MIG_DEVICE_CLASS):
+            raise ValueError("is one of the DRA driver's own DeviceClasses; give yours another name (e.g. gpu-80gb)")
+        return value
 
 
 class DraConfig(ConfigModel):
     """Dynamic Resource Allocation: GPUs requested through ResourceClaims instead of `nvidia.com/gpu`."""
 
     enabled: bool = Field(False, description="Install NVIDIA's DRA driver for GPUs (Kubernetes 1.34 or newer).")
+    device_classes: list[DeviceClassConfig] = Field(
+        default_factory=list,
+        description="DeviceClasses (resource.k8s.io/v1) the administrator defines: each selects the driver's devices by "
+        "attributes, is mapped in Kueue to its own quota resource `<name>.deviceclass.resource.k8s.io/devices`, and "
+        "must match devices some DRA pool publishes.",
+    )
     claim_templates: list[ClaimTemplateConfig] = Field(
         default_factory=list,
-        description="ResourceClaimTemplates (resource.k8s.io/v1) selecting GPUs by memory (gpu.nvidia.com) or MIG "
-        "profile (mig.nvidia.com).",
+        description="ResourceClaimTemplates (resource.k8s.io/v1): whole GPUs (gpu.nvidia.com) or MIG devices "
+        "(mig.nvidia.com), optionally selected by memory, profile, product name, architecture or compute capability.",
     )
 
 

@@ -24,6 +24,7 @@ from .capacity import GpuPoolPlan, check_sold_in_region, plan_gpu_pools
 from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig, dra_extended_resource_reason
+from .device_classes import check_device_classes
 from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_snapshot_keys, check_warm_start
@@ -338,7 +339,8 @@ def _rule_claim_templates(parsed: ParsedConfig, problems: Problems) -> None:
                 f"{show(template.namespace)} is not a tenant's namespace ({', '.join(names) or 'no tenants'})",
             )
     if gpu.dra.enabled:
-        check_claim_templates(gpu.dra.claim_templates, parsed.tenant_plans, parsed.gpu_pools, problems)
+        check_claim_templates(gpu.dra, parsed.tenant_plans, parsed.gpu_pools, problems)
+    check_device_classes(gpu.dra, parsed.tenant_plans, parsed.gpu_pools, problems)
 
 
 def _rule_serving(parsed: ParsedConfig, problems: Problems) -> None:
@@ -625,7 +627,8 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
                 f"{template.namespace}/{template.name} and {other[0]}/{other[1]} would both name their resource "
                 f"{template.namespace}-{template.name}: rename one of the templates",
             )
-        if template.mig_profile is not None and template.mig_profile not in profiles:
+        # Without any MIG DRA pool, config/claims.py names what the pools publish instead.
+        if template.mig_profile is not None and profiles and template.mig_profile not in profiles:
             problems.add(
                 f"{key}.migProfile",
                 f"{show(template.mig_profile)} is in no DRA pool's migLayout "

@@ -126,10 +126,10 @@ def promises(flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]) -> li
     nominal: dict[tuple[str, str], int] = {}
     for tenant in tenants:
         for tenant_quota in tenant.quotas:
-            for resource, (amount, _, _) in tenant_quota.resources().items():
-                if resource not in ("cpu", "memory"):
-                    key = (tenant_quota.flavor.name, resource)
-                    nominal[key] = nominal.get(key, 0) + amount
+            # In the pool's own resources: quota in an administrator's DeviceClass is devices of the pool's class.
+            for resource, per_unit in tenant_quota.flavor.resources_per_unit.items():
+                key = (tenant_quota.flavor.name, resource)
+                nominal[key] = nominal.get(key, 0) + tenant_quota.quota.nominal * per_unit
     on_pool: dict[tuple[str, str], int] = {}
     for flavor in flavors:
         for resource in flavor.resources_per_unit:

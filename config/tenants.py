@@ -53,6 +53,12 @@ class FlavorQuota(ConfigModel):
     lending_limit: int | None = Field(
         None, ge=0, description="Units of its nominal the tenant lends to others at most; all of them when unset."
     )
+    device_class: str | None = Field(
+        None,
+        alias="deviceClass",
+        description="On a DRA flavor: the administrator's DeviceClass (gpu.dra.deviceClasses) the quota is in, counted "
+        "under `<class>.deviceclass.resource.k8s.io/devices`, so only claims of that class use it; unset: the driver's.",
+    )
 
     @model_validator(mode="after")
     def _lend_only_what_you_have(self) -> FlavorQuota:

@@ -10,6 +10,7 @@ from typing import Any
 
 from components.queueing import manager_config
 from config import PlatformConfig
+from config.dra_devices import device_class_selectors, published_devices
 from config.fair_share import TenantPlan
 from config.labels import TENANT_GROUP_PREFIX
 from models import kubeflow_trainer
@@ -85,7 +86,14 @@ class Cluster:
             if o["kind"] == "ResourceClaimTemplate" and o["metadata"].get("namespace", self.namespace) == self.namespace
         }
         runtimes = {o["metadata"]["name"]: o for o in self.objects if o["kind"] == "ClusterTrainingRuntime"}
-        return Tenancy(defaults, templates, manager_config(self.config.flavors), runtimes)
+        return Tenancy(
+            defaults,
+            templates,
+            manager_config(self.config.flavors, [c.name for c in self.config.gpu.dra.device_classes]),
+            runtimes,
+            published_devices(self.config.gpu_pools),
+            device_class_selectors(self.config.gpu.dra),
+        )
 
 
 def rendered_objects(recording: Any) -> list[dict[str, Any]]:

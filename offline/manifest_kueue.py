@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from config.dra_devices import describe, device_class_selectors, matching_per_node, pool_devices
 from config.errors import did_you_mean
 from config.fair_share import CPU_FLAVOR, FlavorPlan
-from config.labels import CAPACITY_TYPE_LABEL, LOCAL_QUEUE, POOL_LABEL
+from config.labels import CAPACITY_TYPE_LABEL, LOCAL_QUEUE, POOL_LABEL, device_class_resource
 from config.system_capacity import VM_MEMORY_OVERHEAD
 from models import kubelet
 from models.karpenter.disruption import SPOT_NOTICE_SECONDS
@@ -319,8 +320,13 @@ def _fix_for(
     allowed: Sequence[str] = (),
 ) -> str:
     if "not covered" in reason or "unavailable" in reason:
-        offered = sorted({r for q in cluster.tenant.quotas for r in q.flavor.resources_per_unit})
+        offered = sorted({r for q in cluster.tenant.quotas for r in q.devices_per_unit})
         return f"fix: request what {cluster.tenant.name}'s flavors hand out ({', '.join(offered) or 'cpu and memory only'})"
+    if "matching devices" in reason or "CEL evaluation failed" in reason:
+        published = "; ".join(
+            f"{pool.name}: {describe(kind.device)}" for pool in cluster.config.gpu_pools for kind in pool_devices(pool)
+        )
+        return f"fix: select only what the DRA pools publish ({published or 'no DRA pool'})"
     if "DeviceClass" in reason:
         return "fix: use a claim template the platform declares in the namespace (gpu.dra.claimTemplates)"
     if cluster_queue is None:
@@ -387,7 +393,7 @@ def _capacity(cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Seq
             families = ", ".join(cluster.config.cpu_pool.instance_families)
             found.append(Finding(where, "capacity", f"{pod_set.name}: the CPU pool ({CPU_FLAVOR} flavor; families {families})"))
             continue
-        fitting = [t.name for t in flavor.pool.instance_types if _fits(pod_set, flavor, t)]
+        fitting = [t.name for t in flavor.pool.instance_types if _fits(pod_set, flavor, t, _class_devices(cluster, flavor, t))]
         if fitting:
             types = ", ".join(fitting)
             found.append(Finding(where, "capacity", f"{pod_set.name}: pool {flavor.pool.name}, instance types {types}"))
@@ -402,11 +408,24 @@ def _capacity(cluster: Cluster, where: str, sets: Sequence[PodSet], flavors: Seq
 GPU_NODE_MAX_PODS = 250
 
 
-def _fits(pod_set: PodSet, flavor: FlavorPlan, instance: Any) -> bool:
-    """One pod of the set fits an empty node of the type: its devices, and the kubelet's allocatable CPU and
-    memory (models/kubelet.py; memory capacity estimated as Karpenter does, config/system_capacity.py)."""
+def _class_devices(cluster: Cluster, flavor: FlavorPlan, instance: Any) -> dict[str, int]:
+    """On a DRA pool: the devices of each administrator's DeviceClass a node of the type publishes."""
+    if not flavor.pool.is_dra:
+        return {}
+    selectors = device_class_selectors(cluster.config.gpu.dra)
+    return {
+        device_class_resource(c.name): matching_per_node((), selectors[c.name], flavor.pool, instance.gpus)
+        for c in cluster.config.gpu.dra.device_classes
+    }
+
+
+def _fits(pod_set: PodSet, flavor: FlavorPlan, instance: Any, class_devices: Mapping[str, int]) -> bool:
+    """One pod of the set fits an empty node of the type: its devices (on a DRA pool, `class_devices`: those of
+    each administrator's DeviceClass a node of the type publishes), and the kubelet's allocatable CPU and memory
+    (models/kubelet.py; memory capacity estimated as Karpenter does, config/system_capacity.py)."""
     units = instance.gpus * flavor.slices_per_gpu
     offered = {resource: units * per for resource, per in flavor.resources_per_unit.items()}
+    offered.update(class_devices)
     capacity_mib = instance.memory_gib * 1024 - math.ceil(instance.memory_gib * 1024 * VM_MEMORY_OVERHEAD)
     cpu_m, memory_mib = kubelet.allocatable(instance.vcpu, capacity_mib, GPU_NODE_MAX_PODS)
     offered["cpu"] = cpu_m

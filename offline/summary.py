@@ -17,6 +17,7 @@ from config import PlatformConfig, time_to_gpu, timing
 from config.advertised import limit_units
 from config.capacity import HOURS_PER_MONTH
 from config.catalog_prices import PRICE_DATES, price_region
+from config.device_classes import promises as class_promises
 from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
 from config.labels import (
     CPU_POOL_NAME,
@@ -25,6 +26,7 @@ from config.labels import (
     SERVING_METRICS_PORT,
     SYSTEM_NODE_LABELS,
     SYSTEM_NODE_TAINT,
+    device_class_resource,
 )
 from config.schedulability import promises, unpromised
 from models import kubelet
@@ -47,6 +49,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _node_groups(config),
         _system_capacity(config),
         _gpu_pools(config),
+        *([_device_classes(config)] if config.gpu.dra.device_classes else []),
         render_service_quotas(config),
         _tenants(config),
         _capacity(config),
@@ -245,6 +248,20 @@ def _gpu_pools(config: PlatformConfig) -> str:
         ],
         rows,
     ) + note
+
+
+def _device_classes(config: PlatformConfig) -> str:
+    """The administrator's DeviceClasses: the DRA pools whose devices each takes and the quota promised in it."""
+    found = class_promises(config.gpu.dra, config.tenants, config.gpu_pools)
+    rows = [
+        [f"`{p.name}`", ", ".join(p.pools), p.devices, p.promised, f"`{device_class_resource(p.name)}`"] for p in found
+    ]
+    return (
+        "## DeviceClasses (the administrator's)\n\n"
+        + table(["class", "DRA pools", "devices published", "nominal quota promised", "quota resource"], rows)
+        + "\nEach class is mapped in Kueue's `deviceClassMappings` to its own quota resource; claims naming it are "
+        "charged there, and its selectors were matched against each DRA pool's devices.\n"
+    )
 
 
 def _prices(config: PlatformConfig) -> str:

@@ -7,13 +7,17 @@ call (tests/test_layering.py keeps behaviour out of this module).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from config import PlatformConfig
+from config.dra_devices import device_class_selectors
+from config.dra_devices import published_devices as config_published_devices
 from config.fair_share import TenantPlan
+from config.node_pools import DraConfig
+from models.kubernetes.dra_cel import Device
 from models.kueue.workload import Tenancy
 from offline.engine import Recording
 
@@ -33,9 +37,21 @@ def kueue_manager_config(recording: Recording) -> dict[str, Any]:
     return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
 
 
-def tenancy_of(recording: Recording, namespace: str, *, kueue_config: Mapping[str, Any] | None = None) -> Tenancy:
+def tenancy_of(
+    recording: Recording,
+    namespace: str,
+    *,
+    kueue_config: Mapping[str, Any] | None = None,
+    published_devices: Sequence[tuple[Device, int]] | None = None,
+    dra: DraConfig | None = None,
+    config: PlatformConfig | None = None,
+) -> Tenancy:
     """What Kueue reads of a rendered tenant namespace besides the job: its LimitRange defaults and claim
-    templates, the cluster's training runtimes, and Kueue's config (the rendered one unless given)."""
+    templates, the cluster's training runtimes, and Kueue's config (the rendered one unless given); with the
+    stack's `config`, the devices its DRA pools publish and its DeviceClasses."""
+    if config is not None:
+        published_devices = config_published_devices(config.gpu_pools)
+        dra = config.gpu.dra
     objects = [r.inputs for r in kubernetes_objects(recording)]
     in_namespace = [o for o in objects if o["metadata"].get("namespace") == namespace]
     [limit_range] = [o for o in in_namespace if o["kind"] == "LimitRange"]
@@ -44,6 +60,8 @@ def tenancy_of(recording: Recording, namespace: str, *, kueue_config: Mapping[st
         claim_templates={o["metadata"]["name"]: o for o in in_namespace if o["kind"] == "ResourceClaimTemplate"},
         kueue_config=kueue_manager_config(recording) if kueue_config is None else kueue_config,
         runtimes={o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterTrainingRuntime"},
+        published_devices=published_devices if published_devices is not None else (),
+        device_class_selectors=device_class_selectors(dra or DraConfig()),
     )
 
 

@@ -67,6 +67,8 @@ DOC_ANSWERS = {
     "nvidia.com/mig-1g.10gb 1",
     "Job/l4-eval": "admitted on l4-dra-on-demand within ml-research's nominal quota: 1 pod(s), cpu 2, "
     "gpu.nvidia.com.deviceclass.resource.k8s.io/devices 1, memory 8Gi",
+    "Job/big-memory-eval": "admitted on h100-dra-on-demand within ml-research's nominal quota: 1 pod(s), cpu 2, "
+    "gpu-80gb.deviceclass.resource.k8s.io/devices 1, memory 8Gi",
 }
 
 

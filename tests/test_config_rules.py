@@ -459,18 +459,13 @@ def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
     document["gpu-platform:tenants"][0]["gpu"]["h100-dra-on-demand"] = {"nominal": 8}
     templates = document["gpu-platform:gpu"]["dra"]["claimTemplates"]
     templates.append({"name": "h100-slice", "namespace": "ml-research", "migProfile": "1g.10gb"})
-    # A MIG DRA pool is refused (the operator's MIG manager stays off DRA nodes); Kueue refuses every profile
-    # selector at 0.19 (tests/test_dra_admission.py); the unknown profile is named too.
+    # A MIG DRA pool is refused (the operator's MIG manager stays off DRA nodes); the unknown profile is named too.
     assert problems_of(document) == [
         "gpu-platform:nodePools[gpu-h100-dra].sharing.mode: 'mig' on DRA pool gpu-h100-dra would not partition its "
         "GPUs: the GPU Operator's MIG manager does not run on DRA nodes (its validator fails there); use sharing none, "
         "or allocation devicePlugin for MIG",
         "gpu-platform:gpu.dra.claimTemplates[h100-slice].migProfile: '1g.10gb' is in no DRA pool's migLayout "
         "(3g.40gb, 4g.40gb)",
-        "gpu-platform:gpu.dra.claimTemplates[h100-slice].migProfile: makes the claim a CEL selector, and Kueue 0.19 "
-        "admits such a pod only while matching devices are published (pkg/dra/claims.go), which the platform cannot "
-        "check before its nodes publish theirs; a selector no device matches would wait forever: remove migProfile to "
-        "take any device of class mig.nvidia.com",
     ]
 
 

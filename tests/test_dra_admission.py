@@ -159,19 +159,22 @@ def test_the_config_charges_what_kueue_charges():
     assert admitting_flavors(research, {**claim_charge(template), DRA_GPU: 3}) == []
 
 
-@pytest.mark.parametrize("selector, value", [("minMemoryGiB", 20), ("migProfile", "1g.10gb")])
-def test_a_claim_template_with_a_selector_is_refused(selector, value):
-    # Kueue checks a request's CEL selectors against the devices published in ResourceSlices before it
-    # admits (pkg/dra/claims.go, validateCELSelectorsAgainstDevices: "insufficient matching devices",
-    # retried): a selector no published device matches keeps the pod gated for ever.
+def test_a_claim_template_selecting_what_the_pools_l4s_publish_is_accepted():
+    # The pool's node group publishes its L4s before any pod (config/dra_devices.py), so Kueue's check of the
+    # selectors against published devices (pkg/dra/claims.go, validateCELSelectorsAgainstDevices) passes.
     document = fixture_document(FIXTURE)
-    document["gpu-platform:gpu"]["dra"]["claimTemplates"][0][selector] = value
-    refusal = (
-        f"{ROOT}[l4-gpu].{selector}: makes the claim a CEL selector, and Kueue 0.19 admits such a pod only while matching "
-        "devices are published (pkg/dra/claims.go), which the platform cannot check before its nodes publish theirs; a "
-        "selector no device matches would wait forever: remove"
-    )
-    assert any(line.startswith(refusal) for line in problems_of(document))
+    document["gpu-platform:gpu"]["dra"]["claimTemplates"][0].update(minMemoryGiB=22, productName="NVIDIA L4")
+    assert load(document).gpu.dra.claim_templates[0].selector_expressions[0][0] == "minMemoryGiB"
+
+
+def test_a_mig_claim_template_without_a_mig_pool_is_refused_naming_what_the_pool_publishes():
+    document = fixture_document(FIXTURE)
+    document["gpu-platform:gpu"]["dra"]["claimTemplates"][0]["migProfile"] = "1g.10gb"
+    assert problems_of(document) == [
+        f"{ROOT}[l4-gpu].migProfile: 1g.10gb asks for a MIG device (class mig.nvidia.com), and no DRA pool publishes "
+        "one, only whole GPUs (gpu-l4-dra: productName NVIDIA L4, architecture Ada Lovelace, cudaComputeCapability "
+        "8.9.0, memory 22.49Gi): drop migProfile to take a whole GPU"
+    ]
 
 
 def test_a_claim_template_in_a_namespace_without_dra_quota_is_refused():

@@ -146,8 +146,9 @@ def test_dra_needs_kubernetes_1_34():
         ),
         (
             lambda doc: doc["gpu-platform:gpu"]["dra"]["claimTemplates"][0].update(migProfile="1g.10gb"),
-            "gpu-platform:gpu.dra.claimTemplates[l4-gpu].migProfile: '1g.10gb' is in no DRA pool's migLayout "
-            "(no DRA pool has MIG)",
+            "gpu-platform:gpu.dra.claimTemplates[l4-gpu].migProfile: 1g.10gb asks for a MIG device (class mig.nvidia.com), "
+            "and no DRA pool publishes one, only whole GPUs (gpu-l4-dra: productName NVIDIA L4, architecture Ada Lovelace, "
+            "cudaComputeCapability 8.9.0, memory 22.49Gi): drop migProfile to take a whole GPU",
         ),
         (
             lambda doc: doc[P][1].update(allocation="devicePlugin"),

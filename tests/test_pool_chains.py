@@ -37,6 +37,7 @@ from components import autoscaling
 from components.lib.prometheus import DCGM_JOB
 from components.monitoring.alerts import NAMESPACE_GPU_UTILISATION
 from config.catalog import INSTANCE_TYPES
+from config.dra_devices import published_devices
 from config.labels import CAPACITY_TYPE_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
 from config.versions import CHARTS
 from models import bottlerocket
@@ -46,12 +47,13 @@ from models.kueue.flavorassigner import best_case_admission
 from models.kueue.workload import Tenancy, pod_sets
 from models.nvidia import dcgm_exporter as dcgm
 from models.nvidia.device_plugin import Sharing, device_plugin_resources, dra_devices, kubelet_device_id
+from models.nvidia.dra_driver import DEVICE_CLASS_SELECTORS
 from models.nvidia.gpu_operator import DCGM_EXPORTER_OPERAND, DEVICE_PLUGIN_OPERAND, runs_operand
 from offline.engine import Recording
 from offline.helm_values import helm_merge
 from offline.upstream import chart_values
 
-from .conftest import render_fixture
+from .conftest import fixture_config, render_fixture
 from .recorded import kubernetes_objects, releases
 from .test_big_gpus import rendered as big_gpu_render
 
@@ -93,6 +95,10 @@ CASES = [
     Case("mig-single", "big-gpu", "gpu-h100", "llm-training", "h100-on-demand", {"nvidia.com/gpu": "1"},
          mig_profile="1g.10gb"),
     Case("dra", "single-pool-dra", "gpu-l4-dra", "ml-research", "l4-dra-on-demand", claim_template="l4-gpu"),
+    # Selectors over the devices' attributes, in the driver's class and in an administrator's DeviceClass.
+    Case("dra-selectors", "dra-attributes", "gpu-l4-dra", "inference", "l4-dra-on-demand", claim_template="four-l4"),
+    Case("dra-device-class", "dra-attributes", "gpu-h100-dra", "ml-research", "h100-dra-on-demand",
+         claim_template="big-memory"),
     # Both flavors of big-gpu's tenant hand out nvidia.com/gpu (MIG single on H100), so the pod names its pool.
     Case("efa", "big-gpu", "gpu-h200", "llm-training", "h200-reserved", {"nvidia.com/gpu": "8", EFA_RESOURCE: "32"},
          node_selector={POOL_LABEL: "gpu-h200"}),
@@ -138,7 +144,14 @@ def tenancy(case: Case) -> Tenancy:
         o["metadata"]["name"]: o for o in objects(case, "ResourceClaimTemplate") if o["metadata"]["namespace"] == namespace
     }
     defaults = named(case, "LimitRange", "container-defaults", namespace)["spec"]["limits"][0]["defaultRequest"]
-    return Tenancy(defaults, templates, kueue, {})
+    if case.claim_template is None:
+        return Tenancy(defaults, templates, kueue, {})
+    # The driver chart's classes, then the administrator's as rendered; the devices the DRA pools publish.
+    classes: dict[str, list[str]] = {name: [expression] for name, expression in DEVICE_CLASS_SELECTORS.items()}
+    for device_class in objects(case, "DeviceClass"):
+        classes[device_class["metadata"]["name"]] = [s["cel"]["expression"] for s in device_class["spec"]["selectors"]]
+    published = published_devices(fixture_config(case.fixture).gpu_pools)
+    return Tenancy(defaults, templates, kueue, {}, published, classes)
 
 
 # --- 1. Kueue ------------------------------------------------------------------------------------------------

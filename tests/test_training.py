@@ -34,7 +34,7 @@ from offline.upstream import chart_dir, chart_metadata, chart_values, crd_docume
 from offline.validate import CustomResourceDefinitions, object_findings
 
 from .builders import kueue_manager_config, tenancy_of
-from .conftest import chart_values_problems, fixture_document, load, project_path, render_fixture
+from .conftest import chart_values_problems, fixture_config, fixture_document, load, project_path, render_fixture
 from .guards import rbac_allows
 from .recorded import declared, kubernetes_objects, releases, waits_for
 
@@ -270,6 +270,7 @@ ADMITTED_ON = {
     "TrainJob resnet-ddp": ("a100-spot",),
     "Job notebook-alice": ("h100-on-demand",),
     "Job l4-eval": ("l4-dra-on-demand",),
+    "Job big-memory-eval": ("h100-dra-on-demand",),
 }
 
 
@@ -278,7 +279,8 @@ def test_the_training_section_has_a_whole_gpu_a_mig_and_a_dra_example():
 
 
 def admitting_in(recording: Recording, tenant: str) -> Admitting:
-    return Admitting(tenancy_of(recording, tenant), declared(recording, "ClusterQueue", tenant).inputs)
+    config = fixture_config(recording.stack)
+    return Admitting(tenancy_of(recording, tenant, config=config), declared(recording, "ClusterQueue", tenant).inputs)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,7 @@ _TYPED: dict[tuple[str, str], type[pulumi.CustomResource]] = {
     ("storage.k8s.io/v1", "StorageClass"): k8s.storage.v1.StorageClass,
     ("scheduling.k8s.io/v1", "PriorityClass"): k8s.scheduling.v1.PriorityClass,
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): k8s.resource.v1.ResourceClaimTemplate,
+    ("resource.k8s.io/v1", "DeviceClass"): k8s.resource.v1.DeviceClass,
 }
 _BUILT_IN_GROUPS = frozenset(api_version.rpartition("/")[0] for api_version, _ in _TYPED)
 

@@ -15,7 +15,14 @@
   affinity and their tolerations, as Kueue copies the pod template into the Workload's PodSet; the flavor
   assigner compares them with each flavor (`models.kueue.flavorassigner.flavor_matches`).
 
-Not modelled, and refused rather than guessed at: init containers, pod overhead, CEL device selectors.
+- A request with CEL selectors is admitted only when enough published devices match the class's and
+  the request's selectors, counted over every device in the cluster, each device once per claim
+  (pkg/dra/claims.go, validateCELSelectorsAgainstDevices, countMatchingDevices): too few is
+  "insufficient matching devices" (retried), an evaluation error "CEL evaluation failed". `Tenancy`
+  carries the devices the cluster publishes and each DeviceClass's selectors.
+
+Not modelled, and refused rather than guessed at: init containers, pod overhead, selectors cel-python
+cannot evaluate.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models import kubeflow_trainer
+from models.kubernetes.cel import Verdict
+from models.kubernetes.dra_cel import Device, device_matches
 
 from .constants import PRIORITY_CLASS_LABEL
 from .resources import resource_value
@@ -84,6 +93,9 @@ class Tenancy:
     claim_templates: Mapping[str, Mapping[str, Any]]  # name -> ResourceClaimTemplate
     kueue_config: Mapping[str, Any]
     runtimes: Mapping[str, Mapping[str, Any]]  # name -> ClusterTrainingRuntime
+    # What the cluster's ResourceSlices publish: (device, how many such devices), and each DeviceClass's selectors.
+    published_devices: Sequence[tuple[Device, int]] = ()
+    device_class_selectors: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
 
 def pod_sets(job: Mapping[str, Any], tenancy: Tenancy) -> list[PodSet]:
@@ -141,19 +153,57 @@ def pod_requests(pod: Mapping[str, Any], tenancy: Tenancy) -> dict[str, int]:
     }
     for claim in pod.get("resourceClaims", []):
         template = tenancy.claim_templates[claim["resourceClaimTemplateName"]]
+        taken: dict[int, int] = {}  # published entry -> devices of it matched by earlier requests of the claim
         for request in ((template.get("spec") or {}).get("spec") or {}).get("devices", {}).get("requests") or ():
             exactly = request.get("exactly")
             if exactly is None:
                 raise ValueError(f"the model reads `exactly` device requests only, not request {request.get('name')}'s")
-            if exactly.get("selectors") or exactly.get("allocationMode", "ExactCount") != "ExactCount":
-                raise ValueError("the model reads ExactCount requests without selectors only")
+            if exactly.get("allocationMode", "ExactCount") != "ExactCount":
+                raise ValueError("the model reads ExactCount requests only")
             device_class = exactly["deviceClassName"]
             if device_class not in mapping:
                 raise Inadmissible(f"DeviceClass {device_class} is not mapped in DRA configuration")
+            selectors = [s["cel"]["expression"] for s in exactly.get("selectors") or () if s.get("cel")]
+            if selectors:
+                _match_published(device_class, selectors, int(exactly.get("count", 1)), tenancy, taken)
             resource = mapping[device_class]
             charged[resource] = charged.get(resource, 0) + int(exactly.get("count", 1))
     excluded = tuple(resources_config.get("excludeResourcePrefixes", []))
     return {resource: amount for resource, amount in charged.items() if not resource.startswith(excluded)}
+
+
+def _match_published(
+    device_class: str, selectors: Sequence[str], needed: int, tenancy: Tenancy, taken: dict[int, int]
+) -> None:
+    """validateCELSelectorsAgainstDevices for one request: enough published devices pass the class's selectors
+    and the request's, not counting those earlier requests of the claim matched."""
+    class_selectors = tenancy.device_class_selectors.get(device_class)
+    if class_selectors is None:
+        raise Inadmissible(f"failed to get DeviceClass {device_class}")
+    matched = 0
+    for index, (device, count) in enumerate(tenancy.published_devices):
+        if matched >= needed:
+            break
+        verdicts = []
+        for expression in (*class_selectors, *selectors):
+            outcome = device_matches(expression, device)
+            if outcome.verdict is Verdict.NOT_EVALUATED:
+                raise ValueError(f"the model cannot evaluate {expression} ({outcome.detail})")
+            if outcome.verdict is Verdict.ERRORED:
+                raise Inadmissible(f"CEL evaluation failed for DeviceClass {device_class}: {outcome.detail}")
+            verdicts.append(outcome.verdict is Verdict.PASSED)
+            if not verdicts[-1]:
+                break  # evaluateSelectorsOnDevice stops at the first selector that does not match
+        if all(verdicts):
+            free = count - taken.get(index, 0)
+            used = min(free, needed - matched)
+            taken[index] = taken.get(index, 0) + used
+            matched += used
+    if matched < needed:
+        raise Inadmissible(
+            f"insufficient matching devices for CEL selector in DeviceClass {device_class}: {matched} device(s) match "
+            f"in the cluster but {needed} requested"
+        )
 
 
 def workload_priority(
