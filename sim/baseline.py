@@ -45,7 +45,7 @@ class FixedNodes:
     limit_gpus: int  # what the NodePool limit leaves this capacity type
     instance_types: tuple[str, ...]  # the nodes, one entry each
     gpus: int
-    usd_per_hour: float  # all the nodes together, after any commitment discount
+    usd_per_hour: float  # all the nodes together, after any commitment discount (spot at the workload's price factor)
     note: str = ""  # why nothing, or less than wanted, is bought
 
 
@@ -161,7 +161,8 @@ def fixed_capacity(config: PlatformConfig, workload: Workload, *, static_baselin
                 note = NO_WORKLOAD if used_pools is not None and pool.name not in used_pools else NO_NOMINAL
             elif bought < want:
                 note = f"the NodePool limit ({limits[pool.name]} GPUs) holds {bought} of the {want} GPUs in whole nodes"
-            price = sum(pool.on_demand_price(t) or 0.0 for t in nodes) * discount
+            spot = workload.spot.price_factor if kind == SPOT else 1.0
+            price = sum(pool.on_demand_price(t) or 0.0 for t in nodes) * discount * spot
             found.append(FixedNodes(pool.name, kind, nominal[kind], wanted.get(kind, 0), want, left,
                                     tuple(t.name for t in nodes), bought, price, note))
             left -= bought
