@@ -20,9 +20,10 @@ import pytest
 from sim import measures as m
 from sim.baseline import NO_NOMINAL, NO_WORKLOAD
 from sim.experiment import ABLATIONS, MECHANISMS, VARIANTS, Scenario, ablation, run_one
+from sim.variants import STATIC_WITHOUT
 from sim.workload import Workload
 
-from .conftest import fixture_document, load, project_path
+from .conftest import fixture_document, load, project_path, shipped_document
 from .test_sim_scenarios import BATCH, LAUNCH, MONDAY, SPOT_FACTOR, dev
 
 XLARGE, X12, X24, X48 = 1.861, 10.49264, 15.06559, 30.13118
@@ -179,6 +180,31 @@ def test_a_tenant_without_nominal_quota_gets_no_capacity_and_its_work_is_never_a
     outcome = static(fixture_document("multi-pool"), load_)
     assert bought(outcome)[("gpu-a100", "on-demand")] == ((), 0.0, NO_NOMINAL)
     assert outcome["measures"]["run"][m.never_admissible("quota")] == 1
+
+
+def test_the_documented_prod_baseline_is_the_nodes_it_buys_for_the_alibaba_trace():
+    # prod + Alibaba: no trace class maps to the H100s; llm-training's 8 nominal A100s (data-science has no trace
+    # work there) on one p4d.24xlarge; the L40S tasks (inference and data-science, 12 + 4 nominal) need up to
+    # 8 GPUs at once: a g6e.48xlarge and two 12xlarges (51.12 an hour). Always on for the run's 3,585 h, which is
+    # what docs/simulation.md's static column says.
+    from sim.baseline import fixed_capacity, largest_pods
+    from sim.workload import load_workload
+
+    config = load(shipped_document("prod"))
+    load_ = load_workload(project_path("workloads", "alibaba-gpu-2023.yaml"))
+    largest = largest_pods(config, load_, project_path())
+    assert largest == {"gpu-a100": 8, "gpu-l40s": 8}
+    limits = {pool.name: pool.gpu_limit for pool in config.gpu_pools}
+    fixed = fixed_capacity(config, load_, static_baseline=True, without=STATIC_WITHOUT, limits=limits, largest=largest)
+    assert [(row.pool, sorted(row.instance_types), row.note) for row in fixed] == [
+        ("gpu-h100", [], NO_WORKLOAD),
+        ("gpu-a100", ["p4d.24xlarge"], ""),
+        ("gpu-l40s", ["g6e.12xlarge", "g6e.12xlarge", "g6e.48xlarge"], ""),
+    ]
+    hours = 3585
+    text = project_path("docs", "simulation.md").read_text()
+    assert f"| GPU-hours provisioned | {(8 + 16) * hours:,} | 88,727 |" in text
+    assert f"| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | 240,796 |" in text
 
 
 # --- each mechanism switched off changes that mechanism -----------------------------------------------------
