@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -289,16 +287,16 @@ def test_without_headroom_no_placeholder_holds_gpus_on_the_multi_pool_fixture():
 # --- the command line ---------------------------------------------------------------------------------------
 
 
-def test_a_commitment_discount_outside_zero_to_one_is_refused_in_one_line(tmp_path: Path):
-    done = subprocess.run(
-        [sys.executable, "-m", "offline", "simulate", "--stack", "dev", "--workload", "workloads/design-surge.yaml",
-         "--commitment-discount", "1.5", "--out", str(tmp_path)],
-        cwd=project_path(), capture_output=True, text=True, check=False,
-    )
-    assert done.returncode == 2
-    assert done.stderr == ("error: --commitment-discount '1.5': give a share of the on-demand price from 0 to below 1, "
-                           "e.g. 0.3 for 30 % off\n")
-    assert not list(tmp_path.iterdir())
+@pytest.mark.stack_files
+def test_a_commitment_discount_outside_zero_to_one_is_refused_in_one_line(tmp_path: Path, capsys):
+    from offline.__main__ import main
+
+    code = main(["simulate", "--stack", "dev", "--workload", "workloads/design-surge.yaml", "--commitment-discount", "1.5",
+                 "--out", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --commitment-discount '1.5': give a share of the on-demand price from 0 to below 1, e.g. 0.3 for 30 % off"]
+    assert not (tmp_path / "out").exists()
 
 
 def test_ablations_run_on_the_same_seeds_into_one_report_with_their_differences(tmp_path: Path):
