@@ -311,6 +311,11 @@ def test_ablations_run_on_the_same_seeds_into_one_report_with_their_differences(
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert list(data["variants"]) == ["simulated", "static", *ABLATIONS]
     assert data["commitment_discount"] == 0.25
+    # The static baseline states its assumptions and its nodes: ml-research's 4 spot slices, one g6e.xlarge on-demand
+    # at 1.861 less 25 %.
+    assert data["variants"]["static"]["assumptions"][0].startswith("Each tenant's nominal quota as its own always-on")
+    assert [(row["instance_types"], row["usd_per_hour"]) for row in data["variants"]["static"]["fixed_capacity"]] == [
+        (["g6e.xlarge"], pytest.approx(XLARGE * 0.75))]
     full, spot = data["variants"]["simulated"], data["variants"]["without-spot"]
     assert spot["assumptions"] == [
         "Without spot: spot capacity replaced by on-demand at the on-demand price: no interruptions, no spot discount."]
