@@ -273,6 +273,15 @@ def test_without_autoscaling_each_pool_is_pinned_at_its_limit_from_the_start():
     assert pinned["measures"]["tiers"]["standard"][m.START_MEAN] == 0.0
 
 
+def test_a_pinned_spot_node_reclaimed_is_replaced_in_place():
+    # Pinned at the limit, dev's two spot g6e.xlarge at one interruption per node-hour: each reclaimed node is
+    # replaced by one of the same type, so nodes launched = the 8 pinned + one per interruption, and no more.
+    load_ = workload(spot={"interruptionsPerNodeHour": 1})
+    pool = run_one(scenario(dev(), load_).variant("without-autoscaling"), 0)["measures"]["pools"]["gpu-l40s"]
+    assert pool[m.disrupted("interruption")] == 4  # seed 0's draws over the 2 h
+    assert pool[m.LAUNCHED] == 8 + 4
+
+
 def test_without_headroom_no_placeholder_holds_gpus_on_the_multi_pool_fixture():
     # The A100 pool's headroom: 3 placeholders of 2 GPUs, pending at 0, on a p4d.24xlarge launched at BATCH and
     # Ready LAUNCH later: 6 GPUs held from BATCH + LAUNCH to the end of the hour.
