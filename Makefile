@@ -17,6 +17,7 @@
 #                             exits 0 same, 1 changed, 2 a render failed, for CI (docs/rendering.md)
 #   make bench                render time against tenant count, next to the SDK floor
 #   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static] [SEEDS=10] [WITHOUT="headroom ..."]
+#                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
@@ -96,11 +97,13 @@ WORKLOAD ?= workloads/design-surge.yaml
 BASELINE ?=
 SEED ?= 0
 # A workload through the stack's derived config (sim/): report.json, report.md and PNG plots; BASELINE=static adds the
-# side by side; SEEDS=10 (or 3-12) replicates, each figure a mean with its 95% interval;
-# WITHOUT="headroom image-snapshot model-source working-hours" runs as if those warm-start features were off.
+# fair static baseline (DISCOUNT=0.3: a commitment discount off its on-demand prices); SEEDS=10 (or 3-12) replicates,
+# each figure a mean with its 95% interval; WITHOUT="borrowing spot ..." runs as if those mechanisms were off
+# (sim/variants.py MECHANISMS); ABLATIONS=1 adds each mechanism off in turn, on the same seeds.
 simulate: $(VENV)/.installed
 	$(PY) -m offline simulate --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(if $(BASELINE),--baseline $(BASELINE)) \
-	  $(if $(SEEDS),--seeds $(SEEDS)) $(foreach feature,$(WITHOUT),--without $(feature))
+	  $(if $(SEEDS),--seeds $(SEEDS)) $(foreach feature,$(WITHOUT),--without $(feature)) $(if $(ABLATIONS),--ablations) \
+	  $(if $(DISCOUNT),--commitment-discount $(DISCOUNT))
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed

@@ -259,9 +259,44 @@ class GpuPoolPlan:
 
     @property
     def hourly_cost_at_limit(self) -> float | None:
-        """On-demand USD/hour with the pool full of its cheapest-per-GPU type; None when a type has no price."""
-        per_gpu = self.cheapest_on_demand_per_gpu
-        return None if per_gpu is None else round(per_gpu * self.gpu_limit, 2)
+        """On-demand USD/hour of the pool's declared GPUs on the cheapest whole nodes that hold them within the
+        NodePool limit (`cheapest_nodes`); None when no type has a price."""
+        nodes = self.cheapest_nodes(self.gpu_limit)
+        return None if nodes is None else round(sum(self.on_demand_price(t) or 0.0 for t in nodes), 2)
+
+    def cheapest_nodes(self, gpus: int, limit: int | None = None, largest_pod: int = 1) -> tuple[InstanceType, ...] | None:
+        """The cheapest whole nodes of the pool's priced types that hold `gpus` physical GPUs, their GPUs together
+        within `limit` (default: the NodePool limit, `nodepool_gpus`), one of them at least `largest_pod` GPUs
+        so the largest pod fits; in the pool's type order.
+
+        The one rule for standing capacity: what the summary prices a full pool at and what the simulator's
+        fixed-capacity variants (the static baseline, pools pinned at their limit) launch. When no set within
+        the limit holds `gpus`, the set holding the most GPUs the limit allows, cheapest first. Ties go to fewer
+        GPUs, then fewer nodes, then the pool's order. When no type holds `largest_pod`, the plain rule.
+        None when no type has an on-demand price.
+        """
+        limit = self.nodepool_gpus if limit is None else limit
+        priced = [(t, price) for t in self.instance_types if (price := self.on_demand_price(t)) is not None]
+        if not priced:
+            return None
+        best = _cheapest_sums([(t.gpus, price) for t, price in priced], limit)
+        candidates = [(cost, total, count, members) for total, (cost, count, members) in best.items()]
+        big = [i for i, (t, _) in enumerate(priced) if largest_pod <= t.gpus <= limit]
+        if largest_pod > 1 and big:
+            # One node the largest pod fits on, the rest the cheapest sums within what it leaves of the limit.
+            candidates = [
+                (cost + priced[i][1], total + priced[i][0].gpus, count + 1, tuple(sorted((*members, i))))
+                for i in big
+                for total, (cost, count, members) in best.items() if total + priced[i][0].gpus <= limit
+            ]
+        enough = [found for found in candidates if found[1] >= gpus]
+        if enough:
+            chosen = min(enough)
+        else:
+            most = max(found[1] for found in candidates)
+            chosen = min(found for found in candidates if found[1] == most)
+        return tuple(priced[index][0] for index in chosen[3])
+
 
     @property
     def cheapest_on_demand_per_gpu(self) -> float | None:
@@ -273,6 +308,20 @@ class GpuPoolPlan:
         """On-demand USD/hour of one of the pool's types in the stack's region (config/catalog_prices.py), or the
         catalog's when the plan carries no regional prices; None when neither has one."""
         return instance.on_demand_usd_per_hour if self.prices is None else self.prices.get(instance.name)
+
+def _cheapest_sums(types: list[tuple[int, float]], limit: int) -> dict[int, tuple[float, int, tuple[int, ...]]]:
+    """For each total of GPUs up to `limit` that whole nodes of `types` (GPUs, price) can make: the cheapest
+    (price, node count, type indices) making exactly that total. An unbounded knapsack."""
+    best: dict[int, tuple[float, int, tuple[int, ...]]] = {0: (0.0, 0, ())}
+    for total in range(1, limit + 1):
+        for index, (gpus, price) in enumerate(types):
+            before = best.get(total - gpus)
+            if before is None:
+                continue
+            candidate = (before[0] + price, before[1] + 1, tuple(sorted((*before[2], index))))
+            if total not in best or candidate < best[total]:
+                best[total] = candidate
+    return best
 
 
 def plan_gpu_pools(

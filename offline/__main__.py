@@ -10,8 +10,9 @@ changed, 2 a render failed.
 its workloads (offline/check_manifest.py); exit 0 nothing refuses them, 1 something would, 2 unreadable input.
 
 `python -m offline simulate --stack dev --workload workloads/design-surge.yaml [--baseline static]
-[--seed N] [--seeds COUNT|FIRST-LAST] [--out DIR]` runs a workload through the stack's derived config and
-writes report.json, report.md and plots (sim/); exit 2 on an invalid stack, workload or seed list.
+[--ablations] [--without MECHANISM] [--commitment-discount SHARE] [--seed N] [--seeds COUNT|FIRST-LAST]
+[--out DIR]` runs a workload through the stack's derived config and writes report.json, report.md and plots
+(sim/); exit 2 on an invalid stack, workload, seed list or discount.
 
 `python -m offline claims [--claim ID ...] [--out DIR] [--write-docs]` runs the design's five claims
 (sim/claims.py) from replications and writes claims.json and claims.md (offline/claims.py).
@@ -32,6 +33,7 @@ import sys
 from pathlib import Path
 
 from config import ConfigError, PlatformConfig
+from sim.variants import MECHANISMS
 
 from .project import PROJECT_DIR
 from .stack import StackConfig, StackNotFound, load_config, load_stack
@@ -97,9 +99,13 @@ def main(argv: list[str] | None = None) -> int:
     simulate.add_argument("--seeds", help="replications: a count from --seed (10) or a range (3-12); figures as mean and 95%% CI")
     simulate.add_argument("--out", type=Path, help="output directory (default build/sim-<stack>-<workload>[-without-...])")
     simulate.add_argument(
-        "--without", action="append", default=[], choices=["headroom", "image-snapshot", "model-source", "working-hours"],
-        help="a what-if: run as if the stack's warm-start feature were off (repeatable)",
+        "--without", action="append", default=[], choices=list(MECHANISMS),
+        help="a what-if: run as if the platform's mechanism were off (repeatable; docs/simulation.md says what each means)",
     )
+    simulate.add_argument("--ablations", action="store_true",
+                          help="also run each mechanism switched off in turn, on the same seeds, and compare")
+    simulate.add_argument("--commitment-discount", default="0", metavar="SHARE",
+                          help="off the static baseline's on-demand prices, e.g. 0.3 (stated in the report; default 0)")
     commands.add_parser("metrics-inventory", help="regenerate upstream/metrics-inventory.json from upstream/metrics/")
     claims = commands.add_parser("claims", help="the design's five claims from replications: build/claims/claims.json, .md")
     claims.add_argument("--claim", action="append", default=[], help="run only this claim (repeatable)")
@@ -171,16 +177,18 @@ def main(argv: list[str] | None = None) -> int:
         print("ok")
         return 0
     if args.command == "simulate":
+        from sim.cli import commitment_discount, seed_list
         from sim.cli import run as simulate_main
-        from sim.cli import seed_list
 
         try:
             seeds = seed_list(args.seeds, args.seed) if args.seeds else None
+            discount = commitment_discount(args.commitment_discount)
         except ValueError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_INVALID_CONFIG
         return simulate_main(config, args.stack, args.workload, args.out, seed=args.seed, baseline=args.baseline,
-                             project_dir=PROJECT_DIR, without=frozenset(args.without), seeds=seeds)
+                             project_dir=PROJECT_DIR, without=frozenset(args.without), seeds=seeds,
+                             ablations=args.ablations, discount=discount)
     if args.command == "kubernetes-version":
         print(config.cluster.kubernetes_version)
         return 0

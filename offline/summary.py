@@ -201,7 +201,8 @@ def _gpu_pools(config: PlatformConfig) -> str:
         f"\nGeneral CPU pool `cpu`: {', '.join(cpu.instance_families)} ({', '.join(cpu.capacity_types)}), "
         f"up to {cpu.cpu_limit} vCPU and {cpu.memory_limit_gib} GiB. "
         "Every GPU node is tainted `nvidia.com/gpu=true:NoSchedule`.\n"
-        f"Costs: on-demand USD per hour with the pool at its GPU limit on its cheapest type per GPU ({_prices(config)}).\n"
+        "Costs: on-demand USD per hour of the pool's GPUs on the cheapest whole nodes that hold them within its NodePool "
+        f"limit, as the simulator's static baseline buys them: config/capacity.py cheapest_nodes ({_prices(config)}).\n"
     )
     dra = [pool for pool in config.gpu_pools if pool.is_dra]
     if dra:

@@ -1,7 +1,8 @@
 """A discrete-event simulation of the platform: what a stack's config delivers for a workload.
 
     inputs     workload.py (the workload file; schema.py its JSON Schema), trace.py (recorded traces),
-               experiment.py Scenario (config, workload, variant: static baseline, features off)
+               experiment.py Scenario (config, workload, variant), variants.py (the variants as data: the fair
+               static baseline, each mechanism off), baseline.py (fixed capacity: nominal, or pinned at the limit)
     core       clock.py (SimPy; timers are plain callbacks), rng.py (one random stream per purpose),
                state.py (pools, nodes, workloads, pods: no counters), ledger.py (append-only facts)
     mechanics  queueing.py (the Kueue seam) and admission.py (models/kueue through it), admissibility.py

@@ -2,8 +2,9 @@
 
 The ClusterQueues and Cohorts are the very manifests the render declares (config/kueue_objects.py's
 builders `cluster_queue` and `cohorts`, fed the same TenantPlans), so the simulator admits with the
-quotas, preemption policies, fair-sharing weights and queueing strategy Kueue would get. The static
-baseline is the same ClusterQueues with every borrowingLimit and lendingLimit set to 0.
+quotas, preemption policies, fair-sharing weights and queueing strategy Kueue would get. Without borrowing
+(the static baseline, `--without borrowing`) they are the same ClusterQueues with every borrowingLimit and
+lendingLimit set to 0.
 
 A pod requests its flavor's units as Kubernetes resources (`FlavorPlan.resources_per_unit`); cpu and
 memory are not requested (the simulator models GPUs only), so only the GPU quotas bind.
@@ -41,9 +42,9 @@ from .queueing import Admission, Decisions, QueuedWorkload
 class ModelKueue:
     """Pending queues per ClusterQueue and the snapshot of admitted usage, driven one cycle at a time."""
 
-    def __init__(self, config: PlatformConfig, static_baseline: bool):
+    def __init__(self, config: PlatformConfig, without_borrowing: bool):
         manifests = [cluster_queue(tenant) for tenant in config.tenants]
-        if static_baseline:
+        if without_borrowing:
             manifests = [_without_sharing(manifest) for manifest in manifests]
         self.manifests = {manifest["metadata"]["name"]: manifest for manifest in manifests}
         self._never: dict[tuple[object, ...], bool] = {}
@@ -201,7 +202,7 @@ def _units(units: Mapping[str, Mapping[str, int]], flavors: tuple[str, ...], cou
 
 
 def _without_sharing(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The static baseline's ClusterQueue: nominal quota only, nothing borrowed or lent."""
+    """A ClusterQueue without borrowing: nominal quota only, nothing borrowed or lent."""
     static = copy.deepcopy(manifest)
     for group in static["spec"]["resourceGroups"]:
         for flavor in group["flavors"]:
@@ -211,5 +212,5 @@ def _without_sharing(manifest: dict[str, Any]) -> dict[str, Any]:
     return static
 
 
-def kueue_for(config: PlatformConfig, static_baseline: bool) -> ModelKueue:
-    return ModelKueue(config, static_baseline)
+def kueue_for(config: PlatformConfig, without_borrowing: bool) -> ModelKueue:
+    return ModelKueue(config, without_borrowing)

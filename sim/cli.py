@@ -1,4 +1,4 @@
-"""`python -m offline simulate`: run a workload through a stack (and its static baseline) for one or more seeds,
+"""`python -m offline simulate`: run a workload through a stack (with its static baseline and ablations) for one or more seeds,
 write report.json (every figure), report.md (read from it) and plots (read from it)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 from config import PlatformConfig
 
-from .experiment import STATIC, Scenario, replicate, run_many
-from .report import render_report, report_data, report_json
+from .experiment import ABLATIONS, SIMULATED, STATIC, VARIANTS, Scenario, paired_deltas, replicate, run_many
+from .report import COMPARED, render_report, report_data, report_json
 from .workload import WorkloadError, load_workload
 
 EXIT_INVALID = 2
@@ -38,18 +38,33 @@ def default_out_dir(stack: str, workload_path: Path, without: frozenset[str]) ->
     return Path("build") / f"sim-{stack}-{workload_path.stem}{suffix}"
 
 
+def commitment_discount(text: str) -> float:
+    """`--commitment-discount 0.3`: a share of the on-demand price, from 0 up to (not including) 1."""
+    try:
+        value = float(text)
+        if not 0.0 <= value < 1.0:
+            raise ValueError
+        return value
+    except ValueError:
+        raise ValueError(f"--commitment-discount {text!r}: give a share of the on-demand price from 0 to below 1, "
+                         "e.g. 0.3 for 30 % off") from None
+
+
 def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path | None, *, seed: int, baseline: str | None,
         project_dir: Path, without: frozenset[str] = frozenset(), seeds: list[int] | None = None,
-        workers: int | None = None) -> int:
+        workers: int | None = None, ablations: bool = False, discount: float = 0.0) -> int:
+    """The stack as configured, and on the same seeds the static baseline (`baseline="static"`) and each mechanism
+    switched off in turn (`ablations`), into one report."""
     seeds = seeds or [seed]
     out_dir = out_dir or default_out_dir(stack, workload_path, without)
     try:
         workload = load_workload(workload_path)
-        scenario = Scenario(config, workload, str(workload_path), project_dir, without=without)
+        scenario = Scenario(config, workload, str(workload_path), project_dir, without=without, commitment_discount=discount)
+        names = [SIMULATED] + ([STATIC] if baseline == STATIC else [])
+        names += [name for name in ABLATIONS if ablations and not VARIANTS[name].without <= without]
         started = time.perf_counter()
-        runs = {"simulated": run_many(scenario, seeds, workers)}
-        if baseline == STATIC:
-            runs[STATIC] = run_many(scenario.variant(static_baseline=True), seeds, workers)
+        scenarios = {name: scenario if name == SIMULATED else scenario.variant(name) for name in names}
+        runs = {name: run_many(variant, seeds, workers) for name, variant in scenarios.items()}
         wall = time.perf_counter() - started
     except WorkloadError as err:
         print(f"{workload_path}: invalid workload ({len(err.problems)} problems):", file=sys.stderr)
@@ -57,7 +72,11 @@ def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path |
             print(f"  {problem}", file=sys.stderr)
         return EXIT_INVALID
     data = report_data(stack, workload_path.stem, workload, seeds,
-                       {name: (replicate(outcomes), outcomes) for name, outcomes in runs.items()})
+                       {name: (replicate(outcomes), outcomes) for name, outcomes in runs.items()},
+                       assumptions={name: variant.assumptions for name, variant in scenarios.items()},
+                       deltas={name: paired_deltas(outcomes, runs[SIMULATED], COMPARED)
+                               for name, outcomes in runs.items() if name != SIMULATED},
+                       commitment_discount=discount)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "report.json").write_text(report_json(data))
     (out_dir / "report.md").write_text(render_report(data))

@@ -28,13 +28,13 @@ from models.karpenter.provisioning import (
     InstanceOption,
     LaunchTime,
     PoolRef,
-    capacity_type,
     order_by_weight,
     pack,
 )
 from models.kueue import requeue_wait_seconds
 
-from . import admissibility, rng, warm_start
+from . import admissibility, rng, variants, warm_start
+from .baseline import FixedNodes, default_kind, fixed_capacity, kind_without
 from .clock import Clock
 from .events import Record
 from .ledger import (
@@ -77,7 +77,8 @@ BUDGET_RETRY_SECONDS = 60.0
 class Options:
     seed: int = 0
     static_baseline: bool = False
-    without: frozenset[str] = frozenset()  # warm-start features turned off for a what-if (sim/warm_start.py)
+    without: frozenset[str] = frozenset()  # mechanisms switched off (sim/variants.py MECHANISMS)
+    commitment_discount: float = 0.0  # off the static baseline's on-demand prices
 
 
 class Simulation:
@@ -91,6 +92,10 @@ class Simulation:
         self.ledger = Ledger(self.clock.end)
         self.record = Record()
         self.pools = {plan.name: Pool.from_plan(plan) for plan in config.gpu_pools}
+        if variants.CONSOLIDATION in options.without:
+            for pool in self.pools.values():
+                pool.consolidate_after = None  # no node is ever checked for consolidation
+        self.fixed: list[FixedNodes] = []  # the fixed nodes of a variant without autoscaling (sim/baseline.py)
         self.flavors: dict[str, FlavorPlan] = {flavor.name: flavor for flavor in config.flavors}
         self.tenants: dict[str, TenantPlan] = {tenant.name: tenant for tenant in config.tenants}
         self.groups: dict[int, Group] = {}
@@ -237,9 +242,13 @@ class Simulation:
             node.ready
             and not node.deleting
             and node.pool.name == flavor.pool.name
-            and (flavor.capacity_type is None or node.capacity_type == flavor.capacity_type)
+            and self._kind_matches(node, flavor)
             and node.free >= pod.units
         )
+
+    def _kind_matches(self, node: Node, flavor: FlavorPlan) -> bool:
+        """A flavor naming a capacity type selects nodes of that type (spot as on-demand once spot is off)."""
+        return flavor.capacity_type is None or node.capacity_type == kind_without(flavor.capacity_type, self.options.without)
 
     def _bind_pending(self) -> None:
         """The scheduler's pass over pending pods, oldest first: each onto the least allocated Ready node that fits
@@ -271,8 +280,7 @@ class Simulation:
         flavor = pod.group.flavor
         assert flavor is not None
         return (
-            node.ready and not node.deleting and node.pool.name == flavor.pool.name
-            and (flavor.capacity_type is None or node.capacity_type == flavor.capacity_type)
+            node.ready and not node.deleting and node.pool.name == flavor.pool.name and self._kind_matches(node, flavor)
         )
 
     def place_headroom(self) -> None:
@@ -364,7 +372,8 @@ class Simulation:
                 continue
             flavor = pod.group.flavor
             assert flavor is not None
-            kind = flavor.capacity_type or capacity_type(pool.plan.config.capacity_types, reservation_has_room=True)
+            without = self.options.without
+            kind = kind_without(flavor.capacity_type, without) if flavor.capacity_type else default_kind(pool.plan, without)
             inflight = [
                 n for n in pool.nodes
                 if not n.ready and not n.deleting and n.capacity_type == kind
@@ -395,6 +404,8 @@ class Simulation:
     def _launch(self, pool: Pool, instance: InstanceOption, kind: str, ready_now: bool = False) -> Node:
         self._next_node += 1
         price = instance.on_demand_usd_per_hour * (self.workload.spot.price_factor if kind == SPOT else 1.0)
+        if pool.static and self.options.static_baseline:
+            price *= 1.0 - self.options.commitment_discount
         node = Node(self._next_node, pool, instance, kind, price, self.now, last_pod_event=self.now)
         pool.nodes.append(node)
         self.ledger.nodes.append(NodeUp(node.id, pool.name, instance.name, instance.gpus, kind, price, self.now))
@@ -408,7 +419,7 @@ class Simulation:
         if not pool.static and pool.expire_after is not None:
             self.clock.call(pool.expire_after, self._expire, node)
         rate = self.workload.spot.interruptions_per_node_hour
-        if kind == SPOT and rate > 0 and not pool.static:
+        if kind == SPOT and rate > 0:
             self.clock.call(self.rng(rng.INTERRUPTIONS).expovariate(rate / 3600), self._interrupt, node)
         return node
 
@@ -523,28 +534,28 @@ class Simulation:
             self._evict_pods(node)
         self._close_node(node)
         node.pool.nodes.remove(node)
+        if node.pool.static and node.cause == INTERRUPTION:
+            self._launch(node.pool, node.instance, node.capacity_type)  # a fixed node group replaces its node
         self._bind_pending()
 
     def _close_node(self, node: Node) -> None:
         self.ledger.down.append(NodeDown(node.id, self.now))
 
-    # --- the static baseline --------------------------------------------------------------------
-    def launch_static_capacity(self) -> None:
-        """Each pool holds its tenants' nominal quota in GPUs, on nodes launched Ready at the start and kept."""
+    # --- fixed capacity: the static baseline, pools pinned without autoscaling -------------------
+    def launch_fixed_capacity(self, largest: dict[str, int]) -> None:
+        """Every pool's fixed nodes (sim/baseline.py), launched Ready at the start and kept; Karpenter launches
+        and removes nothing in these pools. `largest`: each pool's largest pod in GPUs (baseline.largest_pods)."""
+        limits = {name: warm_start.limit_gpus(self, pool) for name, pool in self.pools.items()}
+        self.fixed = fixed_capacity(self.config, self.workload, static_baseline=self.options.static_baseline,
+                                    without=self.options.without, limits=limits, largest=largest,
+                                    commitment_discount=self.options.commitment_discount)
         for pool in self.pools.values():
             pool.static = True
-            kinds: dict[str, int] = {}
-            for tenant in self.tenants.values():
-                for quota in tenant.quotas:
-                    if quota.flavor.pool.name != pool.name or not quota.quota.nominal:
-                        continue
-                    kind = quota.flavor.capacity_type or capacity_type(pool.plan.config.capacity_types, reservation_has_room=True)
-                    kinds[kind] = kinds.get(kind, 0) + quota.quota.nominal
-            for kind, units in sorted(kinds.items()):
-                gpus = math.ceil(units / pool.slices_per_gpu)
-                claims, _ = pack([1] * gpus, list(pool.options), math.inf)
-                for claim in claims:
-                    self._launch(pool, claim.instance_type, kind, ready_now=True)
+        for fixed in self.fixed:
+            pool = self.pools[fixed.pool]
+            by_name = {option.name: option for option in pool.options}
+            for name in fixed.instance_types:
+                self._launch(pool, by_name[name], fixed.capacity_type, ready_now=True)
 
     # --- the end --------------------------------------------------------------------------------
     def close(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,25 +21,49 @@ from .admission import kueue_for
 from .measures import Measures, Scope, compute
 from .run import Result, simulate
 from .stats import summary
+from .variants import ABLATIONS, MECHANISMS, SIMULATED, STATIC, VARIANTS, ablation, assumptions
 from .workload import Workload
 
-STATIC = "static"
+__all__ = ["ABLATIONS", "MECHANISMS", "SIMULATED", "STATIC", "VARIANTS", "Scenario", "ablation", "replicate", "run_many",
+           "run_one"]
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """What to run: a stack's derived config, a workload, and the variant (the static baseline, features off)."""
+    """What to run: a stack's derived config, a workload, and the variant (sim/variants.py).
+
+    Variants are data: `scenario.variant("static")` is the fair static baseline, `scenario.variant("without-spot")`
+    (or `scenario.variant(ablation("spot"))`) the same scenario with spot switched off; `VARIANTS` lists every
+    name, `ABLATIONS` the one-mechanism-off ones. A variant keeps the scenario's own `without` and adds its
+    own, so an ablation of a what-if is that what-if with one more mechanism off. Run it on the same seeds
+    (`run_many(scenario.variant(name), seeds)`) to compare like with like.
+    """
 
     config: PlatformConfig
     workload: Workload
     source: str = "workload"
     project_dir: Path = Path(".")
+    name: str = SIMULATED
     static_baseline: bool = False
     without: frozenset[str] = frozenset()
+    commitment_discount: float = 0.0  # off the static baseline's on-demand prices, stated in the report
 
-    def variant(self, **changes: Any) -> Scenario:
-        fields = {name: getattr(self, name) for name in self.__dataclass_fields__}
-        return Scenario(**{**fields, **changes})
+    def variant(self, name: str) -> Scenario:
+        """This scenario as the variant `name` of VARIANTS."""
+        try:
+            row = VARIANTS[name]
+        except KeyError:
+            raise ValueError(f"no variant {name!r}: one of {', '.join(VARIANTS)}") from None
+        return replace(self, name=name, static_baseline=row.static_baseline, without=self.without | row.without)
+
+    def replace(self, **changes: Any) -> Scenario:
+        """This scenario with some fields changed (a workload, a commitment discount)."""
+        return replace(self, **changes)
+
+    @property
+    def assumptions(self) -> list[str]:
+        """What this variant assumes, as the report states it."""
+        return assumptions(self.without, self.static_baseline)
 
 
 def scope_of(result: Result) -> Scope:
@@ -64,12 +88,14 @@ def outcome(result: Result) -> dict[str, Any]:
         "measures": measure(result),
         "series": result.sim.record.as_data(),
         "trace": [asdict(stats) for stats in result.trace_stats],
+        "fixed_capacity": [asdict(fixed) for fixed in result.sim.fixed],
     }
 
 
 def run_one(scenario: Scenario, seed: int) -> dict[str, Any]:
     result = simulate(scenario.config, scenario.workload, kueue_for, source=scenario.source, seed=seed,
-                      static_baseline=scenario.static_baseline, project_dir=scenario.project_dir, without=scenario.without)
+                      static_baseline=scenario.static_baseline, project_dir=scenario.project_dir, without=scenario.without,
+                      commitment_discount=scenario.commitment_discount)
     return outcome(result)
 
 
@@ -110,3 +136,19 @@ def _union(mappings: Iterable[Mapping[str, Any]]) -> list[str]:
     for mapping in mappings:
         seen.update(dict.fromkeys(mapping))
     return list(seen)
+
+
+def paired_deltas(runs: Sequence[dict[str, Any]], base: Sequence[dict[str, Any]], metrics: Sequence[str]) -> dict[str, Any]:
+    """Each run-level figure of `runs` less `base`'s on the same seed, over the seeds: {"mean", "low", "high", "n"}.
+
+    Both ran on the same seeds and every purpose draws from its own stream, so the seed-by-seed difference
+    is the mechanism's; its interval is narrower than the two figures' intervals would suggest."""
+    by_seed = {r["seed"]: r["measures"]["run"] for r in base}
+    found = {}
+    for metric in metrics:
+        differences = []
+        for r in runs:
+            mine, theirs = r["measures"]["run"].get(metric), by_seed.get(r["seed"], {}).get(metric)
+            differences.append(None if mine is None or theirs is None else mine - theirs)
+        found[metric] = summary(differences)
+    return found

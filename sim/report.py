@@ -48,10 +48,19 @@ LIMITS: tuple[str, ...] = (
 )
 
 
+# The figures a variant is compared on against the full platform, seed by seed (experiment.paired_deltas).
+COMPARED = (m.USD_PER_USEFUL, m.USEFUL, m.START_P95, m.COST, m.PROVISIONED)
+
+
 def report_data(stack: str, workload_name: str, workload: Any, seeds: Sequence[int],
-                variants: Mapping[str, tuple[dict[str, Any], Sequence[dict[str, Any]]]]) -> dict[str, Any]:
-    """report.json: the run's identity and, per variant (`simulated`, `static`), the replicated measures,
-    each seed's measures, events and trace statistics, and the first seed's sampled series for the plots."""
+                variants: Mapping[str, tuple[dict[str, Any], Sequence[dict[str, Any]]]], *,
+                assumptions: Mapping[str, Sequence[str]] | None = None,
+                deltas: Mapping[str, Mapping[str, Any]] | None = None,
+                commitment_discount: float = 0.0) -> dict[str, Any]:
+    """report.json: the run's identity and, per variant (`simulated`, `static`, `without-<mechanism>`), what it
+    assumes, the replicated measures, the paired difference from `simulated` on each seed (COMPARED), the fixed
+    capacity it bought (the static baseline, pools pinned without autoscaling), each seed's measures, events and
+    trace statistics, and the first seed's sampled series for the plots."""
     return {
         "stack": stack,
         "workload": workload_name,
@@ -60,9 +69,13 @@ def report_data(stack: str, workload_name: str, workload: Any, seeds: Sequence[i
         "duration": workload.duration,
         "seeds": list(seeds),
         "slow_request_seconds": m.SLOW_REQUEST_SECONDS,
+        "commitment_discount": commitment_discount,
         "variants": {
             name: {
+                "assumptions": list((assumptions or {}).get(name, ())),
                 "measures": combined,
+                "delta_vs_simulated": dict((deltas or {}).get(name, {})),
+                "fixed_capacity": runs[0].get("fixed_capacity", []),
                 "per_seed": [run["measures"] for run in runs],
                 "events": [run["events"] for run in runs],
                 "trace": runs[0]["trace"],
@@ -141,6 +154,40 @@ _SECONDS = {m.WAIT_MEAN, m.WAIT_P95, m.START_MEAN, m.START_P95}
 
 def _headline_cell(run: Mapping[str, Any], metric: str, digits: int) -> str:
     return _fmt(run.get(metric), digits, 1 / 60 if metric in _SECONDS else 1.0)
+
+
+def fixed_rows(fixed: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    rows = []
+    for row in fixed:
+        nodes = ", ".join(f"{count}x {name}" for name, count in _counted(row["instance_types"])) or "none"
+        rows.append([row["pool"], row["capacity_type"], str(row["nominal_units"]), str(row["wanted_units"]),
+                     str(row["wanted_gpus"]), str(row["limit_gpus"]), nodes, str(row["gpus"]),
+                     f"{row['usd_per_hour']:,.2f}", row["note"] or "-"])
+    return rows
+
+
+def _counted(names: Sequence[str]) -> list[tuple[str, int]]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    return list(counts.items())
+
+
+def ablation_rows(measures: Mapping[str, Any], ablations: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[str]]:
+    run = measures["run"]
+    rows = [["full platform", _fmt(run.get(m.USD_PER_USEFUL), 2), "-", _fmt(run.get(m.USEFUL), 0), "-",
+             _headline_cell(run, m.START_P95, 1), "-"]]
+    for name, variant in ablations:
+        mine, delta = variant["measures"]["run"], variant["delta_vs_simulated"]
+        rows.append([name, _fmt(mine.get(m.USD_PER_USEFUL), 2), _signed(delta.get(m.USD_PER_USEFUL), 2),
+                     _fmt(mine.get(m.USEFUL), 0), _signed(delta.get(m.USEFUL), 0),
+                     _headline_cell(mine, m.START_P95, 1), _signed(delta.get(m.START_P95), 1, 1 / 60)])
+    return rows
+
+
+def _signed(figure: Mapping[str, Any] | None, digits: int, scale: float = 1.0) -> str:
+    text = _fmt(figure, digits, scale)
+    return text if text == "-" or text.startswith("-") else "+" + text
 
 
 def pool_rows(measures: Mapping[str, Any]) -> list[list[str]]:
@@ -231,14 +278,30 @@ def render_report(data: Mapping[str, Any]) -> str:
     run = measures["run"]
     if static is not None:
         other = static["measures"]["run"]
+        discount = data.get("commitment_discount", 0.0)
         sections += [
             "## Against the static baseline\n",
-            "Static: each tenant's nominal quota as its own always-on capacity, no borrowing, no autoscaling of nodes.\n",
+            "What a careful team would run without the platform"
+            + (f", with a {discount:.0%} commitment discount off on-demand prices" if discount else ", at on-demand prices")
+            + ":\n",
+            "\n".join(f"- {line}" for line in static["assumptions"]) + "\n",
+            table(["pool", "capacity type", "nominal quota", "bought for", "GPUs wanted", "NodePool limit", "nodes",
+                   "GPUs", "USD/hour", "note"], fixed_rows(static["fixed_capacity"])),
             table(["", "static", "simulated"],
                   [[label, _headline_cell(other, k, d), _headline_cell(run, k, d)] for k, label, d in HEADLINE]),
         ]
     else:
         sections += ["## Headline\n", table(["", "simulated"], [[label, _headline_cell(run, k, d)] for k, label, d in HEADLINE])]
+    ablations = [(name, variant) for name, variant in data["variants"].items() if name not in ("simulated", "static")]
+    if ablations:
+        sections += [
+            "## One mechanism off at a time\n",
+            "Each row is the stack with one mechanism switched off, on the same seeds; the difference is its change "
+            "against the full platform seed by seed (a positive cost difference: the mechanism saves that much).\n",
+            table(["variant", "USD per useful GPU-hour", "difference", "useful GPU-hours", "difference",
+                   "time to start p95 (min)", "difference"], ablation_rows(measures, ablations)),
+            "\n".join(f"- {variant['assumptions'][0]}" for _, variant in ablations if variant["assumptions"]) + "\n",
+        ]
     sections += [
         "## Pools\n",
         "Provisioned from launch to termination = allocated + headroom (its placeholders) + idle (held by nothing).\n",

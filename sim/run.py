@@ -8,7 +8,9 @@ from pathlib import Path
 
 from config import PlatformConfig
 
+from . import variants
 from .arrivals import schedule_jobs, schedule_trace
+from .baseline import largest_pods
 from .engine import Options, Simulation
 from .queueing import Kueue
 from .sampling import start_sampling
@@ -16,6 +18,7 @@ from .serving import Deployment, deployments, start
 from .trace import ALIBABA_GPU_2023, TraceStats
 from .workload import Workload, WorkloadError, seconds
 
+# The Kueue seam for a stack; the flag: borrowing switched off (every borrowingLimit and lendingLimit 0).
 KueueFactory = Callable[[PlatformConfig, bool], Kueue]
 
 
@@ -106,11 +109,17 @@ def simulate(
     static_baseline: bool = False,
     project_dir: Path = Path("."),
     without: frozenset[str] = frozenset(),
+    commitment_discount: float = 0.0,
 ) -> Result:
+    """One run. `static_baseline` buys each tenant's usable nominal quota as fixed nodes and switches off what the
+    static baseline leaves out (sim/variants.py STATIC_WITHOUT); `without` switches mechanisms off one by one."""
     check(config, workload, source)
-    sim = Simulation(config, workload, kueue(config, static_baseline), Options(seed, static_baseline, without))
     if static_baseline:
-        sim.launch_static_capacity()
+        without = without | variants.STATIC_WITHOUT
+    options = Options(seed, static_baseline, without, commitment_discount)
+    sim = Simulation(config, workload, kueue(config, variants.BORROWING in without), options)
+    if static_baseline or variants.AUTOSCALING in without:
+        sim.launch_fixed_capacity(largest_pods(config, workload, project_dir))
     sim.place_headroom()
     schedule_jobs(sim)
     stats = [schedule_trace(sim, trace, project_dir) for trace in workload.traces if trace.format == ALIBABA_GPU_2023]

@@ -31,14 +31,12 @@ from config.headroom import HEADROOM_PRIORITY
 from models.kubernetes import preemption
 
 from .state import Group, Node, Pod, Pool
+from .variants import HEADROOM, IMAGE_SNAPSHOT, MODEL_SOURCE, WORKING_HOURS
 
 if TYPE_CHECKING:
     from .engine import Simulation
 
-HEADROOM = "headroom"
-IMAGE_SNAPSHOT = "image-snapshot"
-MODEL_SOURCE = "model-source"
-WORKING_HOURS = "working-hours"
+# The warm-start mechanisms a run can switch off (sim/variants.py lists every mechanism).
 FEATURES = (HEADROOM, IMAGE_SNAPSHOT, MODEL_SOURCE, WORKING_HOURS)
 # The placeholders' tenant in the record: their GPU-hours are the headroom's standing cost.
 HEADROOM_TENANT = "(headroom)"

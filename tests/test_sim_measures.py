@@ -19,11 +19,10 @@ from sim.run import Result, simulate
 from sim.workload import Workload
 
 from .conftest import fixture_document, load, project_path
-from .test_sim_scenarios import BATCH, LAUNCH, MONDAY, SPOT_FACTOR, dev
+from .test_sim_scenarios import BATCH, LAUNCH, MONDAY, dev
 
 G6E_XLARGE = 1.861  # config/catalog.py, USD per hour, 1 GPU
 G6E_12XLARGE = 10.49264  # 4 GPUs
-G6E_48XLARGE = 30.13118  # 8 GPUs
 
 
 def workload(**fields: Any) -> Workload:
@@ -169,29 +168,6 @@ def test_spot_interruptions_come_at_the_workload_rate_per_spot_node_hour():
     expected = 0.1 * node_hours
     assert 390 < node_hours < 410  # a node past its notice overlaps its replacement for up to 2 min
     assert abs(pool[m.disrupted("interruption")] - expected) < 4 * expected**0.5
-
-
-# --- the static baseline -------------------------------------------------------------------------------------
-
-
-def test_the_static_baseline_holds_each_pools_nominal_quota_in_whole_gpus_on_dev():
-    # dev, on-demand: ml-research 12 + inference 12 = 24 slices = 6 GPUs, packed onto one g6e.48xlarge (8 GPUs);
-    # spot: ml-research's 4 slices = 1 GPU, a g6e.xlarge. Borrowing limits buy nothing here. Ready from 0, kept 2 h.
-    pool = measure(run(dev(), workload(duration="2h"), static=True))["pools"]["gpu-l40s"]
-    assert pool[m.LAUNCHED] == 2
-    assert pool[m.PROVISIONED] == pytest.approx((8 + 1) * 2)
-    assert pool[m.COST] == pytest.approx((G6E_48XLARGE + G6E_XLARGE * SPOT_FACTOR) * 2)
-    assert pool[m.IDLE] == pytest.approx(pool[m.PROVISIONED])
-
-
-def test_the_static_baseline_counts_nominal_quota_only_on_the_multi_pool_fixture():
-    # A100 (p4d.24xlarge, 8 GPUs): llm-training 8 + data-science 8 + experiments 0 = 16 GPUs, 2 nodes.
-    # L40S (whole GPUs): inference 12 + data-science 4 = 16 GPUs, 2 g6e.48xlarge.
-    # H100 (MIG, one unit per GPU here): 16 + 8 + 8 + 0 = 32, 4 p5.48xlarge. Nothing of the borrowing limits.
-    pools = measure(run(fixture_document("multi-pool"), workload(duration="1h"), static=True))["pools"]
-    assert {name: pool[m.PROVISIONED] for name, pool in pools.items()} == pytest.approx(
-        {"gpu-a100": 16.0, "gpu-l40s": 16.0, "gpu-h100": 32.0})
-    assert {name: pool[m.LAUNCHED] for name, pool in pools.items()} == {"gpu-a100": 2, "gpu-l40s": 2, "gpu-h100": 4}
 
 
 # --- waits, queue length, time to start, and why work never runs --------------------------------------------
