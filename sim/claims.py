@@ -1,10 +1,11 @@
 """The design's five claims as scenarios: each a stack, a workload file (`workloads/claims/`), the variants it
 compares, and the rows of the claims table it yields.
 
-A variant is data: edits to a copy of the stack's config mapping and of the workload file (`patch`), and the
-Scenario flags the simulator already has (`static_baseline`, `without`). Nothing here changes how the engine
-runs; a variant the engine has no switch for (two models sharing a cohort, a pool that keeps its nodes) is a
-different stack, written as edits to the shipped one.
+A variant is data: one of the simulator's own variants (sim/variants.py: the stack as configured, the fair
+static baseline, one mechanism off), plus edits to a copy of the stack's config mapping and of the workload
+file (`patch`). Nothing here changes how the engine runs; a variant the simulator has no switch for (two
+models sharing a cohort, a server held at its maximum, another consolidation policy) is a different stack or
+workload, written as edits to the shipped one.
 
 Each row compares one figure (a metric id of sim/measures.py at one level) between a "before" and an "after"
 variant over the same seeds: both means with their 95 % intervals, and the change per seed (after against
@@ -35,9 +36,11 @@ import yaml
 from config import PlatformConfig
 
 from . import measures as m
+from . import variants
 from .experiment import Scenario
 from .ledger import CONSOLIDATION, INTERRUPTION
 from .stats import summary
+from .variants import SIMULATED, STATIC, ablation
 from .workload import Workload
 
 DELETE = object()  # a patch value: remove the key
@@ -115,14 +118,13 @@ def patch(document: Mapping[str, Any], edits: Sequence[tuple[str, Any]]) -> dict
 # --- what a claim is ----------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Variant:
-    """One side of a comparison: edits to the stack and the workload, and the simulator's own switches."""
+    """One side of a comparison: a variant of sim/variants.py (`of`), and edits to the stack and the workload."""
 
     name: str
     label: str
     stack: tuple[tuple[str, Any], ...] = ()
     workload: tuple[tuple[str, Any], ...] = ()
-    static_baseline: bool = False
-    without: frozenset[str] = frozenset()
+    of: str = SIMULATED
 
 
 @dataclass(frozen=True)
@@ -184,8 +186,7 @@ def scenario(claim: Claim, variant: Variant, inputs: Inputs) -> Scenario:
         config = inputs._cache[key] = inputs.load_config(patch(inputs.stack_document(claim.stack), variant.stack))
     document = yaml.safe_load((inputs.project_dir / claim.workload).read_text())
     workload = Workload.model_validate(patch(document, variant.workload))
-    return Scenario(config, workload, claim.workload, inputs.project_dir, static_baseline=variant.static_baseline,
-                    without=variant.without)
+    return Scenario(config, workload, claim.workload, inputs.project_dir).variant(variant.of)
 
 
 # --- from runs to the table ---------------------------------------------------------------------------------------
@@ -266,7 +267,10 @@ def claims_data(claims: Sequence[Claim], runs: Mapping[str, Mapping[str, Sequenc
 
 def _number(value: float, unit: str) -> str:
     if unit == "change":
-        return ("+" if value > 0 else "") + _number(value, "")
+        text = _number(value, "")
+        if text.lstrip("-").replace(",", "").replace(".", "").strip("0") == "":
+            return text.lstrip("-")  # rounds to zero: no sign
+        return ("+" if value > 0 else "") + text
     if unit == "min":
         return f"{value / 60:,.1f}"
     if unit == "USD" and abs(value) < 100:
@@ -330,8 +334,7 @@ _SPOT_QUOTAS: tuple[tuple[str, Any], ...] = (
 
 
 def _spot(name: str, label: str, rate: float) -> Variant:
-    return Variant(name, label, _SPOT_QUOTAS, (("jobs[training].flavors", ["l40s-spot"]),
-                                               ("spot", {"interruptionsPerNodeHour": round(rate, 8)})))
+    return Variant(name, label, _SPOT_QUOTAS, (("spot", {"interruptionsPerNodeHour": round(rate, 8)}),))
 
 
 _SHARED_QUOTAS: tuple[tuple[str, Any], ...] = (
@@ -360,23 +363,29 @@ CLAIMS: tuple[Claim, ...] = (
         workload="workloads/claims/utilisation.yaml",
         seeds=10,
         variants=(
-            Variant("static", "static, servers at max", (
+            Variant("static-max", "static, servers at max", (
                 (f"{TENANTS}[inference].inference[chat].minReplicas", 8),
-            ), (("inference[model-b].spec.minReplicas", 4),), static_baseline=True),
+            ), (("inference[model-b].spec.minReplicas", 4),), of=STATIC),
+            Variant("static", "static, HPA", of=STATIC),
             Variant("platform", "the platform"),
         ),
         rows=(
-            Row(Figure(m.UTILISATION, "chat's utilisation %", ("deployments", CHAT), unit="%"), "static", "platform",
-                UTILISATION_RANGE, UTILISATION_TEXT),
-            Row(Figure(m.UTILISATION, "model-b's utilisation %", ("deployments", MODEL_B), unit="%"), "static",
+            Row(Figure(m.UTILISATION, "chat's utilisation %", ("deployments", CHAT), unit="%"), "static-max",
                 "platform", UTILISATION_RANGE, UTILISATION_TEXT),
+            Row(Figure(m.UTILISATION, "model-b's utilisation %", ("deployments", MODEL_B), unit="%"), "static-max",
+                "platform", UTILISATION_RANGE, UTILISATION_TEXT),
+            Row(Figure(m.UTILISATION, "chat's utilisation %", ("deployments", CHAT), unit="%"), "static",
+                "platform", UTILISATION_RANGE, UTILISATION_TEXT),
+            Row(Figure(m.ALLOCATION_PCT, "allocation %", unit="%"), "static-max", "platform", UTILISATION_RANGE,
+                UTILISATION_TEXT),
             Row(Figure(m.ALLOCATION_PCT, "allocation %", unit="%"), "static", "platform", UTILISATION_RANGE,
                 UTILISATION_TEXT),
             Row(_USD_PER_USEFUL, "static", "platform"),
         ),
         depends="the servers' request curves (requests per replica are assumptions), the HPA's targets (realtime "
-        "scales up at 60 % busy), and the static side holding each server at its maximum; dev's nominal quota is "
-        "the static capacity.",
+        "scales up at 60 % busy), and the before: the fair static baseline (sim/variants.py: each tenant's usable "
+        "nominal quota on the cheapest always-on nodes, on-demand), with each server held at its maximum or "
+        "scaled by its HPA.",
         why="the HPA keeps replicas near the load, so utilisation (served over what Ready replicas could serve) "
         "sits near the scale-up target instead of at the day's average over the peak; allocation rises because "
         "Karpenter runs nodes only while pods hold them. Allocation still counts idle server capacity as used.",
@@ -388,7 +397,7 @@ CLAIMS: tuple[Claim, ...] = (
         workload="workloads/claims/spot-training.yaml",
         seeds=10,
         variants=(
-            Variant("on-demand", "on-demand", _SPOT_QUOTAS),
+            Variant("on-demand", "on-demand", _SPOT_QUOTAS, of=ablation(variants.SPOT)),
             _spot("spot-0", "spot, no interruptions", 0.0),
             _spot("spot-5", "spot, 5 %/month", per_node_hour(0.05)),
             _spot("spot-20", "spot, 20 %/month", per_node_hour(0.20)),
@@ -454,7 +463,7 @@ CLAIMS: tuple[Claim, ...] = (
         workload="workloads/claims/off-hours.yaml",
         seeds=5,
         variants=(
-            Variant("floor", "working-hours floor all week", _NO_HEADROOM, without=frozenset({"working-hours"})),
+            Variant("floor", "working-hours floor all week", _NO_HEADROOM, of=ablation(variants.WORKING_HOURS)),
             Variant("hpa", "HPA alone", (*_NO_HEADROOM, (f"{TENANTS}[inference].inference[chat].workingHours", DELETE))),
             Variant("schedule", "working hours", _NO_HEADROOM),
         ),
@@ -489,12 +498,12 @@ CLAIMS: tuple[Claim, ...] = (
         workload="workloads/claims/surge-shared.yaml",
         seeds=10,
         variants=(
-            Variant("dedicated", "dedicated, each its peak", _DEDICATED_QUOTAS, static_baseline=True),
+            Variant("dedicated", "dedicated, each its peak", _DEDICATED_QUOTAS, of=STATIC),
             Variant("headroom", "autoscaled + 2 warm GPUs",
                     (*_SHARED_QUOTAS, (f"{L40S}.warmStart", {"headroom": {"gpus": 2}}))),
             Variant("cold", "autoscaled, borrowing", _SHARED_QUOTAS),
-            Variant("shared", "shared cohort, nodes kept",
-                    (*_SHARED_QUOTAS, (f"{L40S}.disruption.consolidateAfter", "Never"))),
+            Variant("shared", "shared cohort, fixed pool",
+                    (*_SHARED_QUOTAS, (f"{L40S}.gpus", 3)), of=ablation(variants.AUTOSCALING)),
         ),
         rows=(
             Row(Figure(m.TTG_P95, "chat's time to GPU p95 (min)", ("deployments", CHAT), better=LOWER, unit="min"),
@@ -509,13 +518,15 @@ CLAIMS: tuple[Claim, ...] = (
             Row(Figure(m.SLOW, "chat's slow requests", ("deployments", CHAT), better=LOWER), "cold", "shared",
                 context=True),
         ),
-        depends="Model B's nodes still running when A surges: the shared pool keeps its nodes "
-        "(`consolidateAfter: Never`, a stack edit); with dev's 5-minute WhenEmpty consolidation they are gone "
-        "within minutes of B's ramp-down and borrowing alone brings no GPU. Quotas are edits of dev's: A 4 "
-        "slices nominal and 8 to borrow, B 8 (shared); 8 each (dedicated).",
-        why="Kueue lends B's idle quota to A's surge and the kept nodes have the GPUs, so no node is launched; "
-        "A's replicas still pull A's image on B's nodes, which is why dedicated nodes (where A's image already "
-        "is) and the headroom start faster. Keeping B's peak nodes for the rest of the day costs about half "
-        "of dedicated capacity for both peaks, and about twice autoscaling, which takes a node launch longer.",
+        depends="Model B's GPUs still running when A surges: the shared pool is the design's primary pool, fixed "
+        "nodes of the two quotas' sum (3 GPUs, 12 slices: dev's pool cut to 3 GPUs, without autoscaling); with "
+        "dev's 5-minute WhenEmpty consolidation B's nodes are gone within minutes of its ramp-down and borrowing "
+        "alone brings no GPU (the autoscaled rows). Quotas are edits of dev's: A 4 slices nominal and 8 to "
+        "borrow, B 8 (shared, autoscaled, headroom); 8 each (dedicated: the fair static baseline).",
+        why="Kueue lends B's idle quota to A's surge and the fixed pool has the GPUs, so no node is launched; a "
+        "replica landing where A's image is not yet pulled still pulls it. The fixed pool holds the larger of "
+        "the two peaks plus A's floor all day, less than dedicated capacity for both peaks; autoscaling costs "
+        "least and waits a node launch. The headroom's two warm GPUs are packed onto one node of the cheapest "
+        "type that holds both (`GpuPoolPlan.headroom_nodes`), a 4-GPU g6e.12xlarge on dev, kept all day.",
     ),
 )

@@ -239,14 +239,24 @@ def test_every_shipped_claim_builds_its_variants_on_the_frozen_stacks():
     built = {(claim.id, v.name): c.scenario(claim, v, inputs) for claim in c.CLAIMS for v in claim.variants}
     surge = {name: s for (claim, name), s in built.items() if claim == "surge"}
     pool = {name: s.config.gpu_pools[0].config for name, s in surge.items()}
-    assert pool["shared"].disruption.consolidate_after == "Never"
+    assert (pool["shared"].gpus, pool["cold"].gpus) == (3, 8)
     assert pool["headroom"].warm_start.headroom.gpus == 2
     assert surge["dedicated"].static_baseline and not surge["shared"].static_baseline
+    # The shared pool: fixed nodes, Kueue still lending; the dedicated one: nothing lent.
+    assert "autoscaling" in surge["shared"].without and "borrowing" not in surge["shared"].without
+    assert "borrowing" in surge["dedicated"].without
+    quotas = {t.name: {q.flavor.name: q.quota.nominal for q in t.quotas} for t in surge["shared"].config.tenants}
+    assert quotas == {"ml-research": {"l40s-on-demand": 8}, "inference": {"l40s-on-demand": 4}}
+    spot = {name: s for (claim, name), s in built.items() if claim == "spot"}
+    assert spot["on-demand"].without == frozenset({"spot"}) and not spot["spot-stress"].without
+    assert spot["on-demand"].workload.jobs == spot["spot-stress"].workload.jobs  # the same training stream
+    assert [job.flavors for job in spot["on-demand"].workload.jobs] == [["l40s-spot"]]
     off_hours = {name: s for (claim, name), s in built.items() if claim == "off-hours"}
     chat = {name: next(d for t in s.config.tenants if t.name == "inference" for d in t.config.inference if d.name == "chat")
             for name, s in off_hours.items()}
     assert chat["hpa"].working_hours is None and chat["schedule"].working_hours is not None
     assert off_hours["floor"].without == frozenset({"working-hours"})
+    assert all(s.config.gpu_pools[2].config.warm_start.headroom.gpus == 0 for s in off_hours.values())
     consolidation = {name: s.config.gpu_pools[0].config.disruption.consolidation_policy
                      for (claim, name), s in built.items() if claim == "consolidation"}
     assert consolidation == {"when-empty": "WhenEmpty", "underutilized": "WhenEmptyOrUnderutilized"}
