@@ -453,8 +453,8 @@ CLAIMS: tuple[Claim, ...] = (
         why="a part-full node is deleted once its pods fit on the others, but each eviction restarts a job from "
         "zero: the work runs again, the pods spread back out (kube-scheduler's LeastAllocated score) and "
         "nodes are launched again, so on batch jobs without checkpoints WhenEmptyOrUnderutilized provisions "
-        "more, not less. The policy pays where a restart is cheap (inference replicas) or jobs carry "
-        "`karpenter.sh/do-not-disrupt`, which this scenario does not model.",
+        "more, not less. Where a restart is cheap (inference replicas) or jobs carry Karpenter's "
+        "`karpenter.sh/do-not-disrupt` the trade differs; this scenario measures neither.",
     ),
     Claim(
         id="off-hours",
