@@ -38,7 +38,7 @@ from config import PlatformConfig
 from . import measures as m
 from . import variants
 from .experiment import Scenario
-from .ledger import CONSOLIDATION, INTERRUPTION
+from .ledger import CONSOLIDATION, INTERRUPTION, PREEMPTION
 from .stats import summary
 from .variants import SIMULATED, STATIC, ablation
 from .workload import Workload
@@ -504,6 +504,11 @@ CLAIMS: tuple[Claim, ...] = (
             Variant("cold", "autoscaled, borrowing", _SHARED_QUOTAS),
             Variant("shared", "shared cohort, fixed pool",
                     (*_SHARED_QUOTAS, (f"{L40S}.gpus", 3)), of=ablation(variants.AUTOSCALING)),
+            # B's demand back in the middle of A's surge: B reclaims the quota A borrowed (reclaimWithinCohort).
+            Variant("contended", "shared, B back at 14:10",
+                    (*_SHARED_QUOTAS, (f"{L40S}.gpus", 3)),
+                    (("inference[model-b].rate.surges", [{"at": "8h10m", "duration": "20m", "factor": 30}]),),
+                    of=ablation(variants.AUTOSCALING)),
         ),
         rows=(
             Row(Figure(m.TTG_P95, "chat's time to GPU p95 (min)", ("deployments", CHAT), better=LOWER, unit="min"),
@@ -517,6 +522,10 @@ CLAIMS: tuple[Claim, ...] = (
             Row(_COST, "cold", "shared", design_text="cheaper"),
             Row(Figure(m.SLOW, "chat's slow requests", ("deployments", CHAT), better=LOWER), "cold", "shared",
                 context=True),
+            Row(Figure(m.restarts(PREEMPTION), "replicas preempted by Kueue", better=LOWER), "shared", "contended",
+                context=True),
+            Row(Figure(m.SLOW, "chat's slow requests", ("deployments", CHAT), better=LOWER), "shared", "contended",
+                context=True),
         ),
         depends="Model B's GPUs still running when A surges: the shared pool is the design's primary pool, fixed "
         "nodes of the two quotas' sum (3 GPUs, 12 slices: dev's pool cut to 3 GPUs, without autoscaling); with "
@@ -526,7 +535,8 @@ CLAIMS: tuple[Claim, ...] = (
         why="Kueue lends B's idle quota to A's surge and the fixed pool has the GPUs, so no node is launched; a "
         "replica landing where A's image is not yet pulled still pulls it. The fixed pool holds the larger of "
         "the two peaks plus A's floor all day, less than dedicated capacity for both peaks; autoscaling costs "
-        "least and waits a node launch. The headroom's two warm GPUs are packed onto one node of the cheapest "
+        "least and waits a node launch. When B's demand comes back during the surge, Kueue reclaims B's quota "
+        "from A (reclaimWithinCohort: Any) and preempts the replicas A borrowed it for. The headroom's two warm GPUs are packed onto one node of the cheapest "
         "type that holds both (`GpuPoolPlan.headroom_nodes`), a 4-GPU g6e.12xlarge on dev, kept all day.",
     ),
 )
