@@ -533,10 +533,11 @@ CLAIMS: tuple[Claim, ...] = (
         "alone brings no GPU (the autoscaled rows). Quotas are edits of dev's: A 4 slices nominal and 8 to "
         "borrow, B 8 (shared, autoscaled, headroom); 8 each (dedicated: the fair static baseline).",
         why="Kueue lends B's idle quota to A's surge and the fixed pool has the GPUs, so no node is launched; a "
-        "replica landing where A's image is not yet pulled still pulls it. The fixed pool holds the larger of "
-        "the two peaks plus A's floor all day, less than dedicated capacity for both peaks; autoscaling costs "
-        "least and waits a node launch. When B's demand comes back during the surge, Kueue reclaims B's quota "
-        "from A (reclaimWithinCohort: Any) and preempts the replicas A borrowed it for. The headroom's two warm GPUs are packed onto one node of the cheapest "
-        "type that holds both (`GpuPoolPlan.headroom_nodes`), a 4-GPU g6e.12xlarge on dev, kept all day.",
+        "replica landing where A's image is not yet pulled still pulls it. The fixed pool holds the two quotas' "
+        "sum (12 slices) all day, less than dedicated capacity for both peaks (16); autoscaling costs least and "
+        "waits a node launch. When B's demand comes back during the surge, Kueue reclaims B's quota from A "
+        "(reclaimWithinCohort: Any) and preempts the replicas A borrowed it for. The headroom's two warm GPUs "
+        "are packed onto one node of the cheapest type that holds both (`GpuPoolPlan.headroom_nodes`), a 4-GPU "
+        "g6e.12xlarge on dev, kept all day.",
     ),
 )
