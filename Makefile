@@ -20,6 +20,9 @@
 #                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
+#   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
+#                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
+#                             the table in docs/simulation.md)
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -29,7 +32,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim clean
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims clean
 
 # A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -105,6 +108,10 @@ simulate: $(VENV)/.installed
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed
 	$(PY) -m offline.bench_sim
+
+# Every claim's variants over its seeds in a process pool; a few minutes on 2 cores. Same stacks, same bytes.
+claims: $(VENV)/.installed
+	$(PY) -m offline claims --write-docs
 
 # Regenerate the config reference in docs/configuration.md from the models' descriptions.
 docs: $(VENV)/.installed

@@ -14,6 +14,9 @@ its workloads (offline/check_manifest.py); exit 0 nothing refuses them, 1 someth
 [--out DIR]` runs a workload through the stack's derived config and writes report.json, report.md and plots
 (sim/); exit 2 on an invalid stack, workload, seed list or discount.
 
+`python -m offline claims [--claim ID ...] [--out DIR] [--write-docs]` runs the design's five claims
+(sim/claims.py) from replications and writes claims.json and claims.md (offline/claims.py).
+
 `python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
 version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
 
@@ -105,7 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     simulate.add_argument("--commitment-discount", default="0", metavar="SHARE",
                           help="off the static baseline's on-demand prices, e.g. 0.3 (stated in the report; default 0)")
     commands.add_parser("metrics-inventory", help="regenerate upstream/metrics-inventory.json from upstream/metrics/")
+    claims = commands.add_parser("claims", help="the design's five claims from replications: build/claims/claims.json, .md")
+    claims.add_argument("--claim", action="append", default=[], help="run only this claim (repeatable)")
+    claims.add_argument("--out", type=Path, default=Path("build") / "claims")
+    claims.add_argument("--write-docs", action="store_true",
+                        help="also write docs/simulation-claims.json and the table in docs/simulation.md")
     args = parser.parse_args(argv)
+
+    if args.command == "claims":
+        from .claims import main as claims_main
+
+        return claims_main(args.out, args.write_docs, args.claim)
 
     if args.command == "validate":
         from .validate import main as validate_main
