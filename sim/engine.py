@@ -48,6 +48,7 @@ from .ledger import (
     PODS_READY_TIMEOUT,
     PREEMPTION,
     REPLICA,
+    SERVICE,
     Admitted,
     Blocked,
     Created,
@@ -119,6 +120,8 @@ class Simulation:
     def _kind(self, group: Group) -> str:
         if warm_start.is_placeholder(group):
             return PLACEHOLDER
+        if group.service:
+            return SERVICE
         return JOB if group.run_seconds is not None else REPLICA
 
     def created(self, group: Group, never: str | None = None) -> None:
@@ -191,10 +194,16 @@ class Simulation:
         if group.generation == generation and not group.deleted:
             self.submit(group)
 
+    def _pause(self, group: Group) -> None:
+        """The group stops running: a service keeps the running time it had (a job's run starts over)."""
+        if group.service and group.started_at is not None:
+            group.ran += self.now - group.started_at
+        group.started_at = None
+
     def _stop(self, group: Group) -> None:
         """Take the group's pods off their nodes (and out of pending); its timers lapse."""
         group.generation += 1
-        group.started_at = None
+        self._pause(group)
         for pod in group.pods:
             if pod.node is not None:
                 self._unbind(pod)
@@ -325,7 +334,7 @@ class Simulation:
             group.started_at = self.now
             self.ledger.started.append(Started(group.key, group.attempt, self.now))
             if group.run_seconds is not None:
-                self.clock.call(group.run_seconds, self.finish, group, group.generation)
+                self.clock.call(max(0.0, group.run_seconds - group.ran), self.finish, group, group.generation)
 
     def _close_hold(self, pod: Pod) -> None:
         """The pod's hold of its GPUs, from its binding (or its workload's last restart) to now, into the ledger."""
@@ -496,8 +505,8 @@ class Simulation:
             group.pods.remove(pod)
             if group.started_at is not None or any(p.node is not None for p in group.pods):
                 group.evictions += 1
-            group.generation += 1  # the run restarts once every pod is Ready again
-            group.started_at = None
+            group.generation += 1  # the run (a service: what is left of it) goes on once every pod is Ready again
+            self._pause(group)
             replacement = Pod(group, pod.units, self.now)
             group.pods.append(replacement)
             self.pending_pods.append(replacement)

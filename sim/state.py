@@ -133,6 +133,8 @@ class Group:
     queued: bool = False  # pending in Kueue's queue now
     done: bool = False
     deleted: bool = False
+    service: bool = False  # a trace's service: its running time before an eviction counts towards run_seconds
+    ran: float = 0.0  # a service's running seconds in its attempts that ended
 
 
 @dataclass(eq=False)
