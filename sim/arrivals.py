@@ -61,6 +61,7 @@ def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
         flavors=_flavors(tenant, stream.flavors),
         run_seconds=run,
         stream=stream.name,
+        do_not_disrupt=sim.workload.do_not_disrupt,
     )
     sim.submit(group)
 
@@ -144,5 +145,6 @@ def _arrive_task(sim: Simulation, mapped: _Mapped, tier: str) -> None:
         stream=f"trace:{mapped.task.qos}",
         start_delay=float(mapped.target.start_seconds),
         service=mapped.target.replay == SERVICE_REPLAY,
+        do_not_disrupt=sim.workload.do_not_disrupt,
     )
     sim.submit(group)

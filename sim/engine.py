@@ -19,7 +19,12 @@ from typing import Any
 from config import PlatformConfig
 from config.fair_share import FlavorPlan, TenantPlan
 from config.headroom import HEADROOM_PRIORITY
-from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
+from config.timing import (
+    PODS_READY_TIMEOUT_SECONDS,
+    REQUEUE_BACKOFF_BASE_SECONDS,
+    REQUEUE_BACKOFF_MAX_SECONDS,
+    TENANT_POD_MAX_GRACE_SECONDS,
+)
 from models.karpenter import disruption
 from models.karpenter.provisioning import (
     DEFAULT_LAUNCH_TO_READY,
@@ -358,6 +363,8 @@ class Simulation:
     def _pod_event(self, node: Node) -> None:
         node.last_pod_event = self.now
         pool = node.pool
+        if node.draining and not node.pods and node in pool.nodes:
+            self.clock.call(0, self._terminate, node)  # drained: the last blocking pod has ended
         if not pool.static and pool.consolidate_after is not None:
             self._schedule_check(node, self.now + pool.consolidate_after)
 
@@ -452,6 +459,8 @@ class Simulation:
             assert pool.consolidate_after is not None
             self._schedule_check(node, node.last_pod_event + pool.consolidate_after)
             return
+        if not disruption.is_candidate(disruption.GRACEFUL, _blocks_eviction(node), pool.termination_grace_period):
+            return  # a pod event (one leaving) checks the node again
         empty = not node.pods and not node.nominated
         reason = disruption.consolidation_reason(pool.consolidation_policy, empty, not empty and self._fits_elsewhere(node))
         if reason is None:
@@ -476,10 +485,24 @@ class Simulation:
         return True
 
     def _expire(self, node: Node) -> None:
+        """Forceful: the NodeClaim is deleted whatever runs on it; its drain evicts the pods that allow it at once
+        and waits for do-not-disrupt pods until the terminationGracePeriod (models/karpenter/disruption.py)."""
         if node.deleting or node not in node.pool.nodes:
             return
         self._disrupt(node, EXPIRY)
-        self._terminate(node)
+        pool = node.pool
+        blocking = [pod for pod in node.pods if pod.group.do_not_disrupt]
+        if not blocking:
+            self._terminate(node)
+            return
+        node.deleting = True  # tainted: nothing new lands on it
+        node.draining = True
+        free = [pod for pod in node.pods if not pod.group.do_not_disrupt]
+        if free or node.nominated:
+            self._evict_pods(node, free)
+        wait = disruption.pod_deleted_after(True, pool.termination_grace_period, TENANT_POD_MAX_GRACE_SECONDS)
+        if wait is not None:
+            self.clock.call(wait, self._terminate, node)
 
     def _interrupt(self, node: Node) -> None:
         """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline."""
@@ -494,12 +517,12 @@ class Simulation:
         node.cause = cause
         self.ledger.disrupted.append(Disrupted(node.id, node.pool.name, cause, self.now))
 
-    def _evict_pods(self, node: Node) -> None:
-        """The node's pods are deleted; their controllers recreate them as pending pods of the same workload,
-        whose run starts over (the attempt ends with the node's disruption as its cause)."""
+    def _evict_pods(self, node: Node, pods: list[Pod] | None = None) -> None:
+        """The node's pods (or `pods` of them) are deleted; their controllers recreate them as pending pods of the
+        same workload, whose run starts over (the attempt ends with the node's disruption as its cause)."""
         assert node.cause is not None
         restarted: dict[int, Group] = {}
-        for pod in list(node.pods):
+        for pod in list(node.pods) if pods is None else pods:
             group = pod.group
             self._unbind(pod)
             group.pods.remove(pod)
@@ -562,3 +585,7 @@ class Simulation:
             for node in list(pool.nodes):
                 for pod in list(node.pods):
                     self._close_hold(pod)
+
+
+def _blocks_eviction(node: Node) -> bool:
+    return any(pod.group.do_not_disrupt for pod in node.pods)

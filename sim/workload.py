@@ -235,6 +235,12 @@ class Workload(ConfigModel):
     inference: list[InferenceLoad] = Field(default_factory=list, description="Inference deployments and their traffic.")
     jobs: list[JobStream] = Field(default_factory=list, description="Batch and training job streams.")
     traces: list[TraceSource] = Field(default_factory=list, description="Recorded traces.")
+    do_not_disrupt: bool = Field(
+        False,
+        description="Pods of jobs and trace tasks carry `karpenter.sh/do-not-disrupt: \"true\"`: consolidation passes "
+        "their nodes by, and an expired node's drain waits for them until its terminationGracePeriod "
+        "(models/karpenter/disruption.py). Inference replicas and the headroom do not carry it.",
+    )
 
     @field_validator("start")
     @classmethod
