@@ -203,13 +203,18 @@ def _gpu_hours(ledger: Ledger, created: dict[int, Created], run: dict[str, Any],
     for scope in (run, *tenants.values()):
         scope.update({restarts(cause): 0 for cause in LOSS_CAUSES})
         scope.update({SERVICE_DOWN: 0.0, **{service_down(cause): 0.0 for cause in LOSS_CAUSES}})
+    ended_at = {(fact.key, fact.attempt): fact.at for fact in ledger.ended}
     for ending in ledger.ended:
         workload = created[ending.key]
         if ending.cause in LOSS_CAUSES and workload.kind != PLACEHOLDER:
             for scope in (run, tenants[workload.tenant]):
                 scope[restarts(ending.cause)] += 1
                 if workload.kind == SERVICE:
-                    hours = (started.get((ending.key, ending.attempt + 1), ledger.end) - ending.at) / 3600
+                    # Down until the next attempt runs, or until it too is evicted before running (that eviction's
+                    # cause takes the time from there), or the end.
+                    following = (ending.key, ending.attempt + 1)
+                    back = started.get(following, ended_at.get(following, ledger.end))
+                    hours = (back - ending.at) / 3600
                     scope[SERVICE_DOWN] += hours
                     scope[service_down(ending.cause)] += hours
 

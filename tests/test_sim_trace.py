@@ -13,6 +13,8 @@ import pytest
 
 from sim import measures as m
 from sim.experiment import measure
+from sim.ledger import EXPIRY, INTERRUPTION, SERVICE, Created, Ended, Held, Ledger, Started
+from sim.measures import Scope, compute
 from sim.report import _trace_lines
 from sim.trace import read_alibaba_2023
 from sim.workload import WorkloadError, load_workload
@@ -175,3 +177,23 @@ def test_a_window_that_ends_before_it_starts_is_one_line_naming_the_key(tmp_path
     assert caught.value.problems == [
         f"{path}: traces.0.window: Value error, end '1h' is not after start '2h' (got {{'start': '2h', 'end': '1h'}})"
     ]
+
+
+def test_a_service_evicted_again_before_it_runs_is_down_once_with_each_cause_taking_its_part():
+    # Facts written out: a 1-GPU service runs 0-10 h on node 1; node 1 expires at 10 h. Its pod binds at 10 h 30 min
+    # on node 2, which is interrupted at 11 h before the pod is running (a 1 h start). It binds on node 3 at 12 h
+    # and runs from 13 h to the end at 20 h.
+    ledger = Ledger(end=20 * HOUR)
+    ledger.created.append(Created(1, "inference", "production", "trace:LS", SERVICE, 1, 1, 0.0, None))
+    ledger.started += [Started(1, 0, 0.0), Started(1, 2, 13 * HOUR)]
+    ledger.ended += [Ended(1, 0, EXPIRY, 10 * HOUR), Ended(1, 1, INTERRUPTION, 11 * HOUR)]
+    ledger.held += [Held(1, 0, "gpu-l40s", 1.0, 0.0, 10 * HOUR, 0.0), Held(1, 1, "gpu-l40s", 1.0, 10.5 * HOUR, 11 * HOUR, 0.0),
+                    Held(1, 2, "gpu-l40s", 1.0, 12 * HOUR, 20 * HOUR, 0.0)]
+    scope = Scope(("gpu-l40s",), ("inference",), ("production",), ())
+    service = compute(ledger, scope)["tenants"]["inference"]
+    assert service[m.SERVICE_DOWN] == pytest.approx(3.0)  # 10 h to 13 h
+    assert service[m.service_down(EXPIRY)] == pytest.approx(1.0)  # 10 h to the next eviction at 11 h
+    assert service[m.service_down(INTERRUPTION)] == pytest.approx(2.0)
+    # Starting again: 30 min on node 2 after the expiry, 1 h on node 3 after the interruption.
+    assert (service[m.lost(EXPIRY)], service[m.lost(INTERRUPTION)]) == (pytest.approx(0.5), pytest.approx(1.0))
+    assert service[m.USEFUL] == pytest.approx(10 + 7)
