@@ -44,7 +44,9 @@ LIMITS: tuple[str, ...] = (
     "and KEDA's metrics are read at the HPA's sync without Prometheus' scrape delay (scale-ups come up "
     "to a scrape interval early).",
     "Trace tasks run for the time they held GPUs in Alibaba's cluster, whatever GPU they get here; a "
-    "fraction of a GPU takes a whole one on flavors without time-slicing, which overstates allocation.",
+    "fraction of a GPU takes a whole one on flavors without time-slicing, which overstates allocation. A class "
+    "replayed as services keeps its running time across evictions and pays its startSeconds on each start; one "
+    "replayed as jobs starts over, which overstates lost work for tasks that checkpoint.",
 )
 
 
@@ -239,8 +241,10 @@ def render_report(data: Mapping[str, Any]) -> str:
         f"{data['description']}\n" if data["description"] else "",
         f"From {data['start']} for {data['duration']}, {_seeds(data['seeds'])}; {events:,} events. "
         "Every figure here is in report.json under the same metric id.\n",
-        "Allocated GPU-hours are useful (jobs that finished or still ran at the end, and inference replicas) or lost "
-        "(job runs thrown away by a restart from zero); cost per useful GPU-hour is the headline.\n",
+        "Allocated GPU-hours are useful (jobs that finished or still ran at the end, inference replicas, and the "
+        "running time of a trace's services) or lost (job runs thrown away by a restart from zero, and a service's "
+        "start again after an eviction); cost per useful GPU-hour is the headline. A service's restarts also show as "
+        "hours down.\n",
     ]
     static = data["variants"].get("static")
     run = measures["run"]
