@@ -505,11 +505,13 @@ class Simulation:
             self.clock.call(wait, self._terminate, node)
 
     def _interrupt(self, node: Node) -> None:
-        """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline."""
-        if node.deleting or node not in node.pool.nodes:
+        """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline, an
+        expired node still draining around do-not-disrupt pods included."""
+        if (node.deleting and not node.draining) or node not in node.pool.nodes:
             return
         self._disrupt(node, INTERRUPTION)
         node.deleting = True
+        node.draining = False
         self._evict_pods(node)
         self.clock.call(disruption.SPOT_NOTICE_SECONDS, self._terminate, node)
 

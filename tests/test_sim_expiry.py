@@ -110,3 +110,19 @@ def test_trace_tasks_carry_the_annotation_too():
     research = measure(run(document, workload(duration="3h", traces=[source], doNotDisrupt=True)))["tenants"]["ml-research"]
     deadline = BATCH + 3 * HOUR - TENANT_POD_MAX_GRACE_SECONDS
     assert research[m.lost("expiry")] == pytest.approx((deadline - (BATCH + LAUNCH)) / HOUR)
+
+
+def test_ec2_reclaims_an_expired_spot_node_still_draining_around_a_do_not_disrupt_job():
+    # A 2-slice job of 3 h on dev's spot flavor, nodes expiring after 2 h: at the end of a 2 h 30 min run the
+    # node is still draining (its deadline is 55 min after the expiry). EC2's interruption notice then still
+    # takes it: the job is evicted at once and the drain stops waiting.
+    document = dev()
+    document["gpu-platform:nodePools"][0]["expireAfter"] = "2h"
+    jobs = [{"name": "one", "tenant": "ml-research", "flavors": ["l40s-spot"], "gpusPerPod": 2,
+             "arrivals": {"at": ["0s"]}, "duration": {"fixed": "3h"}}]
+    result = run(document, workload(duration="2h30m", jobs=jobs, doNotDisrupt=True))
+    (node,) = result.sim.pools["gpu-l40s"].nodes
+    assert (node.draining, len(node.pods)) == (True, 1)
+    result.sim._interrupt(node)
+    assert [fact.cause for fact in result.sim.ledger.disrupted] == ["expiry", "interruption"]
+    assert (node.draining, node.pods) == (False, [])
