@@ -32,7 +32,10 @@ scheduling and deletion times in seconds from the trace's start. The mapping rul
    pass the target; above it, tasks drawn at random are removed until it is met. FGD's snapshot sums GPU
    requests; a replay over time sums each task's GPUs x the part of its run inside the simulated time,
    divided by that time (the mean GPUs it asks for), against the NodePool GPU limits of the pools the
-   mapped classes use. A copy arrives when its original does.
+   mapped classes use. A copy arrives when its original does. (That repository's `WorkloadInflationConfig`
+   is another knob: ceil(n x ratio) - n random clones, stopped at the cluster's capacity, for an evaluation
+   after the replay; the paper's runs tune with `-tune 1.3`, the rule followed here. Read at commit
+   29a1e4c4c51130ae55bda03ea0c794d613a60295.)
 
 Licence: cluster-trace-gpu-v2023 carries no licence file; the repository's README lets anyone use the
 traces for research or study (SOURCES records it as LicenseRef-alibaba-clusterdata-research-use).
