@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from config.fair_share import TenantPlan
 
 from . import rng
 from .engine import Simulation
-from .trace import TraceStats, read_alibaba_2023
-from .workload import JobStream, TraceSource, seconds
+from .trace import TraceStats, TraceTask, inflate, mean_gpus, read_alibaba_2023
+from .workload import JobStream, TraceClass, TraceSource, seconds
 
 
 def _flavors(tenant: TenantPlan, wanted: list[str] | None) -> tuple[str, ...]:
@@ -60,42 +61,90 @@ def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
         flavors=_flavors(tenant, stream.flavors),
         run_seconds=run,
         stream=stream.name,
+        do_not_disrupt=sim.workload.do_not_disrupt,
     )
     sim.submit(group)
 
 
 def schedule_trace(sim: Simulation, source: TraceSource, project_dir: Path) -> TraceStats:
-    """The trace's tasks from its first arrival on; classes the workload does not map are counted and skipped."""
-    tasks, stats = read_alibaba_2023(project_dir / source.file)
-    first = min((task.arrival for task in tasks), default=0.0)
+    """The trace's tasks in its window, inflated to the stack's capacity when asked (sim/trace.py rules 1-7);
+    every task left out is counted in the statistics."""
+    window = source.window
+    tasks, stats = read_alibaba_2023(
+        project_dir / source.file,
+        float(seconds(window.start)) if window is not None and window.start is not None else None,
+        float(seconds(window.end)) if window is not None and window.end is not None else None,
+    )
+    mapped: list[_Mapped] = []
     turns: dict[str, int] = {}
+    unmapped = 0
     for task in tasks:
         target = source.classes.get(task.qos)
         if target is None:
+            unmapped += 1
             continue
         turn = turns.get(task.qos, 0)
         turns[task.qos] = turn + 1
         tenant = sim.tenants[target.tenants[turn % len(target.tenants)]]
         flavors = _flavors(tenant, target.flavors)
-        slices = {sim.flavors[name].slices_per_gpu for name in flavors}
-        units = task.units(max(slices))
-        tier = target.priority or tenant.config.priority
+        slices = max(sim.flavors[name].slices_per_gpu for name in flavors)
+        mapped.append(_Mapped(task, target, tenant, flavors, task.units(slices), slices))
+    stats = replace(stats, unmapped=unmapped, services=sum(1 for m in mapped if m.target.replay == SERVICE_REPLAY))
+    if source.inflation is not None:
+        mapped, stats = _inflate(sim, mapped, source.inflation.ratio, stats)
+    for m in mapped:
+        tier = m.target.priority or m.tenant.config.priority
         for _ in range(source.copies):
-            sim.clock.call(task.arrival - first, _arrive_task, sim, tenant, tier, flavors, units, task.run_seconds, task.qos)
+            sim.clock.call(m.task.arrival, _arrive_task, sim, m, tier)
     return stats
 
 
-def _arrive_task(
-    sim: Simulation, tenant: TenantPlan, tier: str, flavors: tuple[str, ...], units: int, run: float, qos: str
-) -> None:
+SERVICE_REPLAY = "service"
+
+
+@dataclass(frozen=True)
+class _Mapped:
+    """A trace task and where rule 4 puts it."""
+
+    task: TraceTask
+    target: TraceClass
+    tenant: TenantPlan
+    flavors: tuple[str, ...]
+    units: int
+    slices: int
+
+    @property
+    def gpus(self) -> float:
+        """Physical GPUs its pod holds."""
+        return self.units / self.slices
+
+
+def _inflate(sim: Simulation, mapped: list[_Mapped], ratio: float, stats: TraceStats) -> tuple[list[_Mapped], TraceStats]:
+    """Rule 7: copies (or removals) of tasks drawn at random until the mean GPUs asked for meet ratio x capacity."""
+    pools = sorted({sim.flavors[name].pool.name for m in mapped for name in m.flavors})
+    capacity = sum(sim.pools[name].plan.gpu_limit for name in pools)
+    horizon = sim.clock.end
+    weights = [mean_gpus([m.gpus], [m.task.arrival], [m.task.run_seconds], horizon) for m in mapped]
+    demand = sum(weights)
+    added, removed = inflate(weights, ratio * capacity, sim.rng(rng.TRACE_INFLATION))
+    gone = set(removed)
+    kept = [m for index, m in enumerate(mapped) if index not in gone] + [mapped[index] for index in added]
+    return kept, replace(stats, inflation_ratio=ratio, demand_gpus=demand, capacity_gpus=capacity,
+                         added=len(added), removed=len(removed))
+
+
+def _arrive_task(sim: Simulation, mapped: _Mapped, tier: str) -> None:
     group = sim.new_group(
-        tenant=tenant.name,
+        tenant=mapped.tenant.name,
         tier=tier,
         priority=sim.config.queueing.priorities[tier],
         size=1,
-        units_per_pod=units,
-        flavors=flavors,
-        run_seconds=run,
-        stream=f"trace:{qos}",
+        units_per_pod=mapped.units,
+        flavors=mapped.flavors,
+        run_seconds=mapped.task.run_seconds,
+        stream=f"trace:{mapped.task.qos}",
+        start_delay=float(mapped.target.start_seconds),
+        service=mapped.target.replay == SERVICE_REPLAY,
+        do_not_disrupt=sim.workload.do_not_disrupt,
     )
     sim.submit(group)

@@ -19,7 +19,12 @@ from typing import Any
 from config import PlatformConfig
 from config.fair_share import FlavorPlan, TenantPlan
 from config.headroom import HEADROOM_PRIORITY
-from config.timing import PODS_READY_TIMEOUT_SECONDS, REQUEUE_BACKOFF_BASE_SECONDS, REQUEUE_BACKOFF_MAX_SECONDS
+from config.timing import (
+    PODS_READY_TIMEOUT_SECONDS,
+    REQUEUE_BACKOFF_BASE_SECONDS,
+    REQUEUE_BACKOFF_MAX_SECONDS,
+    TENANT_POD_MAX_GRACE_SECONDS,
+)
 from models.karpenter import disruption
 from models.karpenter.provisioning import (
     DEFAULT_LAUNCH_TO_READY,
@@ -48,6 +53,7 @@ from .ledger import (
     PODS_READY_TIMEOUT,
     PREEMPTION,
     REPLICA,
+    SERVICE,
     Admitted,
     Blocked,
     Created,
@@ -124,6 +130,8 @@ class Simulation:
     def _kind(self, group: Group) -> str:
         if warm_start.is_placeholder(group):
             return PLACEHOLDER
+        if group.service:
+            return SERVICE
         return JOB if group.run_seconds is not None else REPLICA
 
     def created(self, group: Group, never: str | None = None) -> None:
@@ -196,10 +204,16 @@ class Simulation:
         if group.generation == generation and not group.deleted:
             self.submit(group)
 
+    def _pause(self, group: Group) -> None:
+        """The group stops running: a service keeps the running time it had (a job's run starts over)."""
+        if group.service and group.started_at is not None:
+            group.ran += self.now - group.started_at
+        group.started_at = None
+
     def _stop(self, group: Group) -> None:
         """Take the group's pods off their nodes (and out of pending); its timers lapse."""
         group.generation += 1
-        group.started_at = None
+        self._pause(group)
         for pod in group.pods:
             if pod.node is not None:
                 self._unbind(pod)
@@ -333,7 +347,7 @@ class Simulation:
             group.started_at = self.now
             self.ledger.started.append(Started(group.key, group.attempt, self.now))
             if group.run_seconds is not None:
-                self.clock.call(group.run_seconds, self.finish, group, group.generation)
+                self.clock.call(max(0.0, group.run_seconds - group.ran), self.finish, group, group.generation)
 
     def _close_hold(self, pod: Pod) -> None:
         """The pod's hold of its GPUs, from its binding (or its workload's last restart) to now, into the ledger."""
@@ -357,6 +371,8 @@ class Simulation:
     def _pod_event(self, node: Node) -> None:
         node.last_pod_event = self.now
         pool = node.pool
+        if node.draining and not node.pods and node in pool.nodes:
+            self.clock.call(0, self._terminate, node)  # drained: the last blocking pod has ended
         if not pool.static and pool.consolidate_after is not None:
             self._schedule_check(node, self.now + pool.consolidate_after)
 
@@ -454,6 +470,8 @@ class Simulation:
             assert pool.consolidate_after is not None
             self._schedule_check(node, node.last_pod_event + pool.consolidate_after)
             return
+        if not disruption.is_candidate(disruption.GRACEFUL, _blocks_eviction(node), pool.termination_grace_period):
+            return  # a pod event (one leaving) checks the node again
         empty = not node.pods and not node.nominated
         reason = disruption.consolidation_reason(pool.consolidation_policy, empty, not empty and self._fits_elsewhere(node))
         if reason is None:
@@ -478,17 +496,33 @@ class Simulation:
         return True
 
     def _expire(self, node: Node) -> None:
+        """Forceful: the NodeClaim is deleted whatever runs on it; its drain evicts the pods that allow it at once
+        and waits for do-not-disrupt pods until the terminationGracePeriod (models/karpenter/disruption.py)."""
         if node.deleting or node not in node.pool.nodes:
             return
         self._disrupt(node, EXPIRY)
-        self._terminate(node)
+        pool = node.pool
+        blocking = [pod for pod in node.pods if pod.group.do_not_disrupt]
+        if not blocking:
+            self._terminate(node)
+            return
+        node.deleting = True  # tainted: nothing new lands on it
+        node.draining = True
+        free = [pod for pod in node.pods if not pod.group.do_not_disrupt]
+        if free or node.nominated:
+            self._evict_pods(node, free)
+        wait = disruption.pod_deleted_after(True, pool.termination_grace_period, TENANT_POD_MAX_GRACE_SECONDS)
+        if wait is not None:
+            self.clock.call(wait, self._terminate, node)
 
     def _interrupt(self, node: Node) -> None:
-        """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline."""
-        if node.deleting or node not in node.pool.nodes:
+        """The 2-minute notice: Karpenter cordons and drains now; EC2 reclaims the instance at the deadline, an
+        expired node still draining around do-not-disrupt pods included."""
+        if (node.deleting and not node.draining) or node not in node.pool.nodes:
             return
         self._disrupt(node, INTERRUPTION)
         node.deleting = True
+        node.draining = False
         self._evict_pods(node)
         self.clock.call(disruption.SPOT_NOTICE_SECONDS, self._terminate, node)
 
@@ -496,19 +530,19 @@ class Simulation:
         node.cause = cause
         self.ledger.disrupted.append(Disrupted(node.id, node.pool.name, cause, self.now))
 
-    def _evict_pods(self, node: Node) -> None:
-        """The node's pods are deleted; their controllers recreate them as pending pods of the same workload,
-        whose run starts over (the attempt ends with the node's disruption as its cause)."""
+    def _evict_pods(self, node: Node, pods: list[Pod] | None = None) -> None:
+        """The node's pods (or `pods` of them) are deleted; their controllers recreate them as pending pods of the
+        same workload, whose run starts over (the attempt ends with the node's disruption as its cause)."""
         assert node.cause is not None
         restarted: dict[int, Group] = {}
-        for pod in list(node.pods):
+        for pod in list(node.pods) if pods is None else pods:
             group = pod.group
             self._unbind(pod)
             group.pods.remove(pod)
             if group.started_at is not None or any(p.node is not None for p in group.pods):
                 group.evictions += 1
-            group.generation += 1  # the run restarts once every pod is Ready again
-            group.started_at = None
+            group.generation += 1  # the run (a service: what is left of it) goes on once every pod is Ready again
+            self._pause(group)
             replacement = Pod(group, pod.units, self.now)
             group.pods.append(replacement)
             self.pending_pods.append(replacement)
@@ -564,3 +598,7 @@ class Simulation:
             for node in list(pool.nodes):
                 for pod in list(node.pods):
                     self._close_hold(pod)
+
+
+def _blocks_eviction(node: Node) -> bool:
+    return any(pod.group.do_not_disrupt for pod in node.pods)

@@ -32,6 +32,7 @@ NODE_CAUSES = (CONSOLIDATION, EXPIRY, INTERRUPTION)
 # What a workload is.
 JOB = "job"
 REPLICA = "replica"
+SERVICE = "service"  # a trace's long-running service: an eviction costs a restart, not its run so far
 PLACEHOLDER = "placeholder"
 
 
@@ -67,7 +68,7 @@ class Created(NamedTuple):
     tenant: str
     tier: str
     stream: str
-    kind: str  # JOB, REPLICA or PLACEHOLDER
+    kind: str  # JOB, SERVICE, REPLICA or PLACEHOLDER
     pods: int
     units_per_pod: int
     at: float

@@ -5,11 +5,15 @@ figure of its own. The definitions:
 
     provisioned   GPU-hours of nodes from launch (billing starts) to termination or the run's end
     allocated     GPU-hours tenant pods held, from binding to unbinding (the headroom's placeholders not)
-    useful        allocated GPU-hours of job attempts that finished or were still running at the end, and of
-                  every inference replica (a replica's serving is not thrown away when it restarts)
-    lost          allocated GPU-hours of job attempts that ended in a restart from zero, by cause:
+    useful        allocated GPU-hours of job attempts that finished or were still running at the end, of
+                  every inference replica (a replica's serving is not thrown away when it restarts), and of a
+                  service's attempts except its starts after an eviction (a service's running time is useful
+                  whatever ends it: the time it served is not taken back)
+    lost          allocated GPU-hours of job attempts that ended in a restart from zero, and GPU-hours a service
+                  held starting again after an eviction (binding to running: the restart's cost), by cause:
                   expiry, consolidation, preemption (Kueue), interruption (spot), pods-ready-timeout
                   (waitForPodsReady); allocated = useful + lost
+    down          hours services spent between an eviction and running again (or the run's end), by cause
     headroom      GPU-hours the headroom's placeholders held (kept idle by design)
     idle          provisioned - allocated - headroom: GPUs nothing held, so provisioned = allocated + headroom + idle
     cost          node price x time from launch; a tenant's is its pods' share of their nodes' price
@@ -33,7 +37,7 @@ from typing import Any
 
 from . import admissibility
 from . import ledger as facts
-from .ledger import JOB, LOSS_CAUSES, NODE_CAUSES, PLACEHOLDER, REPLICA, Created, Ledger
+from .ledger import JOB, LOSS_CAUSES, NODE_CAUSES, PLACEHOLDER, REPLICA, SERVICE, Created, Ledger
 from .stats import mean, percentile
 
 # A request that arrives to a backlog the Ready replicas need longer than this to clear waits "too long".
@@ -82,6 +86,7 @@ SLOW = "requests.slow"
 UTILISATION = "utilisation_pct"
 BACKLOG_PEAK = "backlog.peak"
 ABOVE_MAX = "hours.above_max_replicas"
+SERVICE_DOWN = "service_hours.down"
 
 # Why work still waits at the end: pending in Kueue, or admitted with pods Karpenter cannot launch a node for
 # (NodePool limit), or admitted and starting (a node launching, a server loading).
@@ -93,6 +98,10 @@ WAITING_REASONS = (WAITING_QUOTA, WAITING_CAPACITY, WAITING_STARTING)
 
 def lost(cause: str) -> str:
     return f"{LOST}.{cause}"
+
+
+def service_down(cause: str) -> str:
+    return f"{SERVICE_DOWN}.{cause}"
 
 
 def restarts(cause: str) -> str:
@@ -158,6 +167,7 @@ def _gpu_hours(ledger: Ledger, created: dict[int, Created], run: dict[str, Any],
         for scope in (run, pools[disruption.pool]):
             scope[disrupted(disruption.cause)] += 1
     endings = {(fact.key, fact.attempt): fact.cause for fact in ledger.ended}
+    started = {(fact.key, fact.attempt): fact.at for fact in ledger.started}
     for hold in ledger.held:
         workload = created[hold.key]
         gpu_hours = hold.gpus * (hold.end - hold.start) / 3600
@@ -167,15 +177,18 @@ def _gpu_hours(ledger: Ledger, created: dict[int, Created], run: dict[str, Any],
                 scope[COST_HEADROOM] += hold.cost
             continue
         cause = endings.get((hold.key, hold.attempt))
-        wasted = workload.kind == JOB and cause in LOSS_CAUSES
+        wasted, blamed = 0.0, cause
+        if workload.kind == JOB and cause in LOSS_CAUSES:
+            wasted = gpu_hours
+        elif workload.kind == SERVICE:
+            wasted, blamed = _restarting(hold, started, endings)
         for scope in (run, pools[hold.pool], tenants[workload.tenant]):
             scope[ALLOCATED] += gpu_hours
             scope["_tenant_cost"] += hold.cost
+            scope[USEFUL] += gpu_hours - wasted
             if wasted:
-                scope[LOST] += gpu_hours
-                scope[lost(str(cause))] += gpu_hours
-            else:
-                scope[USEFUL] += gpu_hours
+                scope[LOST] += wasted
+                scope[lost(str(blamed))] += wasted
     for scope in (run, *pools.values()):
         scope[IDLE] = scope[PROVISIONED] - scope[ALLOCATED] - scope[HEADROOM]
         scope[ALLOCATION_PCT] = _ratio(scope[ALLOCATED], scope[PROVISIONED], 100)
@@ -189,11 +202,32 @@ def _gpu_hours(ledger: Ledger, created: dict[int, Created], run: dict[str, Any],
         scope[USD_PER_ALLOCATED] = _ratio(scope[COST], scope[ALLOCATED])
     for scope in (run, *tenants.values()):
         scope.update({restarts(cause): 0 for cause in LOSS_CAUSES})
+        scope.update({SERVICE_DOWN: 0.0, **{service_down(cause): 0.0 for cause in LOSS_CAUSES}})
+    ended_at = {(fact.key, fact.attempt): fact.at for fact in ledger.ended}
     for ending in ledger.ended:
         workload = created[ending.key]
         if ending.cause in LOSS_CAUSES and workload.kind != PLACEHOLDER:
             for scope in (run, tenants[workload.tenant]):
                 scope[restarts(ending.cause)] += 1
+                if workload.kind == SERVICE:
+                    # Down until the next attempt runs, or until it too is evicted before running (that eviction's
+                    # cause takes the time from there), or the end.
+                    following = (ending.key, ending.attempt + 1)
+                    back = started.get(following, ended_at.get(following, ledger.end))
+                    hours = (back - ending.at) / 3600
+                    scope[SERVICE_DOWN] += hours
+                    scope[service_down(ending.cause)] += hours
+
+
+def _restarting(hold: facts.Held, started: dict[tuple[int, int], float],
+                endings: dict[tuple[int, int], str]) -> tuple[float, str | None]:
+    """A service's GPU-hours in `hold` spent starting again after an eviction (before its attempt ran), and the
+    eviction's cause; none for its first start, which is part of the service's run as a job's start is."""
+    cause = endings.get((hold.key, hold.attempt - 1))
+    if cause not in LOSS_CAUSES:
+        return 0.0, None
+    running = started.get((hold.key, hold.attempt), hold.end)
+    return hold.gpus * max(0.0, min(running, hold.end) - hold.start) / 3600, cause
 
 
 @dataclass(frozen=True)

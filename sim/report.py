@@ -44,7 +44,9 @@ LIMITS: tuple[str, ...] = (
     "and KEDA's metrics are read at the HPA's sync without Prometheus' scrape delay (scale-ups come up "
     "to a scrape interval early).",
     "Trace tasks run for the time they held GPUs in Alibaba's cluster, whatever GPU they get here; a "
-    "fraction of a GPU takes a whole one on flavors without time-slicing, which overstates allocation.",
+    "fraction of a GPU takes a whole one on flavors without time-slicing, which overstates allocation. A class "
+    "replayed as services keeps its running time across evictions and pays its startSeconds on each start; one "
+    "replayed as jobs starts over, which overstates lost work for tasks that checkpoint.",
 )
 
 
@@ -134,6 +136,7 @@ HEADLINE = (
     (m.ALLOCATED, "GPU-hours allocated", 0),
     (m.USEFUL, "GPU-hours useful", 0),
     (m.LOST, "GPU-hours lost to restarts", 0),
+    (m.SERVICE_DOWN, "service hours down after evictions", 0),
     (m.HEADROOM, "GPU-hours held by the headroom", 0),
     (m.IDLE, "GPU-hours idle", 0),
     (m.ALLOCATION_PCT, "allocation %", 1),
@@ -245,13 +248,27 @@ def serving_rows(measures: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _trace_lines(stats: Sequence[Mapping[str, int]]) -> str:
+def _trace_lines(stats: Sequence[Mapping[str, Any]]) -> str:
+    """Every trace row accounted for: replayed, or why not (sim/trace.py rules 3, 4 and 7)."""
     lines = []
     for s in stats:
-        lines.append(
-            f"- {s['rows']} rows: {s['kept']} replayed; left out {s['without_gpu']} without GPUs, {s['never_scheduled']} "
-            f"never scheduled, {s['no_run_time']} without run time (sim/trace.py)."
+        line = (
+            f"- {s['rows']:,} rows: {s['kept'] - s['unmapped']:,} replayed ({s['services']:,} of them as services); "
+            f"left out {s['without_gpu']:,} CPU-only (no GPU), {s['never_scheduled']:,} the trace never placed "
+            f"(deleted while Pending), {s['no_run_time']:,} without run time, {s['unmapped']:,} of a class the workload "
+            "does not map"
         )
+        if s["ended_before_window"] or s["after_window"] or s["carried_in"]:
+            line += (
+                f", {s['ended_before_window']:,} ended before the window and {s['after_window']:,} created after it; "
+                f"{s['carried_in']:,} running when the window opens arrive at its start with the rest of their run"
+            )
+        if s["inflation_ratio"] is not None:
+            line += (
+                f". Inflated to {s['inflation_ratio']:g} x the pools' {s['capacity_gpus']:,} GPUs (the trace asks for "
+                f"{s['demand_gpus']:,.1f} GPUs on average): {s['added']:,} copies added, {s['removed']:,} tasks removed"
+            )
+        lines.append(line + " (sim/trace.py).")
     return "\n".join(lines) + "\n"
 
 
@@ -271,8 +288,10 @@ def render_report(data: Mapping[str, Any]) -> str:
         f"{data['description']}\n" if data["description"] else "",
         f"From {data['start']} for {data['duration']}, {_seeds(data['seeds'])}; {events:,} events. "
         "Every figure here is in report.json under the same metric id.\n",
-        "Allocated GPU-hours are useful (jobs that finished or still ran at the end, and inference replicas) or lost "
-        "(job runs thrown away by a restart from zero); cost per useful GPU-hour is the headline.\n",
+        "Allocated GPU-hours are useful (jobs that finished or still ran at the end, inference replicas, and the "
+        "running time of a trace's services) or lost (job runs thrown away by a restart from zero, and a service's "
+        "start again after an eviction); cost per useful GPU-hour is the headline. A service's restarts also show as "
+        "hours down.\n",
     ]
     static = data["variants"].get("static")
     run = measures["run"]

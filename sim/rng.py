@@ -16,6 +16,7 @@ DURATIONS = "durations"
 LAUNCHES = "launches"
 INTERRUPTIONS = "interruptions"
 REQUEUE_JITTER = "requeue-jitter"
+TRACE_INFLATION = "trace-inflation"
 
 
 def stream_seed(seed: int, purpose: str) -> int:

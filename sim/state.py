@@ -33,6 +33,7 @@ class Pool:
     consolidate_after: float | None
     budgets: tuple[Budget, ...]
     expire_after: float | None
+    termination_grace_period: float | None = None  # the NodeClaim's: how long its drain waits for blocking pods
     static: bool = False  # the static baseline: nodes launched once, never provisioned or disrupted
     nodes: list[Node] = field(default_factory=list)
 
@@ -62,6 +63,7 @@ class Pool:
             _seconds_or_never(disruption.consolidate_after),
             budgets,
             _seconds_or_never(plan.config.expire_after),
+            float(duration_seconds(plan.config.termination_grace_period)),
         )
 
     @property
@@ -89,6 +91,7 @@ class Node:
     nominated: list[Pod] = field(default_factory=list)  # pending pods Karpenter launched this node for
     check_at: float | None = None  # the next disruption check scheduled for it
     cause: str | None = None  # why it is being removed (sim/ledger.py NODE_CAUSES)
+    draining: bool = False  # deleted, its drain waiting for pods that block eviction
     images: set[str] = field(default_factory=set)  # deployments whose server image this node has pulled
 
     @property
@@ -133,6 +136,9 @@ class Group:
     queued: bool = False  # pending in Kueue's queue now
     done: bool = False
     deleted: bool = False
+    service: bool = False  # a trace's service: its running time before an eviction counts towards run_seconds
+    ran: float = 0.0  # a service's running seconds in its attempts that ended
+    do_not_disrupt: bool = False  # its pods carry karpenter.sh/do-not-disrupt: they block eviction
 
 
 @dataclass(eq=False)

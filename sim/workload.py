@@ -155,6 +155,45 @@ class TraceClass(ConfigModel):
     )
     priority: str | None = Field(None, description="Priority tier; each tenant's own when unset.")
     flavors: list[str] | None = Field(None, description="Flavors the tasks may use; every flavor of the tenant when unset.")
+    replay: Literal["job", "service"] = Field(
+        "job",
+        description="`job`: an evicted task runs its whole run again from zero. `service`: a long-running service; an "
+        "eviction costs the time to be placed and start again, and the running time it had counts towards its run "
+        "(sim/trace.py rule 4).",
+    )
+    start_seconds: int = Field(
+        0, ge=0, le=86400,
+        description="Seconds from a task's pod landing on a node to running (image pull, model load), on every start.",
+    )
+
+
+class TraceWindow(ConfigModel):
+    """The part of the trace to replay, as offsets from the trace's second 0 (sim/trace.py rule 3)."""
+
+    start: str | None = Field(None, description="Replay from this offset, e.g. `2640h` (day 110); tasks still running "
+                              "then arrive at once with what is left of their run.")
+    end: str | None = Field(None, description="No arrivals from this offset on.")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _durations(cls, value: str | None) -> str | None:
+        return None if value is None else _duration(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TraceWindow:
+        if self.start is not None and self.end is not None and seconds(self.end) <= seconds(self.start):
+            raise ValueError(f"end {self.end!r} is not after start {self.start!r}")
+        return self
+
+
+class TraceInflation(ConfigModel):
+    """Scale the trace's arrivals to the stack's capacity, as the FGD simulator does (sim/trace.py rule 7)."""
+
+    ratio: float = Field(
+        gt=0, le=16,
+        description="Target mean GPUs asked for, as a share of the NodePool GPU limits of the pools the trace's classes "
+        "use (1.3: 130 %, the ATC'23 paper's runs). Tasks drawn at random are copied (or removed) to meet it.",
+    )
 
 
 class TraceSource(ConfigModel):
@@ -164,6 +203,8 @@ class TraceSource(ConfigModel):
     file: str = Field(description="Path from the project directory, e.g. the vendored copy under upstream/.")
     classes: dict[str, TraceClass] = Field(description="Trace class (the Alibaba trace's `qos`) -> tenant, priority, flavors.")
     copies: int = Field(1, ge=1, le=64, description="Replay each task this many times (load x copies), for benchmarks.")
+    window: TraceWindow | None = Field(None, description="Replay only part of the trace; the whole trace when unset.")
+    inflation: TraceInflation | None = Field(None, description="Scale arrivals to the stack's capacity; as recorded when unset.")
 
 
 class LaunchTimeOverride(ConfigModel):
@@ -194,6 +235,12 @@ class Workload(ConfigModel):
     inference: list[InferenceLoad] = Field(default_factory=list, description="Inference deployments and their traffic.")
     jobs: list[JobStream] = Field(default_factory=list, description="Batch and training job streams.")
     traces: list[TraceSource] = Field(default_factory=list, description="Recorded traces.")
+    do_not_disrupt: bool = Field(
+        False,
+        description="Pods of jobs and trace tasks carry `karpenter.sh/do-not-disrupt: \"true\"`: consolidation passes "
+        "their nodes by, and an expired node's drain waits for them until its terminationGracePeriod "
+        "(models/karpenter/disruption.py). Inference replicas and the headroom do not carry it.",
+    )
 
     @field_validator("start")
     @classmethod

@@ -22,8 +22,20 @@ Rules from kubernetes-sigs/karpenter v1.14.1 (the pin of `karpenter` in config/v
   consolidatable node is deleted; pkg/controllers/disruption/singlenodeconsolidation.go
   (`WhenEmptyOrUnderutilized` only): a consolidatable node whose pods fit on the other nodes is deleted
   and its pods rescheduled.
-- pkg/controllers/nodeclaim/expiration/controller.go: a NodeClaim older than `expireAfter` is deleted,
-  not gated by budgets (forceful disruption since v1).
+- pkg/controllers/nodeclaim/expiration/controller.go: a NodeClaim older than `expireAfter` (counted from its
+  creationTimestamp: the launch) is deleted, gated by nothing: no budget, no `karpenter.sh/do-not-disrupt`
+  pod, no PodDisruptionBudget is consulted before the delete (forceful disruption since v1).
+- What blocks is the drain that follows, pkg/controllers/node/termination/terminator/terminator.go `Drain`
+  with pkg/utils/pod/scheduling.go: a pod with an active `karpenter.sh/do-not-disrupt` annotation is
+  `IsDrainable` (the drain waits for it) but not `IsEvictable` (Karpenter never evicts it), and an eviction a
+  PDB refuses (429) is retried. The wait ends at the NodeClaim's termination time, its deletion plus
+  `terminationGracePeriod` (pkg/controllers/nodeclaim/lifecycle/controller.go
+  `ensureTerminationGracePeriodTerminationTimeAnnotation`): `DeleteExpiringPods` deletes each remaining pod at
+  that time less the pod's own `terminationGracePeriodSeconds` (`podDeleteTimeWithGracePeriod`), so it still
+  gets its full grace period. Without a `terminationGracePeriod` the drain waits for such pods indefinitely.
+- pkg/controllers/disruption/types.go: disruption methods are `graceful` (emptiness and consolidation: a node
+  with a pod blocking eviction is no candidate), or `eventual` (drift: a candidate despite blocking pods only
+  when the NodeClaim has a `terminationGracePeriod`, which then bounds the drain as above).
 - aws/karpenter-provider-aws v1.14.1 pkg/controllers/interruption: on an EC2 Spot interruption warning
   Karpenter taints and drains the node at once; EC2 reclaims the instance two minutes after the warning.
 """
@@ -113,3 +125,38 @@ def consolidation_reason(policy: str, empty: bool, pods_fit_elsewhere: bool) -> 
 def expired(launched_at: float, now: float, expire_after: float | None) -> bool:
     """`expireAfter` (None: `Never`): the NodeClaim is deleted once it is this old, budgets or not."""
     return expire_after is not None and now - launched_at >= expire_after
+
+
+# Disruption classes (pkg/controllers/disruption/types.go) and which methods use them; expiration and EC2's
+# interruption delete the NodeClaim without asking anything (FORCEFUL).
+GRACEFUL = "graceful"
+EVENTUAL = "eventual"
+FORCEFUL = "forceful"
+DISRUPTION_CLASS = {
+    "emptiness": GRACEFUL,  # emptiness.go
+    "single-node-consolidation": GRACEFUL,  # singlenodeconsolidation.go
+    "multi-node-consolidation": GRACEFUL,  # multinodeconsolidation.go
+    "drift": EVENTUAL,  # drift.go
+    "static-drift": EVENTUAL,  # staticdrift.go
+    "expiration": FORCEFUL,  # nodeclaim/expiration/controller.go
+    "interruption": FORCEFUL,  # karpenter-provider-aws pkg/controllers/interruption
+}
+
+
+def is_candidate(disruption_class: str, blocking_pod: bool, termination_grace_period: float | None) -> bool:
+    """`NewCandidate`: may the method pick a node, given whether a pod on it blocks eviction (an active
+    do-not-disrupt annotation, or a PDB with no disruption left)? Forceful methods never ask."""
+    if disruption_class == FORCEFUL or not blocking_pod:
+        return True
+    return disruption_class == EVENTUAL and termination_grace_period is not None
+
+
+def pod_deleted_after(blocking_pod: bool, termination_grace_period: float | None, pod_grace_seconds: float) -> float | None:
+    """Seconds from a NodeClaim's deletion to when its drain takes a pod: at once (an eviction) unless the pod
+    blocks eviction; a blocking pod at the termination time less its own grace period (`DeleteExpiringPods`);
+    None when the NodeClaim has no terminationGracePeriod (the drain waits for the pod to end)."""
+    if not blocking_pod:
+        return 0.0
+    if termination_grace_period is None:
+        return None
+    return max(0.0, termination_grace_period - pod_grace_seconds)
