@@ -227,7 +227,7 @@ def row_data(claim: Claim, row: Row, runs: Mapping[str, Sequence[Mapping[str, An
     assert [r["seed"] for r in before_runs] == [r["seed"] for r in after_runs]
     before_values = [row.figure.read(r["measures"]) for r in before_runs]
     after_values = [row.figure.read(r["measures"]) for r in after_runs]
-    before, after = summary(before_values), summary(after_values)
+    before, after = summary(before_values, floor=0.0), summary(after_values, floor=0.0)
     change = summary([change_pct(b, a) for b, a in zip(before_values, after_values, strict=True)])
     return {
         "claim": claim.id,

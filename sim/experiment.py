@@ -120,13 +120,13 @@ def replicate(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     for level in levels:
         if level == "run":
             metrics = _union(r["measures"]["run"] for r in runs)
-            combined[level] = {m: summary([r["measures"]["run"].get(m) for r in runs]) for m in metrics}
+            combined[level] = {m: summary([r["measures"]["run"].get(m) for r in runs], floor=0.0) for m in metrics}
             continue
         names = _union(r["measures"][level] for r in runs)
         combined[level] = {}
         for name in names:
             rows = [r["measures"][level].get(name, {}) for r in runs]
-            combined[level][name] = {m: summary([row.get(m) for row in rows]) for m in _union(rows)}
+            combined[level][name] = {m: summary([row.get(m) for row in rows], floor=0.0) for m in _union(rows)}
     return combined
 
 

@@ -58,8 +58,13 @@ def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
     return (low + high) / 2
 
 
-def summary(values: Sequence[float | None]) -> dict[str, float | int | None]:
-    """Mean over the seeds that have the figure, and its 95 % Student-t interval (None with fewer than two)."""
+def summary(values: Sequence[float | None], floor: float | None = None) -> dict[str, float | int | None]:
+    """Mean over the seeds that have the figure, and its 95 % Student-t interval (None with fewer than two).
+
+    `floor`: the least value the figure can take (0 for hours, counts, waits and costs). The t interval is
+    symmetric about the mean; a skewed figure over few seeds (a p50 wait that is 0 on some seeds and hours on
+    others) would reach below what the figure can be, so the interval is cut at `floor`. A difference
+    between two runs takes no floor."""
     present = [v for v in values if v is not None]
     n = len(present)
     average = mean(present)
@@ -67,4 +72,5 @@ def summary(values: Sequence[float | None]) -> dict[str, float | int | None]:
         return {"mean": average, "low": None, "high": None, "n": n}
     variance = sum((v - average) ** 2 for v in present) / (n - 1)
     half = t_quantile(n - 1) * math.sqrt(variance / n)
-    return {"mean": average, "low": average - half, "high": average + half, "n": n}
+    low = average - half if floor is None else max(floor, average - half)
+    return {"mean": average, "low": low, "high": average + half, "n": n}

@@ -50,6 +50,21 @@ def test_a_summary_is_the_mean_and_its_student_t_interval():
     assert summary([None, 7.0]) == {"mean": 7.0, "low": None, "high": None, "n": 1}
 
 
+def test_an_interval_stops_at_what_the_figure_can_be_and_a_difference_does_not():
+    # 0, 0, 0, 10 (a p50 wait that is 0 on three seeds): mean 2.5, sd 5, se 2.5, t(3) 3.1824: 2.5 +- 7.956.
+    assert summary([0.0, 0.0, 0.0, 10.0], floor=0.0)["low"] == 0.0
+    assert summary([0.0, 0.0, 0.0, 10.0], floor=0.0)["high"] == pytest.approx(2.5 + 7.956, abs=1e-3)
+    assert summary([0.0, 0.0, 0.0, 10.0])["low"] == pytest.approx(2.5 - 7.956, abs=1e-3)
+
+
+def test_replicated_measures_never_reach_below_zero():
+    runs = [{"measures": {"run": {"wait.p50_s": value}, "tenants": {"a": {"gpu_hours.lost": value}}}}
+            for value in (0.0, 0.0, 0.0, 600.0)]
+    combined = replicate(runs)
+    assert combined["run"]["wait.p50_s"]["low"] == 0.0
+    assert combined["tenants"]["a"]["gpu_hours.lost"]["low"] == 0.0
+
+
 # --- runs as plain data, replications ------------------------------------------------------------------------
 
 
