@@ -183,10 +183,10 @@ def test_a_tenant_without_nominal_quota_gets_no_capacity_and_its_work_is_never_a
 def test_the_documented_prod_baseline_is_the_nodes_it_buys_for_the_alibaba_trace():
     # prod + Alibaba: no trace class maps to the H100s; llm-training's 8 nominal A100s (data-science has no trace
     # work there) on one p4d.24xlarge; the L40S tasks (inference and data-science, 12 + 4 nominal) need up to
-    # 8 GPUs at once: a g6e.48xlarge and two 12xlarges (51.12 an hour). Always on for the run's 3,585 h, which is
-    # what docs/simulation.md's static column says.
+    # 8 GPUs at once: a g6e.48xlarge and two 12xlarges (51.12 an hour). Always on for the window's 1,065 h
+    # (days 105 to 149), which is what docs/simulation.md's static column says.
     from sim.baseline import fixed_capacity, largest_pods
-    from sim.workload import load_workload
+    from sim.workload import load_workload, seconds
 
     config = load(shipped_document("prod"))
     load_ = load_workload(project_path("workloads", "alibaba-gpu-2023.yaml"))
@@ -199,10 +199,11 @@ def test_the_documented_prod_baseline_is_the_nodes_it_buys_for_the_alibaba_trace
         ("gpu-a100", ["p4d.24xlarge"], ""),
         ("gpu-l40s", ["g6e.12xlarge", "g6e.12xlarge", "g6e.48xlarge"], ""),
     ]
-    hours = 3585
+    hours = 1065
+    assert seconds(load_.duration) == hours * 3600
     text = project_path("docs", "simulation.md").read_text()
-    assert f"| GPU-hours provisioned | {(8 + 16) * hours:,} | 88,727 |" in text
-    assert f"| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | 240,796 |" in text
+    assert f"| GPU-hours provisioned | {(8 + 16) * hours:,} | 40,439 |" in text
+    assert f"| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | 110,562 |" in text
 
 
 # --- each mechanism switched off changes that mechanism -----------------------------------------------------
