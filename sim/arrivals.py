@@ -8,6 +8,7 @@ from config.fair_share import TenantPlan
 
 from . import rng
 from .engine import Simulation
+from .state import Group
 from .trace import TraceStats, read_alibaba_2023
 from .workload import JobStream, TraceSource, seconds
 
@@ -49,9 +50,14 @@ def _stream_jobs(sim: Simulation, stream: JobStream) -> list[tuple[float, float]
 
 
 def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
+    sim.submit(job_group(sim, stream, run))
+
+
+def job_group(sim: Simulation, stream: JobStream, run: float) -> Group:
+    """One job of the stream as a Kueue workload: its tenant's tier unless it names one, its flavors in order."""
     tenant = sim.tenants[stream.tenant]
     tier = stream.priority or tenant.config.priority
-    group = sim.new_group(
+    return sim.new_group(
         tenant=tenant.name,
         tier=tier,
         priority=sim.config.queueing.priorities[tier],
@@ -61,7 +67,6 @@ def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
         run_seconds=run,
         stream=stream.name,
     )
-    sim.submit(group)
 
 
 def schedule_trace(sim: Simulation, source: TraceSource, project_dir: Path) -> TraceStats:

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import TextIO
 
 ALIBABA_GPU_2023 = "alibaba-gpu-v2023"
+# The columns the rule reads (sim/workload_check.py refuses a file without them).
+ALIBABA_COLUMNS = ("name", "qos", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time")
 
 
 @dataclass(frozen=True)
