@@ -6,10 +6,10 @@ import jsonschema
 import pytest
 import yaml
 
-from sim.run import check
 from sim.schema import schema_json, workload_schema
 from sim.trace import TraceTask, read_alibaba_2023
 from sim.workload import SCHEMA_PATH, load_workload
+from sim.workload_check import check, check_runnable
 
 from .conftest import load, project_path, shipped_document
 
@@ -34,7 +34,9 @@ def test_each_shipped_workload_satisfies_the_schema_and_fits_its_stack(name, sta
     text = path.read_text()
     assert text.splitlines()[0] == f"# yaml-language-server: $schema=../{SCHEMA_PATH}"
     jsonschema.validate(yaml.safe_load(text), workload_schema())
-    check(load(shipped_document(stack)), load_workload(path), name)  # raises WorkloadError on a mismatch
+    config, workload = load(shipped_document(stack)), load_workload(path)
+    check(config, workload, name, project_dir=project_path())  # raises WorkloadError on a mismatch
+    check_runnable(config, workload, name)
 
 
 def test_the_trace_rule_keeps_gpu_tasks_that_ran():
