@@ -247,8 +247,8 @@ HOSTILE = [
      ":3: byte 0xe9 is not UTF-8: save the file as UTF-8"),
     ("a file of 5 MiB", "# " + "x" * (5 * 2**20) + "\n",
      ": larger than 4 MiB: a workload file is a few hundred lines; replay long recordings as a trace (traces:)"),
-    ("a list, not a mapping", "- start: 1h\n",
-     ":1: (top level): the file holds [{'start': '1h'}]; a workload file is a mapping with start:, duration: and "
+    ("text, not a mapping", "start 1h\n",
+     ":1: (top level): the file holds 'start 1h'; a workload file is a mapping with start:, duration: and "
      "what runs (see workloads/design-surge.yaml)"),
     ("a Python object tag", "start: !!python/object/apply:os.system [ls]\n",
      ":1: the tag tag:yaml.org,2002:python/object/apply:os.system has no meaning in a workload file: remove it"),
