@@ -24,7 +24,6 @@ from models.kueue import (
     NO_CANDIDATES,
     NO_FIT_STATUS,
     Assignment,
-    Entry,
     Inadmissible,
     PendingQueue,
     PodSet,
@@ -145,7 +144,7 @@ class ModelKueue:
             for workload in nominated:
                 known = self.no_fit.get(self.shapes[workload])
                 if known is not None and known[0] == self.version:
-                    self.queues[workload.cluster_queue].requeue(Entry(workload, known[1]))
+                    self.queues[workload.cluster_queue].requeue_no_fit(workload)
                     changed = True
                 else:
                     tried.append(workload)

@@ -9,6 +9,7 @@ from config.fair_share import TenantPlan
 
 from . import rng
 from .engine import Simulation
+from .state import Group
 from .trace import TraceStats, TraceTask, inflate, mean_gpus, read_alibaba_2023
 from .workload import JobStream, TraceClass, TraceSource, seconds
 
@@ -50,9 +51,14 @@ def _stream_jobs(sim: Simulation, stream: JobStream) -> list[tuple[float, float]
 
 
 def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
+    sim.submit(job_group(sim, stream, run))
+
+
+def job_group(sim: Simulation, stream: JobStream, run: float) -> Group:
+    """One job of the stream as a Kueue workload: its tenant's tier unless it names one, its flavors in order."""
     tenant = sim.tenants[stream.tenant]
     tier = stream.priority or tenant.config.priority
-    group = sim.new_group(
+    return sim.new_group(
         tenant=tenant.name,
         tier=tier,
         priority=sim.config.queueing.priorities[tier],
@@ -63,7 +69,6 @@ def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
         stream=stream.name,
         do_not_disrupt=sim.workload.do_not_disrupt,
     )
-    sim.submit(group)
 
 
 def schedule_trace(sim: Simulation, source: TraceSource, project_dir: Path) -> TraceStats:

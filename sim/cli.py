@@ -11,7 +11,8 @@ from config import PlatformConfig
 
 from .experiment import ABLATIONS, SIMULATED, STATIC, VARIANTS, Scenario, paired_deltas, replicate, run_many
 from .report import COMPARED, render_report, report_data, report_json
-from .workload import WorkloadError, load_workload
+from .workload import WorkloadError, read_workload
+from .workload_check import check, check_runnable
 
 EXIT_INVALID = 2
 
@@ -58,7 +59,10 @@ def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path |
     seeds = seeds or [seed]
     out_dir = out_dir or default_out_dir(stack, workload_path, without)
     try:
-        workload = load_workload(workload_path)
+        read = read_workload(workload_path)
+        workload = read.workload
+        check(config, workload, locator=read.locator, project_dir=project_dir)
+        check_runnable(config, workload, locator=read.locator, without=without)
         scenario = Scenario(config, workload, str(workload_path), project_dir, without=without, commitment_discount=discount)
         names = [SIMULATED] + ([STATIC] if baseline == STATIC else [])
         names += [name for name in ABLATIONS if ablations and not VARIANTS[name].without <= without]
@@ -67,7 +71,8 @@ def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path |
         runs = {name: run_many(variant, seeds, workers) for name, variant in scenarios.items()}
         wall = time.perf_counter() - started
     except WorkloadError as err:
-        print(f"{workload_path}: invalid workload ({len(err.problems)} problems):", file=sys.stderr)
+        count = len(err.problems)
+        print(f"{workload_path}: invalid workload ({count} problem{'s' if count > 1 else ''}):", file=sys.stderr)
         for problem in err.problems:
             print(f"  {problem}", file=sys.stderr)
         return EXIT_INVALID

@@ -16,7 +16,8 @@ from .queueing import Kueue
 from .sampling import start_sampling
 from .serving import Deployment, deployments, start
 from .trace import ALIBABA_GPU_2023, TraceStats
-from .workload import Workload, WorkloadError, seconds
+from .workload import Workload, seconds
+from .workload_check import check
 
 # The Kueue seam for a stack; the flag: borrowing switched off (every borrowingLimit and lendingLimit 0).
 KueueFactory = Callable[[PlatformConfig, bool], Kueue]
@@ -29,74 +30,6 @@ class Result:
     sim: Simulation
     deployments: list[Deployment]
     trace_stats: list[TraceStats]
-
-
-def check(config: PlatformConfig, workload: Workload, source: str) -> None:
-    """Every tenant, deployment, flavor and tier the workload names exists in the stack; else one line each."""
-    problems: list[str] = []
-    tenants = {tenant.name: tenant for tenant in config.tenants}
-    tiers = config.queueing.priorities
-
-    def tenant_flavors(where: str, tenant_name: str, flavors: list[str] | None, tier: str | None) -> None:
-        tenant = tenants.get(tenant_name)
-        if tenant is None:
-            problems.append(f"{source}: {where}: tenant {tenant_name!r} is not a tenant of the stack ({', '.join(tenants)})")
-            return
-        own = [quota.flavor.name for quota in tenant.quotas]
-        for flavor in flavors or []:
-            if flavor not in own:
-                problems.append(
-                    f"{source}: {where}.flavors: {flavor!r} is not one of tenant {tenant_name}'s flavors ({', '.join(own)})"
-                )
-        if tier is not None and tier not in tiers:
-            problems.append(f"{source}: {where}.priority: {tier!r} is not a tier of queueing.priorities ({', '.join(tiers)})")
-
-    for index, load in enumerate(workload.inference):
-        where = f"inference[{index}]"
-        tenant_flavors(where, load.tenant, None, None)
-        tenant = tenants.get(load.tenant)
-        if tenant is None:
-            continue
-        declared = {d.name for d in tenant.config.inference}
-        if load.deployment in declared and load.spec is not None:
-            problems.append(f"{source}: {where}.spec: tenant {load.tenant} declares {load.deployment} in the stack; remove spec")
-        elif load.deployment not in declared and load.spec is None:
-            problems.append(
-                f"{source}: {where}.deployment: tenant {load.tenant} declares no deployment {load.deployment!r} "
-                f"(it has: {', '.join(sorted(declared)) or 'none'}); give its spec"
-            )
-        elif load.spec is not None:
-            tenant_flavors(where, load.tenant, [load.spec.flavor], None)
-    for index, stream in enumerate(workload.jobs):
-        tenant_flavors(f"jobs[{index}]", stream.tenant, stream.flavors, stream.priority)
-    def one_kind(where: str, tenant_names: list[str], flavors: list[str] | None) -> None:
-        """A pod requests one set of resources, so the flavors it may use must hand out the same kind of unit."""
-        chosen = sorted({
-            q.flavor.name
-            for name in tenant_names if name in tenants
-            for q in tenants[name].quotas if flavors is None or q.flavor.name in flavors
-        })
-        kinds = {repr(sorted(units[name].items())) + f"/{slices[name]}" for name in chosen}
-        if len(kinds) > 1:
-            problems.append(
-                f"{source}: {where}.flavors: {', '.join(chosen)} hand out different units (whole GPUs, time slices, "
-                "MIG layouts); a pod requests one kind, so list flavors of one kind"
-            )
-        if not chosen and all(name in tenants for name in tenant_names):
-            problems.append(f"{source}: {where}.flavors: no flavor of the tenants matches")
-
-    units = {flavor.name: flavor.resources_per_unit for flavor in config.flavors}
-    slices = {flavor.name: flavor.slices_per_gpu for flavor in config.flavors}
-    for index, stream in enumerate(workload.jobs):
-        one_kind(f"jobs[{index}]", [stream.tenant], stream.flavors)
-    for index, trace in enumerate(workload.traces):
-        for qos, target in trace.classes.items():
-            where = f"traces[{index}].classes.{qos}"
-            for name in target.tenants:
-                tenant_flavors(where, name, target.flavors, target.priority)
-            one_kind(where, target.tenants, target.flavors)
-    if problems:
-        raise WorkloadError(problems)
 
 
 def simulate(
@@ -113,7 +46,7 @@ def simulate(
 ) -> Result:
     """One run. `static_baseline` buys each tenant's usable nominal quota as fixed nodes and switches off what the
     static baseline leaves out (sim/variants.py STATIC_WITHOUT); `without` switches mechanisms off one by one."""
-    check(config, workload, source)
+    check(config, workload, source, project_dir=project_dir)
     if static_baseline:
         without = without | variants.STATIC_WITHOUT
     options = Options(seed, static_baseline, without, commitment_discount)

@@ -55,6 +55,8 @@ ALIBABA_GPU_2023 = "alibaba-gpu-v2023"
 # Inflation adds at most this many copies per task (the bound of `copies`), so a tiny trace against a large
 # stack cannot grow without bound; the report states the demand reached.
 MAX_COPIES = 64
+# The columns the rule reads (sim/workload_check.py refuses a file without them).
+ALIBABA_COLUMNS = ("name", "qos", "num_gpu", "gpu_milli", "creation_time", "scheduled_time", "deletion_time")
 
 
 @dataclass(frozen=True)

@@ -11,61 +11,91 @@ offsets (`14h`, `30m`) count from `start`.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, WithJsonSchema, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from config.autoscaling import InferenceDeploymentConfig
 from config.base import ConfigModel
+from config.errors import describe, key_path, show
+
+from .yaml_input import KeyPath, Unreadable, read_yaml
 
 SCHEMA_PATH = "schema/workload.schema.json"
-_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+# One duration syntax, in this module and in the JSON Schema: hours, minutes, seconds, each of a few digits.
+DURATION_PATTERN = r"^(?:([0-9]{1,7})h)?(?:([0-9]{1,7})m)?(?:([0-9]{1,9})s)?$"
+_DURATION = re.compile(DURATION_PATTERN)
 _CLOCK = re.compile(r"^([01]\d|2[0-3]):([0-5]\d)$")
+_DURATION_HINT = "a duration like '90s', '30m', '14h' or '1h30m'"
+# The longest run the simulator takes: a leap year (the Alibaba trace is 3,585 h). With the bounds on
+# rates and samples (sim/workload_check.py) a run is finite and its memory bounded whatever the file says.
+MAX_RUN_SECONDS = 8784 * 3600
+MAX_PER_HOUR = 1_000_000  # job arrivals per hour of one stream
+MAX_REQUESTS_PER_SECOND = 1_000_000
+MAX_SURGE_FACTOR = 1000
+MAX_START_SECONDS = 86_400  # a server start or a node launch: a day at most
 
 
 def seconds(text: str) -> int:
     """`1h30m` -> 5400. The one duration syntax of a workload file: hours, minutes, seconds."""
     match = _DURATION.match(text)
     if not text or not match:
-        raise ValueError(f"{text!r} is not a duration like '90s', '30m', '14h' or '1h30m'")
+        raise ValueError(f"is not {_DURATION_HINT}")
     hours, minutes, secs = (int(part or 0) for part in match.groups())
     return hours * 3600 + minutes * 60 + secs
 
 
-def _duration(text: str) -> str:
+def _offset(text: str) -> str:
     seconds(text)
     return text
 
 
+def _duration(text: str) -> str:
+    if seconds(text) == 0:
+        raise ValueError(f"is zero; give {_DURATION_HINT}")
+    return text
+
+
+# A time from the workload's start (`0s` is the start itself), and a length of time (never zero).
+Offset = Annotated[str, AfterValidator(_offset), WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN,
+                                                                  "minLength": 2})]
+Duration = Annotated[str, AfterValidator(_duration), WithJsonSchema({
+    "type": "string", "pattern": DURATION_PATTERN, "minLength": 2, "not": {"pattern": "^(0+[hms])+$"}})]
+
+
 def _clock(text: str) -> str:
     if not _CLOCK.match(text):
-        raise ValueError(f"{text!r} is not a time of day like '09:00' (UTC)")
+        raise ValueError("is not a time of day like '09:00' (UTC)")
     return text
 
 
 class Surge(ConfigModel):
     """A step in the request rate: `factor` times the curve from `at` for `duration`."""
 
-    at: str = Field(description="Offset from the workload's start, e.g. `14h`.")
-    duration: str = Field(description="How long the surge lasts, e.g. `30m`.")
-    factor: float = Field(gt=0, description="Multiplier of the rate while it lasts (5: five times the traffic).")
-
-    @field_validator("at", "duration")
-    @classmethod
-    def _durations(cls, value: str) -> str:
-        return _duration(value)
+    at: Offset = Field(description="Offset from the workload's start, e.g. `14h`; before the run's end.")
+    duration: Duration = Field(description="How long the surge lasts, e.g. `30m`.")
+    factor: float = Field(
+        gt=0, le=MAX_SURGE_FACTOR, description="Multiplier of the rate while it lasts (5: five times the traffic)."
+    )
 
 
 class RateCurve(ConfigModel):
     """Requests per second over time: `night` outside working hours, `day` within them, times any surges."""
 
-    day: float = Field(ge=0, description="Requests per second during working hours.")
-    night: float = Field(ge=0, description="Requests per second outside working hours (and at weekends when `weekdaysOnly`).")
-    working_hours: str = Field("09:00-18:00", description="Working hours, UTC, `HH:MM-HH:MM`.")
+    day: float = Field(ge=0, le=MAX_REQUESTS_PER_SECOND, description="Requests per second during working hours.")
+    night: float = Field(
+        ge=0, le=MAX_REQUESTS_PER_SECOND,
+        description="Requests per second outside working hours (and at weekends when `weekdaysOnly`).",
+    )
+    working_hours: str = Field("09:00-18:00", description="Working hours, UTC, `HH:MM-HH:MM`.", json_schema_extra={
+        "pattern": "^([01][0-9]|2[0-3]):[0-5][0-9]-([01][0-9]|2[0-3]):[0-5][0-9]$"})
     weekdays_only: bool = Field(True, description="Saturdays and Sundays run at the `night` rate all day.")
     surges: list[Surge] = Field(default_factory=list, description="Step surges on top of the curve.")
 
@@ -74,10 +104,10 @@ class RateCurve(ConfigModel):
     def _hours(cls, value: str) -> str:
         parts = value.split("-")
         if len(parts) != 2:
-            raise ValueError(f"{value!r} is not a range of times of day like '09:00-18:00'")
+            raise ValueError("is not a range of times of day like '09:00-18:00'")
         first, last = (_clock(part) for part in parts)
         if first >= last:
-            raise ValueError(f"{value!r} ends before it starts")
+            raise ValueError("ends before it starts; write the earlier time first, like '09:00-18:00'")
         return value
 
 
@@ -92,9 +122,12 @@ class InferenceLoad(ConfigModel):
         "itself), with the stack's keys (`flavor`, `class`, `minReplicas`, ...). Omit it for a deployment the stack "
         "declares: its spec then comes from the stack.",
     )
-    requests_per_second_per_replica: float = Field(gt=0, description="Requests per second one replica serves at full load.")
+    requests_per_second_per_replica: float = Field(
+        gt=0, le=MAX_REQUESTS_PER_SECOND, description="Requests per second one replica serves at full load."
+    )
     server_start_seconds: int = Field(
-        ge=0, description="Seconds from a replica's pod landing on a Ready node to serving: image pull and model load."
+        ge=0, le=MAX_START_SECONDS,
+        description="Seconds from a replica's pod landing on a Ready node to serving: image pull and model load.",
     )
     rate: RateCurve = Field(description="The request rate over time.")
 
@@ -102,30 +135,26 @@ class InferenceLoad(ConfigModel):
 class Arrivals(ConfigModel):
     """When jobs arrive: a Poisson process, or listed offsets."""
 
-    per_hour: float | None = Field(None, gt=0, description="Poisson arrivals at this mean rate per hour.")
-    at: list[str] | None = Field(None, description="Exact arrival offsets from the start, e.g. `[1h, 1h30m]`.")
+    per_hour: float | None = Field(None, gt=0, le=MAX_PER_HOUR, description="Poisson arrivals at this mean rate per hour.")
+    at: list[Offset] | None = Field(None, description="Exact arrival offsets from the start, e.g. `[1h, 1h30m]`.")
 
     @model_validator(mode="after")
     def _one_kind(self) -> Arrivals:
         if (self.per_hour is None) == (self.at is None):
             raise ValueError("give exactly one of perHour (Poisson) or at (listed offsets)")
-        for offset in self.at or []:
-            _duration(offset)
         return self
 
 
 class Durations(ConfigModel):
     """How long a job runs once all its pods are Ready: fixed, or exponential with a mean."""
 
-    fixed: str | None = Field(None, description="Every job runs exactly this long, e.g. `45m`.")
-    exponential_mean: str | None = Field(None, description="Exponentially distributed with this mean, e.g. `1h`.")
+    fixed: Duration | None = Field(None, description="Every job runs exactly this long, e.g. `45m`.")
+    exponential_mean: Duration | None = Field(None, description="Exponentially distributed with this mean, e.g. `1h`.")
 
     @model_validator(mode="after")
     def _one_kind(self) -> Durations:
-        given = [value for value in (self.fixed, self.exponential_mean) if value is not None]
-        if len(given) != 1:
+        if (self.fixed is None) == (self.exponential_mean is None):
             raise ValueError("give exactly one of fixed or exponentialMean")
-        _duration(given[0])
         return self
 
 
@@ -144,7 +173,7 @@ class JobStream(ConfigModel):
     pods: int = Field(1, ge=1, le=64, description="Pods per job, admitted and started together (a gang).")
     arrivals: Arrivals = Field(description="When jobs arrive.")
     duration: Durations = Field(description="How long each job runs.")
-    until: str | None = Field(None, description="No arrivals after this offset; the workload's end when unset.")
+    until: Offset | None = Field(None, description="No arrivals after this offset; the workload's end when unset.")
 
 
 class TraceClass(ConfigModel):
@@ -208,8 +237,17 @@ class TraceSource(ConfigModel):
 
 
 class LaunchTimeOverride(ConfigModel):
-    median_seconds: float = Field(gt=0, description="Median seconds from NodeClaim to a Ready node with GPUs advertised.")
-    p95_seconds: float = Field(gt=0, description="95th percentile of the same.")
+    median_seconds: float = Field(
+        gt=0, le=MAX_START_SECONDS, description="Median seconds from NodeClaim to a Ready node with GPUs advertised."
+    )
+    p95_seconds: float = Field(gt=0, le=MAX_START_SECONDS, description="95th percentile of the same; at least the median.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LaunchTimeOverride:
+        if self.p95_seconds < self.median_seconds:
+            raise ValueError(f"p95Seconds {self.p95_seconds:g} is below medianSeconds {self.median_seconds:g}; "
+                             "the 95th percentile is at least the median")
+        return self
 
 
 class SpotConfig(ConfigModel):
@@ -226,8 +264,8 @@ class Workload(ConfigModel):
 
     description: str = Field("", description="What the workload represents.")
     start: str = Field(description="UTC start of simulated time, e.g. `2026-06-01T00:00:00Z` (quote it).")
-    duration: str = Field(description="Simulated time, e.g. `24h`.")
-    sample_interval: str = Field("5m", description="How often the plots' series are sampled.")
+    duration: Duration = Field(description="Simulated time, e.g. `24h`; at most 8784h (a leap year).")
+    sample_interval: Duration = Field("5m", description="How often the plots' series are sampled.")
     spot: SpotConfig = Field(default_factory=SpotConfig, description="Spot interruptions and prices.")
     launch_to_ready: dict[str, LaunchTimeOverride] = Field(
         default_factory=dict, description="Launch-to-Ready time per instance family (e.g. `g6e`), overriding the model's."
@@ -248,15 +286,17 @@ class Workload(ConfigModel):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"{value!r} is not an ISO 8601 time like '2026-06-01T00:00:00Z'") from None
+            raise ValueError("is not an ISO 8601 time like '2026-06-01T00:00:00Z'") from None
         if parsed.utcoffset() is None or parsed.utcoffset().total_seconds() != 0:  # type: ignore[union-attr]
-            raise ValueError(f"{value!r} must be UTC (end it with Z)")
+            raise ValueError("is not UTC: end it with Z, like '2026-06-01T00:00:00Z'")
         return value
 
-    @field_validator("duration", "sample_interval")
+    @field_validator("duration")
     @classmethod
-    def _durations(cls, value: str) -> str:
-        return _duration(value)
+    def _run_length(cls, value: str) -> str:
+        if seconds(value) > MAX_RUN_SECONDS:
+            raise ValueError(f"is longer than {MAX_RUN_SECONDS // 3600}h (a leap year), the longest run simulated")
+        return value
 
     @property
     def start_time(self) -> datetime:
@@ -264,24 +304,83 @@ class Workload(ConfigModel):
 
 
 class WorkloadError(Exception):
-    """A workload file that cannot be read: one line per problem, naming the key path."""
+    """A workload file that cannot be read or run: one line per problem, `file:line: key path: value and fix`."""
 
     def __init__(self, problems: list[str]):
         super().__init__("\n".join(problems))
         self.problems = problems
 
 
+@dataclass(frozen=True)
+class Locator:
+    """Where a key path is in a workload file: `workloads/x.yaml:12: jobs[research-batch].tenant`.
+
+    A location is a key path as pydantic writes one, `("jobs", 0, "tenant")`; a list entry with a `name`
+    is named by it. A key the file does not have (a missing one) is placed at the nearest key it does have.
+    """
+
+    source: str
+    document: Any = None
+    lines: Mapping[KeyPath, int] = field(default_factory=dict)
+
+    def line(self, loc: Sequence[str | int]) -> int:
+        """The line of the key path, or of the nearest key above it the file has; 0 when none."""
+        path = tuple(loc)
+        while path and path not in self.lines:
+            path = path[:-1]
+        return self.lines.get(path, 0)
+
+    def at(self, loc: Sequence[str | int]) -> str:
+        line = self.line(loc)
+        where = key_path("", [part for part in loc if part != "[key]"], self.document).lstrip(".") or "(top level)"
+        return f"{self.source}:{line}: {where}" if line else f"{self.source}: {where}"
+
+    def problem(self, loc: Sequence[str | int], message: str) -> str:
+        return f"{self.at(loc)}: {message}"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean ml-research?` for the closest of `known` (difflib), or nothing."""
+    guess = difflib.get_close_matches(name, sorted(known), n=1)
+    return f"; did you mean {guess[0]}?" if guess else ""
+
+
+@dataclass(frozen=True)
+class WorkloadFile:
+    workload: Workload
+    locator: Locator
+
+
+def read_workload(path: Path) -> WorkloadFile:
+    """Read and validate a workload file, with where each key is (for later checks against a stack);
+    raise `WorkloadError` with one line per problem."""
+    source = str(path)
+    try:
+        document, lines = read_yaml(path)
+    except Unreadable as err:
+        raise WorkloadError([f"{source}:{err.line}: {err.reason}" if err.line else f"{source}: {err.reason}"]) from None
+    locator = Locator(source, document, lines)
+    if not isinstance(document, dict):
+        raise WorkloadError([locator.problem((), f"the file holds {show(document)}; a workload file is a mapping with "
+                                                 "start:, duration: and what runs (see workloads/design-surge.yaml)")])
+    try:
+        return WorkloadFile(Workload.model_validate(document), locator)
+    except ValidationError as err:
+        errors = sorted(err.errors(), key=lambda error: locator.line(error["loc"]))
+        raise WorkloadError([locator.problem(error["loc"], _message(error)) for error in errors]) from None
+
+
 def load_workload(path: Path) -> Workload:
     """Read and validate a workload file; raise `WorkloadError` with one line per problem."""
-    try:
-        document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as err:
-        raise WorkloadError([f"{path}: cannot read: {str(err).splitlines()[0]}"]) from None
-    try:
-        return Workload.model_validate(document)
-    except ValidationError as err:
-        lines = []
-        for error in err.errors():
-            where = ".".join(str(part) for part in error["loc"]) or "(top level)"
-            lines.append(f"{path}: {where}: {error['msg']} (got {error.get('input')!r})")
-        raise WorkloadError(lines) from None
+    return read_workload(path).workload
+
+
+def _message(error: ErrorDetails) -> str:
+    """config/errors.py's description of a pydantic error, naming the closest allowed key for an unknown one."""
+    message = describe(Workload, error)
+    if error["type"] == "extra_forbidden" and error["loc"]:
+        allowed = message.partition("allowed here: ")[2].split(", ")
+        hint = did_you_mean(str(error["loc"][-1]), [key for key in allowed if key])
+        if hint:
+            message = message.replace("unknown key;", f"unknown key{hint}", 1)
+    return message

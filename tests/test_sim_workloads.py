@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import jsonschema
 import pytest
 import yaml
 
-from sim.cli import EXIT_INVALID, run
-from sim.run import check
 from sim.schema import schema_json, workload_schema
 from sim.trace import TraceTask, read_alibaba_2023
 from sim.workload import SCHEMA_PATH, load_workload
+from sim.workload_check import check, check_runnable
 
 from .conftest import load, project_path, shipped_document
 
@@ -37,7 +34,9 @@ def test_each_shipped_workload_satisfies_the_schema_and_fits_its_stack(name, sta
     text = path.read_text()
     assert text.splitlines()[0] == f"# yaml-language-server: $schema=../{SCHEMA_PATH}"
     jsonschema.validate(yaml.safe_load(text), workload_schema())
-    check(load(shipped_document(stack)), load_workload(path), name)  # raises WorkloadError on a mismatch
+    config, workload = load(shipped_document(stack)), load_workload(path)
+    check(config, workload, name, project_dir=project_path())  # raises WorkloadError on a mismatch
+    check_runnable(config, workload, name)
 
 
 def test_the_trace_rule_keeps_gpu_tasks_that_ran():
@@ -62,42 +61,3 @@ def test_the_trace_rule_keeps_gpu_tasks_that_ran():
 )
 def test_a_task_requests_its_gpus_in_the_flavors_units(gpus, milli, slices, units):
     assert TraceTask("t", "LS", 0.0, 1.0, gpus, milli).units(slices) == units
-
-
-BAD = """\
-start: "2026-06-01T00:00:00Z"
-duration: 2h
-jobs:
-  - name: typo
-    tenant: ml-reserch
-    gpusPerPod: 1
-    arrivals: {perHour: 1}
-    duration: {fixed: 10m}
-  - name: mixed
-    tenant: ml-research
-    gpusPerPod: 1
-    priority: urgent
-    arrivals: {perHour: 1}
-    duration: {fixed: 10m}
-"""
-
-
-def test_a_workload_naming_what_the_stack_lacks_is_one_line_each_and_exit_2(tmp_path: Path, capsys):
-    path = tmp_path / "bad.yaml"
-    path.write_text(BAD)
-    config = load(shipped_document("dev"))
-    assert run(config, "dev", path, tmp_path / "out", seed=0, baseline=None, project_dir=project_path()) == EXIT_INVALID
-    lines = capsys.readouterr().err.splitlines()
-    assert lines[0] == f"{path}: invalid workload (2 problems):"
-    assert "jobs[0]: tenant 'ml-reserch' is not a tenant of the stack (ml-research, inference)" in lines[1]
-    assert "jobs[1].priority: 'urgent' is not a tier of queueing.priorities (production, standard, best-effort)" in lines[2]
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_malformed_workload_names_the_key_and_the_value(tmp_path: Path, capsys):
-    path = tmp_path / "bad.yaml"
-    path.write_text('start: "2026-06-01T00:00:00Z"\nduration: 2 hours\n')
-    config = load(shipped_document("dev"))
-    assert run(config, "dev", path, tmp_path / "out", seed=0, baseline=None, project_dir=project_path()) == EXIT_INVALID
-    err = capsys.readouterr().err
-    assert "duration: Value error, '2 hours' is not a duration like '90s', '30m', '14h' or '1h30m' (got '2 hours')" in err

@@ -185,7 +185,7 @@ class PendingQueue:
         return len(self._heap) + len(self._inadmissible)
 
     def push(self, workload: Workload) -> None:
-        heapq.heappush(self._heap, (-workload.priority, workload.timestamp, workload.name, workload))
+        heapq.heappush(self._heap, _item(workload))
 
     def pop_head(self) -> Workload | None:
         """The workload the next cycle nominates, taken out of the queue (requeue or admit it after)."""
@@ -206,10 +206,20 @@ class PendingQueue:
         else:
             self._inadmissible[workload.name] = workload
 
+    def requeue_no_fit(self, workload: Workload) -> None:
+        """`requeue` of an entry found NoFit (status NO_FIT_STATUS, not nominated), without building the entry."""
+        self._sticky = None
+        if self.strategy != BEST_EFFORT_FIFO:
+            self.push(workload)
+        else:
+            self._inadmissible[workload.name] = workload
+
     def queue_inadmissible(self) -> None:
         """QueueInadmissibleWorkloads: quota changed in the cohort, so every set-aside workload is retried."""
-        for workload in self._inadmissible.values():
-            self.push(workload)
+        # One heapify of them all (linear) rather than a push each: the heads come out in the same order, since
+        # no two entries compare equal (names differ).
+        self._heap.extend(_item(workload) for workload in self._inadmissible.values())
+        heapq.heapify(self._heap)
         self._inadmissible.clear()
 
     def in_line(self) -> list[Workload]:
@@ -224,6 +234,11 @@ class PendingQueue:
         self._heap = [item for item in self._heap if item[3] is not workload]
         heapq.heapify(self._heap)
         self._inadmissible.pop(workload.name, None)
+
+
+def _item(workload: Workload) -> tuple[int, float, str, Workload]:
+    """A pending workload in its queue's heap: by priority, then queue-order timestamp (baseCompareFunc), then name."""
+    return (-workload.priority, workload.timestamp, workload.name, workload)
 
 
 def heads(queues: Iterable[PendingQueue]) -> list[Workload]:
