@@ -175,7 +175,7 @@ def test_a_window_that_ends_before_it_starts_is_one_line_naming_the_key(tmp_path
     with pytest.raises(WorkloadError) as caught:
         load_workload(path)
     assert caught.value.problems == [
-        f"{path}: traces.0.window: Value error, end '1h' is not after start '2h' (got {{'start': '2h', 'end': '1h'}})"
+        f"{path}:7: traces[0].window: end '1h' is not after start '2h'"
     ]
 
 
