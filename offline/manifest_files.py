@@ -24,6 +24,8 @@ from typing import Any
 
 import yaml
 
+from config import yaml_bounds
+
 MAX_FILE_BYTES = 3 * 1024 * 1024
 # A JobSet's container port is 12 levels deep; 100 leaves room for any CRD and stops a file built to
 # exhaust the stack.
@@ -83,41 +85,22 @@ def _text(path: Path, cwd: Path) -> str:
 
 def _check_structure(text: str, max_nodes: int) -> int:
     """Depth, expanded size and recursive aliases, from the parser's events (nothing is built)."""
-    nodes = 0
-    anchors: dict[str, int] = {}  # anchor -> the nodes it stands for, in the current document
-    open_collections: list[tuple[str | None, int]] = []  # (anchor, nodes counted before it began)
-    for event in _events(text):
-        if isinstance(event, yaml.DocumentStartEvent):
-            anchors = {}
-            continue
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            open_collections.append((event.anchor, nodes))
-            nodes += 1
-            if len(open_collections) > MAX_DEPTH:
-                raise Unreadable(f"line {_line(event)}: nested more than {MAX_DEPTH} deep; "
-                                 "no Kubernetes object is")
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            anchor, before = open_collections.pop()
-            if anchor is not None:
-                anchors[anchor] = nodes - before
-        elif isinstance(event, yaml.ScalarEvent):
-            nodes += 1
-            if event.anchor is not None:
-                anchors[event.anchor] = 1
-        elif isinstance(event, yaml.AliasEvent):
-            if any(anchor == event.anchor for anchor, _ in open_collections):
-                raise Unreadable(f"line {_line(event)}: alias *{event.anchor} is inside the node "
-                                 f"&{event.anchor} it names, so it never ends: write the value out")
-            if event.anchor not in anchors:
-                raise Unreadable(f"line {_line(event)}: alias *{event.anchor} names no anchor before it in its document")
-            nodes += anchors[event.anchor]
-        if nodes > max_nodes:
-            if max_nodes < MAX_NODES:
-                raise Unreadable(f"the files before it leave {max_nodes} of the nodes one run checks, and it holds "
-                                 "more (aliases expanded): check it in another run")
-            raise Unreadable(f"more than {MAX_NODES} nodes with its aliases expanded (line {_line(event)}): "
-                             "a Kubernetes manifest has a few hundred; write the values out or split the file")
-    return nodes
+    try:
+        return yaml_bounds.expanded_nodes(_events(text), MAX_DEPTH, max_nodes)
+    except yaml_bounds.Exceeded as refused:
+        line, anchor = refused.line, refused.anchor
+        if refused.kind == yaml_bounds.DEPTH:
+            raise Unreadable(f"line {line}: nested more than {MAX_DEPTH} deep; no Kubernetes object is") from None
+        if refused.kind == yaml_bounds.RECURSIVE:
+            raise Unreadable(f"line {line}: alias *{anchor} is inside the node "
+                             f"&{anchor} it names, so it never ends: write the value out") from None
+        if refused.kind == yaml_bounds.UNKNOWN_ANCHOR:
+            raise Unreadable(f"line {line}: alias *{anchor} names no anchor before it in its document") from None
+        if max_nodes < MAX_NODES:
+            raise Unreadable(f"the files before it leave {max_nodes} of the nodes one run checks, and it holds "
+                             "more (aliases expanded): check it in another run") from None
+        raise Unreadable(f"more than {MAX_NODES} nodes with its aliases expanded (line {line}): "
+                         "a Kubernetes manifest has a few hundred; write the values out or split the file") from None
 
 
 def _line(event: Any) -> int:

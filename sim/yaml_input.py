@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from config import yaml_bounds
+
 # A workload file is hand-written: a few hundred lines, or a long list of arrival offsets.
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 50
@@ -95,33 +97,19 @@ def _text(path: Path) -> str:
 
 def _check_structure(text: str) -> None:
     """Depth, expanded size and recursive aliases, from the parser's events (nothing is built)."""
-    nodes = 0
-    anchors: dict[str, int] = {}  # anchor -> the nodes it stands for
-    open_collections: list[tuple[str | None, int]] = []  # (anchor, nodes counted before it began)
-    for event in yaml.parse(text, Loader=_Parser):
-        if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-            open_collections.append((event.anchor, nodes))
-            nodes += 1
-            if len(open_collections) > MAX_DEPTH:
-                raise Unreadable(_line(event), f"nested more than {MAX_DEPTH} deep; a workload file is a few levels deep")
-        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            anchor, before = open_collections.pop()
-            if anchor is not None:
-                anchors[anchor] = nodes - before
-        elif isinstance(event, yaml.ScalarEvent):
-            nodes += 1
-            if event.anchor is not None:
-                anchors[event.anchor] = 1
-        elif isinstance(event, yaml.AliasEvent):
-            if any(anchor == event.anchor for anchor, _ in open_collections):
-                raise Unreadable(_line(event), f"alias *{event.anchor} is inside the node &{event.anchor} it names, "
-                                               "so it never ends: write the value out")
-            if event.anchor not in anchors:
-                raise Unreadable(_line(event), f"alias *{event.anchor} names no anchor before it")
-            nodes += anchors[event.anchor]
-        if nodes > MAX_NODES:
-            raise Unreadable(_line(event), f"more than {MAX_NODES:,} values with its aliases expanded: "
-                                           "write the values out, or replay a recording as a trace (traces:)")
+    try:
+        yaml_bounds.expanded_nodes(yaml.parse(text, Loader=_Parser), MAX_DEPTH, MAX_NODES)
+    except yaml_bounds.Exceeded as refused:
+        line, anchor = refused.line, refused.anchor
+        if refused.kind == yaml_bounds.DEPTH:
+            raise Unreadable(line, f"nested more than {MAX_DEPTH} deep; a workload file is a few levels deep") from None
+        if refused.kind == yaml_bounds.RECURSIVE:
+            raise Unreadable(line, f"alias *{anchor} is inside the node &{anchor} it names, "
+                                   "so it never ends: write the value out") from None
+        if refused.kind == yaml_bounds.UNKNOWN_ANCHOR:
+            raise Unreadable(line, f"alias *{anchor} names no anchor before it") from None
+        raise Unreadable(line, f"more than {MAX_NODES:,} values with its aliases expanded: "
+                               "write the values out, or replay a recording as a trace (traces:)") from None
 
 
 def _build(loader: Any, node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int]) -> Any:
