@@ -11,9 +11,8 @@ offsets (`14h`, `30m`) count from `start`.
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +23,7 @@ from pydantic_core import ErrorDetails
 
 from config.autoscaling import InferenceDeploymentConfig
 from config.base import ConfigModel
-from config.errors import describe, key_path, show
+from config.errors import describe, did_you_mean, key_path, show
 
 from .yaml_input import KeyPath, Unreadable, read_yaml
 
@@ -337,12 +336,6 @@ class Locator:
 
     def problem(self, loc: Sequence[str | int], message: str) -> str:
         return f"{self.at(loc)}: {message}"
-
-
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """`; did you mean ml-research?` for the closest of `known` (difflib), or nothing."""
-    guess = difflib.get_close_matches(name, sorted(known), n=1)
-    return f"; did you mean {guess[0]}?" if guess else ""
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from config import PlatformConfig
+from config.errors import did_you_mean
 from models.karpenter.provisioning import LAUNCH_TO_READY
 
 from . import admissibility, warm_start
@@ -31,7 +32,7 @@ from .arrivals import job_group
 from .engine import Options, Simulation
 from .queueing import QueuedWorkload
 from .trace import ALIBABA_COLUMNS, ALIBABA_GPU_2023
-from .workload import Locator, TraceSource, Workload, WorkloadError, did_you_mean, seconds
+from .workload import Locator, TraceSource, Workload, WorkloadError, seconds
 
 MAX_SAMPLES = 200_000
 MAX_ARRIVALS = 1_000_000
