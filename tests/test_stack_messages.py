@@ -1,37 +1,30 @@
 """A misspelt name in a stack file is one line that names the closest real one, and nothing else: no
 line that follows from it suggesting another fix; values print as YAML, never as Python reprs.
 
-The stack is dev as shipped (Pulumi.dev.yaml): pool gpu-l40s split per capacity type into l40s-on-demand
+The stack is dev as shipped (its frozen copy, tests/fixtures/shipped/dev.yaml, so a team onboarded into
+Pulumi.dev.yaml changes nothing here): pool gpu-l40s split per capacity type into l40s-on-demand
 and l40s-spot; tenants ml-research (standard; l40s-on-demand 12 + 4, l40s-spot 4) and inference
 (production; l40s-on-demand 12 + 4, lending 4; deployment chat on l40s-on-demand).
 """
 
 from __future__ import annotations
 
-import copy
-import functools
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 from config import ConfigError
 from config.errors import counted, show
 from offline import __main__ as cli
 
-from .conftest import load, project_path
+from .conftest import load, shipped_document
 
 T = "gpu-platform:tenants"
 
 
-@functools.cache
-def _dev() -> dict[str, Any]:
-    return yaml.safe_load(project_path("Pulumi.dev.yaml").read_text())["config"]
-
-
 def problems_after(change: Callable[[dict[str, Any]], object]) -> list[str]:
-    document = copy.deepcopy(_dev())
+    document = shipped_document("dev")
     change(document)
     with pytest.raises(ConfigError) as caught:
         load(document)
@@ -108,7 +101,6 @@ MISTAKES = {
 }
 
 
-@pytest.mark.stack_files
 @pytest.mark.parametrize("case", sorted(MISTAKES))
 def test_a_misspelt_name_is_one_line_with_the_closest_real_name(case):
     change, lines = MISTAKES[case]
