@@ -131,7 +131,9 @@ def onboard(document: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]
         wanted_total = sum(getattr(t.config, CPU_FIELDS[key]) for t in config.tenants) + tenant.get(key, TENANT_DEFAULTS[key])
         if wanted_total > cpu_pool.get(limit_key, default_limit):
             cpu_pool[limit_key] = wanted_total
-    document[T].append(tenant)
+    # At the head of the list: every index-based reading of the shipped tenants shifts, as it would for a team
+    # that lists the newcomer first.
+    document[T].insert(0, tenant)
     return tenant
 
 
