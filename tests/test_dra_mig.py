@@ -260,3 +260,41 @@ def test_the_mig_manager_neither_labels_nor_configures_a_dra_pool():
     assert pools["gpu-h100-mig"].labels["nvidia.com/gpu.deploy.operands"] == "false"
     config = mig_config_map(list(pools.values()))
     assert "gpu-h100-mig" not in config["data"]["config.yaml"]
+
+
+# --- docs/tenants.md's example ------------------------------------------------------------------------------
+
+
+def doc_block(marker: str, starts: str) -> Any:
+    """The YAML of docs/tenants.md's block after `<!-- snippet: marker -->` whose text starts with `starts`."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "tenants.md").read_text()
+    opening = f"<!-- snippet: {marker} -->\n```yaml\n"
+    [body] = [
+        part.split("\n```", 1)[0] for part in text.split(opening)[1:] if part.startswith(starts)
+    ]
+    return yaml.safe_load(body)
+
+
+def test_the_docs_mig_example_is_the_held_out_stacks():
+    example = doc_block("fragment", "gpu-platform:nodePools:\n  - name: gpu-h100-mig")
+    stack = fixture_document()
+    [pool] = example["gpu-platform:nodePools"]
+    assert pool == next(p for p in stack["gpu-platform:nodePools"] if p["name"] == "gpu-h100-mig")
+    dra, stack_dra = example["gpu-platform:gpu"]["dra"], stack["gpu-platform:gpu"]["dra"]
+    assert dra["enabled"] is stack_dra["enabled"] is True
+    for section in ("deviceClasses", "claimTemplates"):
+        for entry in dra[section]:
+            assert entry in stack_dra[section]
+
+
+def test_check_manifest_admits_the_docs_job_on_the_mig_pool():
+    job = doc_block("manifest stack=held_out:dra-mig tenant=ml-research", "apiVersion: batch/v1")
+    cluster = Cluster.of(fixture_config(), "ml-research", rendered_objects(render_fixture()))
+    found = check(cluster, [("job.yaml", job)])
+    assert sorted(f"{f.aspect}: {f.text}" for f in found if f.aspect in ("kueue", "capacity")) == [
+        "capacity: main: pool gpu-h100-mig, instance types p5.4xlarge",
+        f"kueue: admitted on h100-mig-on-demand within ml-research's nominal quota: 1 pod(s), cpu 2, memory 8Gi, {MIG} 1",
+        "kueue: no kueue.x-k8s.io/queue-name label: Kueue gives it the namespace's LocalQueue `default` "
+        "(manageJobsWithoutQueueName and the default LocalQueue)",
+    ]
+    assert not [f for f in found if f.problem]
