@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from components.gpu_operator import mig_config_map
+from config import PlatformConfig
 from config.catalog import GPU_MODELS, MIG_MEMORY_BYTES
 from config.claims import ROOT
 from config.dra_devices import pool_devices
@@ -28,6 +29,7 @@ from config.labels import device_class_resource
 from models.kueue.workload import Inadmissible, pod_sets
 from models.nvidia.dra_driver import published_on_gpu
 from offline.check_manifest import Cluster, check, rendered_objects
+from offline.engine import Recording
 
 from .builders import tenancy_of
 from .conftest import load, problems_of, render
@@ -50,18 +52,18 @@ def _document() -> dict[str, Any]:
     return yaml.safe_load(HELD_OUT.read_text())["config"]
 
 
-def fixture_document() -> dict[str, Any]:
+def held_out_document() -> dict[str, Any]:
     return copy.deepcopy(_document())
 
 
 @functools.cache
-def fixture_config() -> Any:
-    return load(fixture_document())
+def held_out_config() -> PlatformConfig:
+    return load(held_out_document())
 
 
 @functools.cache
-def render_fixture() -> Any:
-    return render(fixture_document(), "dra-mig")
+def held_out_render() -> Recording:
+    return render(held_out_document(), "dra-mig")
 
 
 # --- what the driver publishes for a GPU ------------------------------------------------------------------
@@ -81,7 +83,7 @@ def test_a_gpu_publishes_itself_or_its_mig_devices_never_both(layout, published)
 
 
 def test_a_mig_pool_publishes_each_profile_of_its_layout_with_nvmls_memory_and_no_whole_gpu():
-    pools = {pool.name: pool for pool in fixture_config().gpu_pools}
+    pools = {pool.name: pool for pool in held_out_config().gpu_pools}
     kinds = pool_devices(pools["gpu-h100-mig"])
     assert [(k.device.attributes["type"], k.device.attributes["profile"], k.per_gpu) for k in kinds] == [
         ("mig", "1g.10gb", 2),
@@ -119,14 +121,14 @@ def test_every_mig_profile_of_the_catalog_has_its_memory():
 
 
 def template(index: int, **changes: Any) -> dict[str, Any]:
-    document = fixture_document()
+    document = held_out_document()
     entry = document["gpu-platform:gpu"]["dra"]["claimTemplates"][index]
     entry.update(changes)
     return document
 
 
 def test_the_seeds_claim_on_a_matching_mig_pool_is_rendered_with_its_selectors():
-    inputs = declared(render_fixture(), "ResourceClaimTemplate", "big-slice", "ml-research").inputs
+    inputs = declared(held_out_render(), "ResourceClaimTemplate", "big-slice", "ml-research").inputs
     [request] = inputs["spec"]["spec"]["devices"]["requests"]
     assert request["exactly"]["deviceClassName"] == "mig.nvidia.com"
     assert [s["cel"]["expression"] for s in request["exactly"]["selectors"]] == [
@@ -165,19 +167,19 @@ def test_the_seeds_literal_claim_is_refused_in_one_line_naming_what_the_pool_pub
 
 
 def flavor_quota(queue: str, flavor: str) -> dict[str, str]:
-    [group] = declared(render_fixture(), "ClusterQueue", queue).inputs["spec"]["resourceGroups"]
+    [group] = declared(held_out_render(), "ClusterQueue", queue).inputs["spec"]["resourceGroups"]
     return {r["name"]: r["nominalQuota"] for f in group["flavors"] if f["name"] == flavor for r in f["resources"]}
 
 
 def test_a_unit_of_mig_quota_is_one_gpus_layout_and_of_a_class_quota_the_class_devices_on_one_gpu():
     assert flavor_quota("ml-research", "h100-mig-on-demand")[MIG] == "4"
     assert flavor_quota("vision", "h100-mig-on-demand")[device_class_resource("h100-3g.40gb")] == "1"
-    quota = declared(render_fixture(), "ResourceQuota", "tenant-quota", "vision").inputs["spec"]["hard"]
+    quota = declared(held_out_render(), "ResourceQuota", "tenant-quota", "vision").inputs["spec"]["hard"]
     assert quota["h100-3g.40gb.deviceclass.resource.k8s.io/devices"] == "1"
 
 
 def test_a_class_quota_of_two_gpus_is_two_devices_of_the_class_within_the_two_the_pool_publishes():
-    document = fixture_document()
+    document = held_out_document()
     tenants = {t["name"]: t for t in document["gpu-platform:tenants"]}
     tenants["vision"]["gpu"]["h100-mig-on-demand"]["nominal"] = 2
     del tenants["ml-research"]["gpu"]["h100-mig-on-demand"]
@@ -189,7 +191,7 @@ def test_a_class_quota_of_two_gpus_is_two_devices_of_the_class_within_the_two_th
 
 def checked(namespace: str, template_name: str) -> list[str]:
     """check-manifest's kueue and capacity lines for a one-pod Job using the template."""
-    cluster = Cluster.of(fixture_config(), namespace, rendered_objects(render_fixture()))
+    cluster = Cluster.of(held_out_config(), namespace, rendered_objects(held_out_render()))
     container = {"name": "main", "image": "busybox:1.36", "resources": {"claims": [{"name": "gpu"}]}}
     pod = {
         "containers": [container],
@@ -221,7 +223,7 @@ def test_check_manifest_admits_a_pod_of_each_mig_claim_on_the_mig_pool(namespace
 
 
 def test_kueue_never_admits_a_pod_that_names_a_claim_so_no_claim_is_shared():
-    tenancy = tenancy_of(render_fixture(), "ml-research", config=fixture_config())
+    tenancy = tenancy_of(held_out_render(), "ml-research", config=held_out_config())
     pod = {
         "containers": [{"name": "main", "image": "busybox:1.36", "resources": {"claims": [{"name": "gpu"}]}}],
         "resourceClaims": [{"name": "gpu", "resourceClaimName": "shared-h100"}],
@@ -236,7 +238,7 @@ def test_kueue_never_admits_a_pod_that_names_a_claim_so_no_claim_is_shared():
 
 
 def user_data(pool: str) -> str:
-    template = render_fixture().named(LAUNCH_TEMPLATE, f"gpu-dev-dra-nodes-{pool}").inputs
+    template = held_out_render().named(LAUNCH_TEMPLATE, f"gpu-dev-dra-nodes-{pool}").inputs
     return base64.b64decode(template["userData"]).decode()
 
 
@@ -255,7 +257,7 @@ def test_a_whole_gpu_pools_nodes_cut_nothing():
 
 
 def test_the_mig_manager_neither_labels_nor_configures_a_dra_pool():
-    pools = {pool.name: pool for pool in fixture_config().gpu_pools}
+    pools = {pool.name: pool for pool in held_out_config().gpu_pools}
     assert "nvidia.com/mig.config" not in pools["gpu-h100-mig"].labels
     assert pools["gpu-h100-mig"].labels["nvidia.com/gpu.deploy.operands"] == "false"
     config = mig_config_map(list(pools.values()))
@@ -277,7 +279,7 @@ def doc_block(marker: str, starts: str) -> Any:
 
 def test_the_docs_mig_example_is_the_held_out_stacks():
     example = doc_block("fragment", "gpu-platform:nodePools:\n  - name: gpu-h100-mig")
-    stack = fixture_document()
+    stack = held_out_document()
     [pool] = example["gpu-platform:nodePools"]
     assert pool == next(p for p in stack["gpu-platform:nodePools"] if p["name"] == "gpu-h100-mig")
     dra, stack_dra = example["gpu-platform:gpu"]["dra"], stack["gpu-platform:gpu"]["dra"]
@@ -289,7 +291,7 @@ def test_the_docs_mig_example_is_the_held_out_stacks():
 
 def test_check_manifest_admits_the_docs_job_on_the_mig_pool():
     job = doc_block("manifest stack=held_out:dra-mig tenant=ml-research", "apiVersion: batch/v1")
-    cluster = Cluster.of(fixture_config(), "ml-research", rendered_objects(render_fixture()))
+    cluster = Cluster.of(held_out_config(), "ml-research", rendered_objects(held_out_render()))
     found = check(cluster, [("job.yaml", job)])
     assert sorted(f"{f.aspect}: {f.text}" for f in found if f.aspect in ("kueue", "capacity")) == [
         "capacity: main: pool gpu-h100-mig, instance types p5.4xlarge",

@@ -57,8 +57,8 @@ from offline.upstream import chart_values
 from .conftest import fixture_config, render_fixture
 from .recorded import kubernetes_objects, releases
 from .test_big_gpus import rendered as big_gpu_render
-from .test_dra_mig import fixture_config as dra_mig_config
-from .test_dra_mig import render_fixture as dra_mig_render
+from .test_dra_mig import held_out_config as dra_mig_config
+from .test_dra_mig import held_out_render as dra_mig_render
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
