@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import copy
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from components.gpu_operator import mig_config_map
+from components.monitoring.alerts import KUEUE_GPU
 from config import PlatformConfig
 from config.catalog import GPU_MODELS, MIG_MEMORY_BYTES
 from config.claims import ROOT
@@ -300,3 +302,19 @@ def test_check_manifest_admits_the_docs_job_on_the_mig_pool():
         "(manageJobsWithoutQueueName and the default LocalQueue)",
     ]
     assert not [f for f in found if f.problem]
+
+
+@pytest.mark.parametrize(
+    "resource, selected",
+    [
+        ("h100-3g.40gb.deviceclass.resource.k8s.io/devices", True),
+        ("mig.nvidia.com.deviceclass.resource.k8s.io/devices", True),
+        ("nvidia.com/mig-3g.40gb", True),
+        ("cpu", False),
+        ("memory", False),
+    ],
+)
+def test_the_quota_alert_and_panel_select_every_device_class_resource(resource, selected):
+    # Prometheus anchors a =~ matcher at both ends (RE2, as re.fullmatch).
+    [pattern] = re.findall(r'resource=~"([^"]+)"', KUEUE_GPU)
+    assert bool(re.fullmatch(pattern, resource)) is selected
