@@ -281,14 +281,18 @@ def _kueue_holds() -> dict[str, dict[str, Any]]:
         },
         "tenant-pods-claims-from-templates": {
             # Kueue charges the devices of a pod's ResourceClaimTemplates to its quota and skips claims a pod
-            # names (kueue v0.19.2 pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates).
+            # names (kueue v0.19.2 pkg/dra/claims.go GetResourceRequestsForResourceClaimTemplates); a workload
+            # whose pods name one it leaves inadmissible (models/kueue/workload.py NAMED_CLAIM_REASON). A named
+            # claim is the only way pods share one, so no claim is shared between pods, nor between tenants: a
+            # pod can name only a claim of its own namespace (core/v1 PodResourceClaim.resourceClaimName).
             "rules": [_rule([""], ["pods"], ["CREATE"])],
             "validations": [
                 {
                     "expression": "!has(object.spec.resourceClaims) || "
                     "object.spec.resourceClaims.all(c, !has(c.resourceClaimName))",
                     "message": "pods in tenant namespaces take DRA devices through resourceClaims[].resourceClaimTemplateName, "
-                    "which Kueue charges to the tenant's quota; a named ResourceClaim (resourceClaimName) is not charged",
+                    "which Kueue charges to the tenant's quota; a named ResourceClaim (resourceClaimName) is not charged, "
+                    "and Kueue never admits a workload whose pods name one",
                 }
             ],
         },

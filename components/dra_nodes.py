@@ -153,7 +153,8 @@ def eks_taint(taint: Mapping[str, str]) -> dict[str, str]:
 
 
 def launch_template_args(pool: GpuPoolPlan, tags: Mapping[str, str], cluster_name: str) -> dict[str, Any]:
-    """IMDSv2 only with hop limit 1, the pool's encrypted gp3 volume, the hardened toolkit, tagged instances.
+    """IMDSv2 only with hop limit 1, the pool's encrypted gp3 volume, the hardened toolkit, a MIG pool's layout cut
+    at boot (components/lib/gpu_nodes.py `mig_layout_unit`), tagged instances.
 
     As on Karpenter's nodes (components/node_pools.py ec2_node_class): pods cannot reach the node's
     credentials, and an unprivileged container cannot see GPUs it did not claim.
@@ -175,7 +176,7 @@ def launch_template_args(pool: GpuPoolPlan, tags: Mapping[str, str], cluster_nam
                 },
             }
         ],
-        "user_data": base64.b64encode(toolkit_user_data().encode()).decode(),
+        "user_data": base64.b64encode(toolkit_user_data(pool.mig_instances).encode()).decode(),
         "tag_specifications": [
             {"resource_type": "instance", "tags": name_tags},
             {"resource_type": "volume", "tags": name_tags},

@@ -26,7 +26,7 @@ import yaml
 from config import namespaces
 from config.capacity import GpuPoolPlan
 from config.dra_devices import device_class_selectors
-from config.labels import DEVICE_PLUGIN_CONFIG_LABEL, DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE
+from config.labels import DEVICE_PLUGIN_CONFIG_LABEL, DRA_ALLOCATION, GPU_ALLOCATION_LABEL, GPU_RESOURCE, MIG_CONFIG_LABEL
 from config.node_pools import ClaimTemplateConfig, DraConfig, GpuConfig
 from config.platform import DRA_MIN_KUBERNETES
 from config.versions import ChartPin
@@ -232,7 +232,7 @@ def mig_config_map(pools: Sequence[GpuPoolPlan]) -> dict[str, Any]:
     mig_configs: dict[str, list[dict[str, Any]]] = {MIG_DISABLED_CONFIG: [{"devices": "all", "mig-enabled": False}]}
     for pool in pools:
         sharing = pool.config.sharing
-        if sharing.mode == "mig":
+        if sharing.mode == "mig" and MIG_CONFIG_LABEL in pool.labels:
             assert sharing.mig_layout is not None
             mig_configs[pool.sharing_config_name] = [
                 {"devices": "all", "mig-enabled": True, "mig-devices": dict(sorted(sharing.mig_layout.items()))}

@@ -202,6 +202,21 @@ class GpuPoolPlan:
         return MIG_DEVICE_CLASS if self.config.sharing.mode == "mig" else GPU_DEVICE_CLASS
 
     @property
+    def mig_instances(self) -> tuple[str, ...]:
+        """A MIG pool's profiles, one entry per instance on each GPU, largest first (most memory slices, then
+        compute slices, then name), the order that leaves the smaller ones room to be placed; () otherwise."""
+        layout = self.config.sharing.mig_layout if self.config.sharing.mode == "mig" else None
+        if not layout:
+            return ()
+        specs = self.gpu.mig_profiles
+
+        def order(profile: str) -> tuple[int, int, str]:
+            spec = specs[profile]
+            return (-spec.memory_slices, -spec.compute_slices, profile)
+
+        return tuple(profile for profile in sorted(layout, key=order) for _ in range(layout[profile]))
+
+    @property
     def sharing(self) -> device_plugin.Sharing:
         """The pool's sharing as the device plugin model takes it (models/nvidia/device_plugin.py)."""
         sharing = self.config.sharing
@@ -229,7 +244,8 @@ class GpuPoolPlan:
         if self.config.sharing.mode == "timeSlicing" and self.config.ami_family != "bottlerocket":
             # Bottlerocket's own device plugin takes its time-slicing from the node class's user data.
             labels[DEVICE_PLUGIN_CONFIG_LABEL] = self.sharing_config_name
-        if self.config.sharing.mode == "mig":
+        if self.config.sharing.mode == "mig" and not self.is_dra:
+            # A DRA pool's nodes partition themselves at boot; the MIG manager that reads the label stays off them.
             labels[MIG_CONFIG_LABEL] = self.sharing_config_name
         if self.config.allocation == "dra":
             labels[GPU_ALLOCATION_LABEL] = DRA_ALLOCATION
@@ -408,8 +424,9 @@ def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...],
     different GPU counts no node count holds the declared GPUs: [g6.xlarge, g6.12xlarge] with gpus 9
     would be two nodes, which EKS fills with two 1-GPU g6.xlarge.
     A managed node group takes one `capacityType` (ON_DEMAND or SPOT) and no capacity reservation
-    without a launch template that names one; the GPU Operator's operands, its MIG manager among them,
-    stay off DRA nodes (GpuPoolPlan.runs_operator_operands), so nothing would partition MIG GPUs.
+    without a launch template that names one. MIG is allowed: the GPU Operator's MIG manager stays off
+    DRA nodes with the other operands (GpuPoolPlan.runs_operator_operands), and the node group's own
+    boot partitions the GPUs into the pool's layout before the kubelet starts (components/dra_nodes.py).
     """
     counts = sorted({t.gpus for t in types})
     if len(counts) > 1:
@@ -449,12 +466,6 @@ def _check_dra_node_group(pool: NodePoolConfig, types: tuple[InstanceType, ...],
                 f"set on DRA pool {pool.name}, configures nothing: the pool is an EKS managed node group of fixed "
                 f"size, not a Karpenter NodePool, and nothing reads {alias} for it; remove it",
             )
-    if pool.sharing.mode == "mig":
-        problems.add(
-            f"{key}.sharing.mode",
-            f"'mig' on DRA pool {pool.name} would not partition its GPUs: the GPU Operator's MIG manager does not run "
-            "on DRA nodes (its validator fails there); use sharing none, or allocation devicePlugin for MIG",
-        )
 
 
 def _check_purchase_and_network(pool: NodePoolConfig, types: tuple[InstanceType, ...], key: str, problems: Problems) -> None:

@@ -84,7 +84,11 @@ GPU_MODELS: dict[str, GpuModel] = {m.name: m for m in (A10G, L4, L40S, A100_40GB
 # go-nvlib's architecture name, the CUDA compute capability, and the total memory in MiB as
 # `nvidia-smi --query-gpu=memory.total` prints it on the EC2 types of the model (g5, g6, g6e, p4d,
 # p4de, p5, p5e/p5en). The totals are what the hardware reports, below the marketed size: a selector
-# for "at least 80Gi" matches no H100.
+# for "at least 80Gi" matches no H100. These totals have no stored upstream source: the driver reads them
+# from NVML on the node (cmd/gpu-kubelet-plugin/nvlib.go getGpuInfo, `GetMemoryInfo().Total`), and
+# go-nvml's NVML models (pkg/nvml/mock/shared/gpus) carry the marketed sizes (A100-SXM4-40GB 40960 MiB,
+# H100 81920 MiB, H200 144384 MiB), not what hardware reports. They are recalled `nvidia-smi` figures;
+# a floor within a GiB of one is a guess, so claims and classes are best written with a GiB of margin.
 _MIB = 2**20
 DRA_FACTS: dict[str, GpuFacts] = {
     A10G.name: GpuFacts("NVIDIA A10G", "Ampere", "8.6", 23028 * _MIB),
@@ -94,6 +98,41 @@ DRA_FACTS: dict[str, GpuFacts] = {
     A100_80GB.name: GpuFacts("NVIDIA A100-SXM4-80GB", "Ampere", "8.0", 81920 * _MIB),
     H100_80GB.name: GpuFacts("NVIDIA H100 80GB HBM3", "Hopper", "9.0", 81559 * _MIB),
     H200_141GB.name: GpuFacts("NVIDIA H200", "Hopper", "9.0", 143771 * _MIB),
+}
+
+# The memory of each MIG profile, in MiB as NVML reports it (nvmlGpuInstanceProfileInfo_t.memorySizeMB),
+# which the DRA driver publishes as a MIG device's `memory` capacity (x 2^20, models/nvidia/dra_driver.py).
+# Source: NVIDIA/go-nvml's NVML models of each GPU, pkg/nvml/mock/shared/gpus/a100.go (commit 6d52bb30),
+# h100.go and h200.go (commit 3d26c396), `MemorySizeMB` of each GPU instance profile (the "+me" profile
+# is GPU_INSTANCE_PROFILE_1_SLICE_REV1, sized as the 1-slice profile). The A100 figures are below the
+# marketed sizes (3g.40gb: 40192 MiB, 39.25 GiB), as hardware reports them; the H100 and H200 models
+# carry the marketed sizes ("40GB (MIG 3g.40gb)": 40960 MiB), which hardware may undercut as it does
+# the whole GPUs' totals above. A selector's memory floor meant for a profile is therefore best set a
+# GiB under the profile's name (docs/tenants.md).
+_A100_40GB_MIG_MIB = {
+    "1g.5gb": 4864, "1g.5gb+me": 4864, "1g.10gb": 9856, "2g.10gb": 9856,
+    "3g.20gb": 19968, "4g.20gb": 19968, "7g.40gb": 40192,
+}
+_A100_80GB_MIG_MIB = {
+    "1g.10gb": 9856, "1g.10gb+me": 9856, "1g.20gb": 19968, "2g.20gb": 19968,
+    "3g.40gb": 40192, "4g.40gb": 40192, "7g.80gb": 80384,
+}
+_H100_80GB_MIG_MIB = {
+    "1g.10gb": 10240, "1g.10gb+me": 10240, "1g.20gb": 20480, "2g.20gb": 20480,
+    "3g.40gb": 40960, "4g.40gb": 40960, "7g.80gb": 81920,
+}
+_H200_141GB_MIG_MIB = {
+    "1g.18gb": 18432, "1g.18gb+me": 18432, "1g.35gb": 35840, "2g.35gb": 35840,
+    "3g.71gb": 72704, "4g.71gb": 72704, "7g.141gb": 144384,
+}
+MIG_MEMORY_BYTES: dict[str, dict[str, int]] = {
+    model: {profile: mib * _MIB for profile, mib in table.items()}
+    for model, table in (
+        (A100_40GB.name, _A100_40GB_MIG_MIB),
+        (A100_80GB.name, _A100_80GB_MIG_MIB),
+        (H100_80GB.name, _H100_80GB_MIG_MIB),
+        (H200_141GB.name, _H200_141GB_MIG_MIB),
+    )
 }
 
 

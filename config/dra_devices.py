@@ -11,7 +11,7 @@ The devices' attributes: models/nvidia/dra_driver.py, from each GPU model's NVML
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from models.kubernetes.cel import Outcome, Verdict
@@ -20,7 +20,7 @@ from models.nvidia import dra_driver
 from models.nvidia.dra_driver import RUNTIME_ATTRIBUTES
 
 from .capacity import GpuPoolPlan
-from .catalog import DRA_FACTS
+from .catalog import DRA_FACTS, MIG_MEMORY_BYTES
 from .errors import Problems
 from .node_pools import DeviceSelectionConfig, DraConfig
 
@@ -34,14 +34,23 @@ class DeviceKind:
 
 
 def pool_devices(pool: GpuPoolPlan) -> tuple[DeviceKind, ...]:
-    """The devices a DRA pool's nodes publish, by shape: one whole GPU per GPU.
+    """The devices a DRA pool's nodes publish, by shape: one whole GPU per GPU, or on a MIG pool each
+    profile of its layout, as many per GPU as the layout has.
 
-    MIG DRA pools are refused (config/capacity.py `_check_dra_node_group`): the MIG manager does not run
-    on DRA nodes, so their GPUs publish no MIG device; such a pool publishes nothing here.
+    A MIG pool's GPUs are partitioned before the kubelet starts (components/dra_nodes.py), so the
+    driver's kubelet plugin finds MIG mode on and publishes the MIG devices and not their parent GPU
+    (models/nvidia/dra_driver.py `published_on_gpu`).
     """
-    if not pool.is_dra or pool.config.sharing.mode == "mig":
+    if not pool.is_dra:
         return ()
-    return (DeviceKind(dra_driver.gpu_device(DRA_FACTS[pool.gpu.name]), 1),)
+    facts = DRA_FACTS[pool.gpu.name]
+    layout = pool.config.sharing.mig_layout if pool.config.sharing.mode == "mig" else None
+    memory = MIG_MEMORY_BYTES.get(pool.gpu.name, {})
+    return tuple(
+        DeviceKind(dra_driver.mig_device(facts, profile, memory[profile]) if profile else dra_driver.gpu_device(facts), count)
+        for profile, count in dra_driver.published_on_gpu(layout)
+        if profile is None or profile in memory
+    )
 
 
 def _show(value: object) -> str:
@@ -106,7 +115,7 @@ def matching_pools(
     DeviceClass); a problem at `key` when a selector cannot be proven (not evaluable, reads a run-time
     attribute, fails on a device) or when no pool matches."""
     if not any(pool_devices(pool) for pool in pools):
-        return []  # MIG DRA pools publish nothing: config/capacity.py refuses them
+        return []
     expressions = [expression for _, expression in template.selector_expressions]
     for field, expression in template.selector_expressions:
         evaluations = evaluate(expression, class_selectors, pools)
@@ -168,3 +177,14 @@ def device_class_selectors(dra: DraConfig) -> dict[str, list[str]]:
         own = [expression for _, expression in device_class.selector_expressions]
         classes[device_class.name] = [dra_driver.DEVICE_CLASS_SELECTORS[device_class.driver_class], *own]
     return classes
+
+
+def class_devices_per_gpu(dra: DraConfig) -> Callable[[str, GpuPoolPlan], int | None]:
+    """(class name, DRA pool) -> how many devices of the class one GPU of the pool publishes; None for a name
+    that is no DeviceClass (config/device_classes.py says so)."""
+    classes = device_class_selectors(dra)
+
+    def per_gpu(name: str, pool: GpuPoolPlan) -> int | None:
+        return matching_per_node((), classes[name], pool, 1) if name in classes else None
+
+    return per_gpu

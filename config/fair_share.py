@@ -7,7 +7,7 @@ each tenant's ResourceQuota is derived from what Kueue can admit for it, so the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from models.kueue.cohort import lendable
@@ -123,16 +123,21 @@ class FlavorPlan:
 class TenantQuota:
     flavor: FlavorPlan
     quota: FlavorQuota
+    # In an administrator's DeviceClass on a DRA pool: the devices of the class each GPU of the pool publishes
+    # (config/dra_devices.py), e.g. 1 for a class of 3g.40gb devices on GPUs cut into four MIG devices.
+    class_devices_per_gpu: int | None = None
 
     @property
     def devices_per_unit(self) -> dict[str, int]:
         """The flavor's GPU resources per unit; in an administrator's DeviceClass, that class's quota resource
-        in place of the driver's class (Kueue maps each class to its own resource: components/queueing.py)."""
+        in place of the driver's class (Kueue maps each class to its own resource: components/queueing.py),
+        as many as the class's devices on one GPU of the pool (a DRA pool's unit is one GPU)."""
         per_unit = self.flavor.resources_per_unit
         device_class = self.quota.device_class
         if device_class is None or self.flavor.pool.dra_device_class is None:
             return per_unit
-        return {device_class_resource(device_class): per_unit[device_class_resource(self.flavor.pool.dra_device_class)]}
+        devices = self.class_devices_per_gpu or per_unit[device_class_resource(self.flavor.pool.dra_device_class)]
+        return {device_class_resource(device_class): devices}
 
     def resources(self) -> dict[str, tuple[int, int, int | None]]:
         """Kubernetes resource -> (nominal, borrowing limit, lending limit) in this flavor."""
@@ -340,10 +345,12 @@ def plan_tenants(
     creator: str | None = None,
     complete: bool = True,
     options: frozenset[str] = frozenset(),
+    class_devices_per_gpu: Callable[[str, GpuPoolPlan], int | None] | None = None,
 ) -> tuple[TenantPlan, ...]:
     """Plan and check every tenant; `complete` False: some tenants were left out as invalid, so what the
     others could borrow from them is unknown and borrowing is not checked. `options`: the stack's options
-    that install kinds tenants write (OPTIONAL_COUNTS)."""
+    that install kinds tenants write (OPTIONAL_COUNTS). `class_devices_per_gpu(class, pool)`: the devices of an
+    administrator's DeviceClass one GPU of a DRA pool publishes (None for a class that does not exist)."""
     root = f"{CONFIG_NAMESPACE}:tenants"
     by_flavor = {flavor.name: flavor for flavor in flavors}
     _check_names(tenants, root, problems)
@@ -382,7 +389,10 @@ def plan_tenants(
                         f"{', '.join(by_flavor) or f'none; declare {CONFIG_NAMESPACE}:nodePools'})",
                     )
                 continue
-            quotas.append(TenantQuota(flavor, quota))
+            per_gpu = None
+            if class_devices_per_gpu is not None and quota.device_class is not None and flavor.pool.is_dra:
+                per_gpu = class_devices_per_gpu(quota.device_class, flavor.pool)
+            quotas.append(TenantQuota(flavor, quota, per_gpu))
         plans.append(
             TenantPlan(
                 config=tenant,

@@ -354,8 +354,8 @@ class NodePoolConfig(ConfigModel):
         "devicePlugin",
         description="`dra`: the pool's GPUs are allocated through ResourceClaims (needs gpu.dra.enabled). Karpenter 1.14 "
         "launches no node for a pod with resource claims, so the pool is an EKS managed node group of gpus / (its types' "
-        "GPUs) nodes, always running; instance types of one GPU count, one capacity type, AL2023, no MIG or EFA. "
-        "The device plugin and the GPU Operator's operands are off on its nodes.",
+        "GPUs) nodes, always running; instance types of one GPU count, one capacity type, AL2023, no EFA; a MIG "
+        "layout is cut at each node's boot. The device plugin and the GPU Operator's operands are off on its nodes.",
     )
 
     warm_start: WarmStartConfig = Field(
@@ -463,7 +463,7 @@ class DeviceSelectionConfig(ConfigModel):
         alias="minMemoryGiB",
         ge=1,
         description="Devices with at least this much memory (the driver's `memory` capacity): an 80 GB H100 publishes "
-        "79.6Gi, a 3g.40gb MIG device of it 39.5Gi. Accepted when a DRA pool's devices have it.",
+        "79.6Gi, a 3g.40gb MIG device of an 80 GB A100 39.25Gi. Accepted when a DRA pool's devices have it.",
     )
     mig_profile: str | None = Field(
         None,

@@ -25,6 +25,7 @@ from .catalog_prices import on_demand_prices
 from .claims import check_claim_templates
 from .cluster import ClusterConfig, dra_extended_resource_reason
 from .device_classes import check_device_classes
+from .dra_devices import class_devices_per_gpu
 from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .headroom import check_snapshot_keys, check_warm_start
@@ -307,7 +308,15 @@ def _rule_queues(parsed: ParsedConfig, problems: Problems) -> None:
     )
     if checked is not None:
         plans = plan_tenants(
-            checked.root, parsed.flavors, queueing, admins, problems, creator, complete=checked is tenants, options=options
+            checked.root,
+            parsed.flavors,
+            queueing,
+            admins,
+            problems,
+            creator,
+            complete=checked is tenants,
+            options=options,
+            class_devices_per_gpu=None if gpu is None else class_devices_per_gpu(gpu.dra),
         )
         parsed.tenant_plans = plans if checked is tenants else ()
         check_schedulability(parsed.flavors, plans, parsed.gpu_pools, problems)
@@ -608,12 +617,17 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
         if pool.config.ami_family == "bottlerocket":
             problems.add(key, f"'dra' on pool {pool.name}: Bottlerocket runs its own device plugin; use amiFamily al2023")
         if pool.config.sharing.mode == "timeSlicing":
-            problems.add(key, f"'dra' on pool {pool.name}: time-slicing is a device-plugin feature; use sharing none or mig")
+            # models/nvidia/dra_driver.py (sharing) and models/kueue/workload.py (NAMED_CLAIM_REASON).
+            problems.add(
+                key,
+                f"'dra' on pool {pool.name}: the DRA driver time-slices a GPU only behind its alpha TimeSlicingSettings "
+                "gate (off in v0.4.1), and only among pods sharing one named claim, which Kueue never admits; use "
+                "sharing none or mig",
+            )
     seen: set[tuple[str, str]] = set()
     # Each template's resource is named `<namespace>-<name>` (components/gpu_operator.py), so
     # ml/a-b and ml-a/b would declare one URN twice.
     joined: dict[str, tuple[str, str]] = {}
-    profiles = {profile for pool in dra_pools for profile in (pool.config.sharing.mig_layout or {})}
     templates = item_labels(gpu.dra.claim_templates)
     for index, template in enumerate(gpu.dra.claim_templates):
         key = f"{CONFIG_NAMESPACE}:gpu.dra.claimTemplates[{templates[index]}]"
@@ -626,13 +640,6 @@ def _check_gpu(gpu: GpuConfig, cluster: ClusterConfig, pools: Sequence[GpuPoolPl
                 f"{key}.name",
                 f"{template.namespace}/{template.name} and {other[0]}/{other[1]} would both name their resource "
                 f"{template.namespace}-{template.name}: rename one of the templates",
-            )
-        # Without any MIG DRA pool, config/claims.py names what the pools publish instead.
-        if template.mig_profile is not None and profiles and template.mig_profile not in profiles:
-            problems.add(
-                f"{key}.migProfile",
-                f"{show(template.mig_profile)} is in no DRA pool's migLayout "
-                f"({', '.join(sorted(profiles)) or 'no DRA pool has MIG'})",
             )
     if gpu.dra.claim_templates and not dra_pools:
         problems.add(

@@ -21,6 +21,7 @@ from config.device_classes import promises as class_promises
 from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
 from config.labels import (
     CPU_POOL_NAME,
+    DEVICE_CLASS_RESOURCE_SUFFIX,
     SERVING_METRICS_LABEL,
     SERVING_METRICS_PATH,
     SERVING_METRICS_PORT,
@@ -288,7 +289,8 @@ def _tenants(config: PlatformConfig) -> str:
             if q.quota.borrowing_limit
         ) or "-"
         gpu_quota = ", ".join(
-            f"{key.removeprefix('requests.')}={value}" for key, value in tenant.resource_quota.items() if "nvidia.com" in key
+            f"{key.removeprefix('requests.')}={value}" for key, value in tenant.resource_quota.items()
+            if "nvidia.com" in key or key.endswith(DEVICE_CLASS_RESOURCE_SUFFIX)
         )
         monthly = tenant.guaranteed_hourly_cost * HOURS_PER_MONTH
         rows.append(

@@ -276,7 +276,7 @@ def test_a_pod_naming_a_resource_claim_is_refused_whatever_makes_it(kind):
     assert [p for p in policies if "resourceClaimName" in p] == [
         "PROBLEM an admission guard refuses it: pods in tenant namespaces take DRA devices through "
         "resourceClaims[].resourceClaimTemplateName, which Kueue charges to the tenant's quota; a named "
-        "ResourceClaim (resourceClaimName) is not charged"
+        "ResourceClaim (resourceClaimName) is not charged, and Kueue never admits a workload whose pods name one"
     ]
 
 

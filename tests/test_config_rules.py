@@ -379,7 +379,9 @@ def test_dra_runs_on_kubernetes_1_34_itself():
         ),
         (
             {"sharing": {"mode": "timeSlicing", "replicas": 2}},
-            "'dra' on pool gpu-l4-dra: time-slicing is a device-plugin feature; use sharing none or mig",
+            "'dra' on pool gpu-l4-dra: the DRA driver time-slices a GPU only behind its alpha TimeSlicingSettings "
+            "gate (off in v0.4.1), and only among pods sharing one named claim, which Kueue never admits; use "
+            "sharing none or mig",
         ),
     ],
     ids=["bottlerocket", "time-slicing"],
@@ -459,13 +461,13 @@ def test_a_claim_for_a_mig_profile_names_the_profiles_dra_pools_have():
     document["gpu-platform:tenants"][0]["gpu"]["h100-dra-on-demand"] = {"nominal": 8}
     templates = document["gpu-platform:gpu"]["dra"]["claimTemplates"]
     templates.append({"name": "h100-slice", "namespace": "ml-research", "migProfile": "1g.10gb"})
-    # A MIG DRA pool is refused (the operator's MIG manager stays off DRA nodes); the unknown profile is named too.
+    # One line, naming the devices the MIG pools publish (config/claims.py).
     assert problems_of(document) == [
-        "gpu-platform:nodePools[gpu-h100-dra].sharing.mode: 'mig' on DRA pool gpu-h100-dra would not partition its "
-        "GPUs: the GPU Operator's MIG manager does not run on DRA nodes (its validator fails there); use sharing none, "
-        "or allocation devicePlugin for MIG",
-        "gpu-platform:gpu.dra.claimTemplates[h100-slice].migProfile: '1g.10gb' is in no DRA pool's migLayout "
-        "(3g.40gb, 4g.40gb)",
+        "gpu-platform:gpu.dra.claimTemplates[h100-slice]: no DRA pool publishes a device of class mig.nvidia.com that "
+        "matches migProfile (gpu-h100-dra: productName NVIDIA H100 80GB HBM3, architecture Hopper, "
+        "cudaComputeCapability 9.0.0, profile 3g.40gb, memory 40.00Gi; gpu-h100-dra: productName NVIDIA H100 80GB "
+        "HBM3, architecture Hopper, cudaComputeCapability 9.0.0, profile 4g.40gb, memory 40.00Gi); Kueue would hold "
+        "its pods for ever (insufficient matching devices): loosen the selectors or add a DRA pool of a GPU that has them"
     ]
 
 

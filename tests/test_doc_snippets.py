@@ -9,7 +9,8 @@ An example is a fenced `yaml` block preceded by an HTML comment saying what it i
     <!-- snippet: fragment -->                        part of an object (a pod spec's fields): it must parse
 
 `stack=` is a root stack as shipped (`dev`: tests/fixtures/shipped/dev.yaml, a frozen copy of
-Pulumi.dev.yaml) or `fixture:<name>` (tests/fixtures/stacks/). The live stack files are never read:
+Pulumi.dev.yaml), `fixture:<name>` (tests/fixtures/stacks/) or `held_out:<name>` (tests/fixtures/held_out/).
+The live stack files are never read:
 onboarding the README's own example into Pulumi.dev.yaml must leave these tests green.
 A block without the comment fails the test, so no example goes unchecked.
 """
@@ -68,6 +69,9 @@ SNIPPETS = snippets()
 def stack_document(stack: str) -> dict[str, Any]:
     if stack.startswith("fixture:"):
         return fixture_document(stack.removeprefix("fixture:"))
+    if stack.startswith("held_out:"):
+        path = project_path("tests", "fixtures", "held_out", f"{stack.removeprefix('held_out:')}.yaml")
+        return yaml.safe_load(path.read_text())["config"]
     return shipped_document(stack)
 
 

@@ -86,14 +86,8 @@ def test_its_nodes_are_hardened_as_karpenters_are():
             "runs the EKS AL2023 NVIDIA AMI of the release pinned per Kubernetes minor (config/versions.py "
             "NODE_GROUP_RELEASE_VERSIONS); remove amiVersion",
         ),
-        (
-            {"instanceTypes": ["p5.48xlarge"], "gpus": 8, "sharing": {"mode": "mig", "migLayout": {"1g.10gb": 7}}},
-            "gpu-platform:nodePools[gpu-l4-dra].sharing.mode: 'mig' on DRA pool gpu-l4-dra would not partition its GPUs: "
-            "the GPU Operator's MIG manager does not run on DRA nodes (its validator fails there); use sharing none, or "
-            "allocation devicePlugin for MIG",
-        ),
     ],
-    ids=["two-capacity-types", "pinned-ami", "mig"],
+    ids=["two-capacity-types", "pinned-ami"],
 )
 def test_what_a_managed_node_group_cannot_be_is_refused(changes, expected):
     assert problems_of(dra_pool(**changes))[0] == expected

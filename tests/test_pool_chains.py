@@ -36,6 +36,7 @@ import yaml
 from components import autoscaling
 from components.lib.prometheus import DCGM_JOB
 from components.monitoring.alerts import NAMESPACE_GPU_UTILISATION
+from config import PlatformConfig
 from config.catalog import INSTANCE_TYPES
 from config.dra_devices import published_devices
 from config.labels import CAPACITY_TYPE_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, EFA_LABEL, MIG_CONFIG_LABEL, POOL_LABEL
@@ -56,6 +57,8 @@ from offline.upstream import chart_values
 from .conftest import fixture_config, render_fixture
 from .recorded import kubernetes_objects, releases
 from .test_big_gpus import rendered as big_gpu_render
+from .test_dra_mig import held_out_config as dra_mig_config
+from .test_dra_mig import held_out_render as dra_mig_render
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -63,6 +66,7 @@ NODEOVERLAY = "kubernetes:karpenter.sh/v1alpha1:NodeOverlay"
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 EKS_EFFECTS = {"NO_SCHEDULE": "NoSchedule", "NO_EXECUTE": "NoExecute", "PREFER_NO_SCHEDULE": "PreferNoSchedule"}
 UUID = "GPU-6d2a1b0e-9f3c-4c1a-8e6b-2f4d5a7c9e10"
+HELD_OUT_DRA_MIG = "held_out:dra-mig"  # tests/fixtures/held_out/dra-mig.yaml, rendered once by tests/test_dra_mig.py
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,9 @@ CASES = [
     Case("dra-selectors", "dra-attributes", "gpu-l4-dra", "inference", "l4-dra-on-demand", claim_template="four-l4"),
     Case("dra-device-class", "dra-attributes", "gpu-h100-dra", "ml-research", "h100-dra-on-demand",
          claim_template="big-memory"),
+    # MIG devices through DRA: the held-out stack's H100s cut into a layout at boot, a claim by profile and memory.
+    Case("dra-mig", HELD_OUT_DRA_MIG, "gpu-h100-mig", "ml-research", "h100-mig-on-demand", claim_template="big-slice",
+         mig_profile="3g.40gb"),
     # Both flavors of big-gpu's tenant hand out nvidia.com/gpu (MIG single on H100), so the pod names its pool.
     Case("efa", "big-gpu", "gpu-h200", "llm-training", "h200-reserved", {"nvidia.com/gpu": "8", EFA_RESOURCE: "32"},
          node_selector={POOL_LABEL: "gpu-h200"}),
@@ -108,7 +115,13 @@ CASES = [
 
 
 def recording(case: Case) -> Recording:
+    if case.fixture == HELD_OUT_DRA_MIG:
+        return dra_mig_render()
     return big_gpu_render() if case.fixture == "big-gpu" else render_fixture(case.fixture)
+
+
+def config_of(case: Case) -> PlatformConfig:
+    return dra_mig_config() if case.fixture == HELD_OUT_DRA_MIG else fixture_config(case.fixture)
 
 
 def objects(case: Case, kind: str) -> list[dict[str, Any]]:
@@ -150,7 +163,7 @@ def tenancy(case: Case) -> Tenancy:
     classes: dict[str, list[str]] = {name: [expression] for name, expression in DEVICE_CLASS_SELECTORS.items()}
     for device_class in objects(case, "DeviceClass"):
         classes[device_class["metadata"]["name"]] = [s["cel"]["expression"] for s in device_class["spec"]["selectors"]]
-    published = published_devices(fixture_config(case.fixture).gpu_pools)
+    published = published_devices(config_of(case).gpu_pools)
     return Tenancy(defaults, templates, kueue, {}, published, classes)
 
 

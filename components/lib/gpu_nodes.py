@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # The NVIDIA container toolkit's settings on a GPU node: NVIDIA's "Preventing unprivileged access to
 # GPUs in Kubernetes". With the defaults, an unprivileged container that sets NVIDIA_VISIBLE_DEVICES
 # (CUDA base images set it to `all`) sees every GPU of its node without requesting one, since the
@@ -19,13 +21,32 @@ NVIDIA_TOOLKIT_SETTINGS = {
 USER_DATA_BOUNDARY = "GPU-PLATFORM"
 
 
-def toolkit_user_data() -> str:
-    """AL2023 user data (MIME multipart) whose shell part sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts.
+MIG_LAYOUT_UNIT = "gpu-platform-mig-layout"
+MIG_LAYOUT_SCRIPT = f"/usr/local/sbin/{MIG_LAYOUT_UNIT}"
+
+
+def toolkit_user_data(mig_profiles: Sequence[str] = ()) -> str:
+    """AL2023 user data (MIME multipart) whose shell part sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts,
+    and with `mig_profiles` installs and runs `mig_layout_unit`, which partitions every GPU into them.
 
     Karpenter and EKS managed node groups both add their own NodeConfig part and keep this one
     (cloud-init runs it before nodeadm's `run` phase starts the kubelet, so no pod starts first).
     """
     settings = " ".join(f"--set {key}={value}" for key, value in NVIDIA_TOOLKIT_SETTINGS.items())
+    lines = ["#!/bin/bash", "set -euo pipefail", f"nvidia-ctk config --in-place {settings}"]
+    if mig_profiles:
+        script, unit = mig_layout_unit(mig_profiles)
+        lines += [
+            f"cat > {MIG_LAYOUT_SCRIPT} <<'SCRIPT'",
+            script,
+            "SCRIPT",
+            f"chmod 0755 {MIG_LAYOUT_SCRIPT}",
+            f"cat > /etc/systemd/system/{MIG_LAYOUT_UNIT}.service <<'UNIT'",
+            unit,
+            "UNIT",
+            "systemctl daemon-reload",
+            f"systemctl enable --now {MIG_LAYOUT_UNIT}.service",
+        ]
     return "\n".join(
         [
             "MIME-Version: 1.0",
@@ -34,11 +55,53 @@ def toolkit_user_data() -> str:
             f"--{USER_DATA_BOUNDARY}",
             'Content-Type: text/x-shellscript; charset="us-ascii"',
             "",
-            "#!/bin/bash",
-            "set -euo pipefail",
-            f"nvidia-ctk config --in-place {settings}",
+            *lines,
             "",
             f"--{USER_DATA_BOUNDARY}--",
             "",
         ]
     )
+
+
+def mig_layout_unit(mig_profiles: Sequence[str]) -> tuple[str, str]:
+    """The script and systemd unit that cut each GPU of a node into `mig_profiles` (one entry per instance, in
+    the order they are created) on every boot, before the kubelet starts.
+
+    Why at boot, before the kubelet: the DRA driver's kubelet plugin (dra-driver-nvidia-gpu v0.4.1, DynamicMIG
+    off) publishes the MIG devices that exist when it starts and nothing it did not see then
+    (models/nvidia/dra_driver.py `published_on_gpu`), and its pod starts only once the kubelet runs. MIG
+    instances do not survive a reboot, MIG mode does; so the unit runs on each boot. nvidia-smi (on the
+    AL2023 NVIDIA AMI with the driver) turns MIG mode on (`-mig 1`), resets a GPU whose mode stays pending
+    (A100s apply it at reset; no process holds a GPU before the kubelet), and creates the GPU instances with
+    their default compute instance (`mig -cgi <profiles> -C`). The kubelet requires the unit: a node whose
+    GPUs it could not cut never turns Ready, rather than publishing whole GPUs the pool's claims do not select.
+    """
+    profiles = ",".join(mig_profiles)
+    script = "\n".join(
+        [
+            "#!/bin/bash",
+            "set -euo pipefail",
+            "nvidia-smi -mig 1",
+            "nvidia-smi --query-gpu=index,mig.mode.current --format=csv,noheader | while IFS=', ' read -r gpu mode; do",
+            '  if [ "$mode" != "Enabled" ]; then nvidia-smi --gpu-reset -i "$gpu"; fi',
+            "done",
+            "for gpu in $(nvidia-smi --query-gpu=index --format=csv,noheader); do",
+            f'  nvidia-smi mig -i "$gpu" -cgi {profiles} -C',
+            "done",
+        ]
+    )
+    unit = "\n".join(
+        [
+            "[Unit]",
+            "Description=Cut the GPUs into the pool's MIG layout before the kubelet and the DRA driver start",
+            "Before=kubelet.service",
+            "[Service]",
+            "Type=oneshot",
+            "RemainAfterExit=yes",
+            f"ExecStart={MIG_LAYOUT_SCRIPT}",
+            "[Install]",
+            "WantedBy=multi-user.target",
+            "RequiredBy=kubelet.service",
+        ]
+    )
+    return script, unit

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config import namespaces
-from config.labels import DRA_DEVICE_CLASSES, GPU_RESOURCE, device_class_resource
+from config.labels import GPU_RESOURCE, device_class_resource
 from config.monitoring import MonitoringConfig
 
 from ..lib.prometheus import (
@@ -77,8 +77,9 @@ KUEUE_LEADER = f'{KUEUE_JOB}, replica_role=~"leader|standalone"'
 # The NodePool limits that bound GPU pools (config/advertised.py): NVIDIA resources, or nodes for DRA pools.
 POOL_GPU_LIMITS = 'resource_type=~"nvidia.com/.+|nodes"'
 # Kueue names resources as Kubernetes does: whole GPUs and the mixed strategy's MIG profiles, and DRA
-# devices under the quota resource each DeviceClass is mapped to (components/queueing.py).
-_KUEUE_GPU_RESOURCES = (GPU_RESOURCE, "nvidia.com/mig-.+", *(device_class_resource(c) for c in DRA_DEVICE_CLASSES))
+# devices under the quota resource each DeviceClass is mapped to (components/queueing.py): the driver's
+# classes and every administrator's (gpu.dra.deviceClasses), hence any class's resource.
+_KUEUE_GPU_RESOURCES = (GPU_RESOURCE, "nvidia.com/mig-.+", device_class_resource(".+"))
 KUEUE_GPU = f'resource=~"{"|".join(_KUEUE_GPU_RESOURCES)}"'
 # vLLM reserves gpu_memory_utilization (0.9 by default: vllm/config/cache.py at v0.11.0) of a GPU's memory
 # when it starts, so a healthy replica sits at ~91% of used + free; pressure is less than 3% left.

@@ -21,6 +21,12 @@
   "insufficient matching devices" (retried), an evaluation error "CEL evaluation failed". `Tenancy`
   carries the devices the cluster publishes and each DeviceClass's selectors.
 
+- A pod that names a ResourceClaim (`resourceClaimName`, the one way several pods share a claim and so its
+  devices) leaves its workload inadmissible: "KueueDRAIntegration feature does not support use of resource
+  claims" (pkg/controller/core/workload_controller.go, `workload.HasResourceClaim`; the same at main). So no
+  claim is shared by pods Kueue admits, and the driver's sharing strategies, which configure one claim's
+  devices for the pods sharing it, have nothing to share (models/nvidia/dra_driver.py).
+
 Not modelled, and refused rather than guessed at: init containers, pod overhead, selectors cel-python
 cannot evaluate.
 """
@@ -41,6 +47,9 @@ from .resources import resource_value
 
 class Inadmissible(Exception):
     """Kueue leaves the workload pending; the message is the reason."""
+
+
+NAMED_CLAIM_REASON = "KueueDRAIntegration feature does not support use of resource claims"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +161,8 @@ def pod_requests(pod: Mapping[str, Any], tenancy: Tenancy) -> dict[str, int]:
         for device_class in entry["deviceClassNames"]
     }
     for claim in pod.get("resourceClaims", []):
+        if claim.get("resourceClaimName") is not None:
+            raise Inadmissible(NAMED_CLAIM_REASON)
         template = tenancy.claim_templates[claim["resourceClaimTemplateName"]]
         taken: dict[int, int] = {}  # published entry -> devices of it matched by earlier requests of the claim
         for request in ((template.get("spec") or {}).get("spec") or {}).get("devices", {}).get("requests") or ():

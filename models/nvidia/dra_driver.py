@@ -12,9 +12,16 @@ kubernetes-sigs/dra-driver-nvidia-gpu v0.4.1:
   `parentUUID` and its parent's `productName`, `brand`, `architecture`, `cudaComputeCapability`,
   versions and PCI attributes; capacity `memory` (the profile's NVML MemorySizeMB x 2^20 bytes),
   `multiprocessors`, the engines and one `memorySlice<i>` per slice it occupies.
-- A MIG device is published for each MIG device that exists on the node (types.go
-  `MigStaticDeviceType`, created beforehand, e.g. by mig-parted); the driver creates them on demand
-  only with its `DynamicMIG` feature gate, alpha and off by default (pkg/featuregates/featuregates.go).
+- A MIG device is published for each MIG device that exists on the node when the kubelet plugin starts
+  (types.go `MigStaticDeviceType`, created beforehand, e.g. by nvidia-smi or mig-parted; nvlib.go
+  `GetPerGpuAllocatableDevices`, see `published_on_gpu`); the driver creates them on demand only with its
+  `DynamicMIG` feature gate, alpha and off by default (pkg/featuregates/featuregates.go), and so it
+  is at main (0.5.0-dev, 2026-08-07) too: v0.4.1 is the newest release.
+- Sharing: the `TimeSlicing` and `MPS` strategies of a GpuConfig are refused unless the alpha gates
+  `TimeSlicingSettings` and `MPSSupport` are on (api/nvidia.com/resource/v1beta1/validate.go, both off
+  by default in featuregates.go at v0.4.1 and at main), and they configure the devices of one claim,
+  shared by the pods that reference that claim (cmd/gpu-kubelet-plugin/device_state.go), which Kueue
+  v0.19.2 does not admit (models/kueue/workload.py).
 - Unqualified attribute and capacity names take the driver's name as domain in CEL (Kubernetes
   dynamic-resource-allocation/cel/compile.go), hence `device.attributes["gpu.nvidia.com"].productName`.
 - deployments/helm/dra-driver-nvidia-gpu/templates/deviceclass-{gpu,mig}.yaml: the chart's classes.
@@ -26,6 +33,7 @@ are `RUNTIME_ATTRIBUTES`: a selector that reads one cannot be proven in advance.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from models.kubernetes.dra_cel import Device, Semver
@@ -90,6 +98,22 @@ def gpu_device(facts: GpuFacts) -> Device:
 def mig_device(facts: GpuFacts, profile: str, memory_bytes: int) -> Device:
     """A MIG device of `profile` on a GPU of this model: `MigDeviceInfo.GetDevice`."""
     return Device(DRIVER, {**_common(facts, MIG_TYPE), "profile": profile}, {"memory": memory_bytes})
+
+
+def published_on_gpu(mig_layout: Mapping[str, int] | None) -> list[tuple[str | None, int]]:
+    """What the kubelet plugin publishes for one GPU, with DynamicMIG off (its default): (MIG profile, how
+    many) for each profile of the MIG devices that exist on it, or [(None, 1)], the whole GPU, when its
+    MIG mode is off.
+
+    cmd/gpu-kubelet-plugin/nvlib.go `GetPerGpuAllocatableDevices` (v0.4.1): a GPU with MIG mode off is
+    announced whole; a GPU with MIG mode on announces each of its existing MIG devices
+    (`discoverMigDevicesByGPU`, `MigStatic`) and never itself, and with MIG mode on but no MIG device
+    nothing ("Physical GPU %s has MIG mode enabled but no configured MIG devices"). The devices are
+    enumerated once, when the plugin starts: MIG devices made later are not published until it restarts.
+    """
+    if mig_layout is None:
+        return [(None, 1)]
+    return [(profile, count) for profile, count in sorted(mig_layout.items()) if count > 0]
 
 
 
