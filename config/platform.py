@@ -7,6 +7,7 @@ what the offline engine reads from `Pulumi.<stack>.yaml`) and returns a `Platfor
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import ipaddress
 import json
@@ -27,6 +28,7 @@ from .cluster import ClusterConfig, dra_extended_resource_reason
 from .device_classes import check_device_classes
 from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .fleet import FleetConfig
 from .headroom import check_snapshot_keys, check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
@@ -79,11 +81,12 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "supplyChain": SupplyChainConfig,
     "secrets": SecretsConfig,
     "versions": VersionsConfig,
+    "fleet": FleetConfig,
 }
 # Sections that may be left out entirely, and what they mean then.
 OPTIONAL_SECTIONS: dict[str, Any] = {
     "nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "monitoring": {}, "autoscaling": {},
-    "supplyChain": {}, "secrets": {}, "versions": {},
+    "supplyChain": {}, "secrets": {}, "versions": {}, "fleet": {},
 }
 
 
@@ -129,6 +132,8 @@ class PlatformConfig:
     secrets: SecretsConfig
     # The system pods' requests against the system nodes' allocatable (config/system_capacity.py).
     system_capacity: SystemCapacityPlan
+    # This stack's place in a MultiKueue fleet (config/fleet.py); role `none` outside one.
+    fleet: FleetConfig = dataclasses.field(default_factory=FleetConfig)
 
     @property
     def tags(self) -> dict[str, str]:
@@ -370,6 +375,17 @@ def _rule_node_repositories(parsed: ParsedConfig, problems: Problems) -> None:
 
 
 # The order is the order of the problem lines, and a deriving rule runs before the rules that read it.
+def _rule_fleet_credentials(parsed: ParsedConfig, problems: Problems) -> None:
+    """A manager reads each worker's token from Secrets Manager through External Secrets, so it needs them."""
+    fleet, secrets = parsed.section("fleet", FleetConfig), parsed.section("secrets", SecretsConfig)
+    if fleet is not None and fleet.role == "manager" and secrets is not None and not secrets.enabled:
+        problems.add(
+            f"{CONFIG_NAMESPACE}:secrets.enabled",
+            "false on a fleet manager, which reads each worker's token from Secrets Manager through External "
+            "Secrets: set it to true",
+        )
+
+
 RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_region,
     _rule_cluster,
@@ -384,6 +400,7 @@ RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_model_sources,
     _rule_secrets_roles,
     _rule_node_repositories,
+    _rule_fleet_credentials,
 )
 
 
@@ -417,6 +434,7 @@ def _platform_config(parsed: ParsedConfig) -> PlatformConfig:
         supply_chain=supply_chain,
         secrets=secrets,
         system_capacity=parsed.system_capacity,
+        fleet=sections["fleet"],  # type: ignore[arg-type]
     )
 
 
