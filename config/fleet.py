@@ -184,13 +184,16 @@ def _quota_problems(manager_stack: str, manager: Quotas, workers: Mapping[str, Q
     for flavor in sorted(manager_flavors - worker_flavors):
         problems.append(f"Pulumi.{manager_stack}.yaml: {CONFIG_NAMESPACE}:tenants: flavor {flavor} is on no worker: "
                         "work admitted to it could never be admitted by a worker")
+    # A tenant some worker lacks, or a flavor one side lacks, is reported above; its sums would only repeat that.
+    shared = manager_flavors & worker_flavors
+    everywhere = manager_tenants.intersection(*({tenant for tenant, _, _ in quotas} for quotas in workers.values()))
     total: Quotas = {}
     for quotas in workers.values():
         for entry, nominal in quotas.items():
             total[entry] = total.get(entry, 0) + nominal
     for entry in sorted(set(manager) | set(total)):
         tenant, flavor, resource = entry
-        if tenant in manager_tenants and flavor in manager_flavors and manager.get(entry, 0) != total.get(entry, 0):
+        if tenant in everywhere and flavor in shared and manager.get(entry, 0) != total.get(entry, 0):
             problems.append(
                 f"Pulumi.{manager_stack}.yaml: {CONFIG_NAMESPACE}:tenants[{tenant}].{flavor}: nominal {resource} "
                 f"{manager.get(entry, 0)} on the manager, {total.get(entry, 0)} across the workers: make the "

@@ -23,19 +23,19 @@ from .project import PROJECT_DIR
 from .stack import StackNotFound, load_config, load_stack, stack_config_from_text
 
 
-def _load(stack: str) -> PlatformConfig | None:
+def _load(stack: str, project_dir: Path) -> PlatformConfig | None:
     try:
-        return load_config(load_stack(stack))
+        return load_config(load_stack(stack, project_dir))
     except (StackNotFound, ConfigError):
         return None
 
 
-def fleet_check(stack: str, config: PlatformConfig) -> list[str]:
+def fleet_check(stack: str, config: PlatformConfig, project_dir: Path = PROJECT_DIR) -> list[str]:
     """One line per way this stack's fleet is unsound; [] outside a fleet or for a sound one."""
     fleet = config.fleet
     if fleet.role == "worker":
         assert fleet.manager is not None
-        manager = _load(fleet.manager)
+        manager = _load(fleet.manager, project_dir)
         if manager is None:
             return [f"Pulumi.{stack}.yaml: {KEY}.manager: {fleet.manager} is not a stack that loads "
                     f"(check Pulumi.{fleet.manager}.yaml with `python -m offline check --stack {fleet.manager}`)"]
@@ -48,7 +48,7 @@ def fleet_check(stack: str, config: PlatformConfig) -> list[str]:
     unloadable = []
     for name in fleet.workers:
         try:
-            worker = load_config(load_stack(name))
+            worker = load_config(load_stack(name, project_dir))
         except StackNotFound:
             continue
         except ConfigError:

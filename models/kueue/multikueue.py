@@ -21,7 +21,7 @@ takes the worker that admitted it as given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,11 +183,24 @@ class Check:
     finished: bool = False
 
 
-def reserved(framework: str) -> Check:
+def defaulted_managed_by(managed_by: str | None, own_controller: str, check_controllers: Sequence[str]) -> str | None:
+    """A job's `spec.managedBy` after Kueue's webhook (jobframework/defaults.go ApplyDefaultForManagedBy, run
+    after the default LocalQueue's label is set): MultiKueue's, when the job's ClusterQueue has a
+    MultiKueue check and the job names no other manager than its own kind's controller (`CanDefaultManagedBy`)."""
+    if CONTROLLER_NAME in check_controllers and managed_by in (None, own_controller):
+        return CONTROLLER_NAME
+    return managed_by
+
+
+def reserved(framework: str, managed_by: str | None) -> Check:
     """Quota reserved on the manager: the check is Pending and the dispatcher copies the workload to
-    workers; a kind without an adapter is Rejected at once (workload.go: "No multikueue adapter found")."""
+    workers. Rejected at once for a kind without an adapter, or a job MultiKueue does not manage
+    (workload.go: "No multikueue adapter found"; "The owner is not managed by Kueue: ...")."""
     if framework not in DISPATCHABLE_FRAMEWORKS:
         return Check(REJECTED, message="No multikueue adapter found")
+    if managed_by != CONTROLLER_NAME:
+        reason = f'Expecting spec.managedBy to be "{CONTROLLER_NAME}" not "{managed_by or ""}"'
+        return Check(REJECTED, message=f"The owner is not managed by Kueue: {reason}")
     return Check(PENDING)
 
 
