@@ -114,7 +114,9 @@ def test_the_token_store_reads_the_fleets_tokens_only_for_kueue_system(manager):
     [statement] = trust["Statement"]
     assert statement["Condition"]["StringEquals"]["aws:RequestTag/esoNamespace"] == "kueue-system"
     assert statement["Principal"]["AWS"].endswith(":role/gpu-fleet-manager-external-secrets")
-    [policy] = [r for r in manager.resources if r.type == "aws:iam/rolePolicy:RolePolicy" and r.name.endswith("-fleet-token-read")]
+    [policy] = [
+        r for r in manager.resources if r.type == "aws:iam/rolePolicy:RolePolicy" and r.name.endswith("-fleet-token-read")
+    ]
     [read] = json.loads(policy.inputs["policy"])["Statement"]
     assert read["Resource"].endswith(":secret:/gpu-fleet-manager/kueue-system/*")
     assert read["Resource"].startswith("arn:aws:secretsmanager:us-east-1:")
