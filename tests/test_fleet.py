@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from components.fleet import kubeconfig_template
-from config import PlatformConfig
+from config import ConfigError, PlatformConfig
 from config.fleet import FleetConfig, fleet_problems, tenant_quotas
 from config.regions import AVAILABILITY_ZONES, partition_of
 from models.kubernetes.labels import NAMESPACE_NAME_LABEL
@@ -286,7 +286,7 @@ def test_a_worker_whose_manager_does_not_list_it_is_refused_from_the_workers_sid
 def test_a_fleet_section_that_cannot_be_is_one_line(fleet, line):
     document = shipped_document(WORKER)
     document[FLEET] = fleet
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(ConfigError) as caught:
         load(document)
     [problem] = caught.value.problems
     assert problem.startswith(f"{FLEET}: ") and line in problem, problem
@@ -295,7 +295,7 @@ def test_a_fleet_section_that_cannot_be_is_one_line(fleet, line):
 def test_a_manager_without_external_secrets_is_refused():
     document = shipped_document(MANAGER)
     document["gpu-platform:secrets"] = {"enabled": False}
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(ConfigError) as caught:
         load(document)
     assert caught.value.problems == [
         "gpu-platform:secrets.enabled: false on a fleet manager, which reads each worker's token from Secrets Manager "
@@ -394,14 +394,19 @@ class Side:
             fair_sharing=True,
             flavors=[o for o in rendered if o["kind"] == "ResourceFlavor"],
         )
-        self.local_queue = self.cluster.one("LocalQueue", namespace="llm-training")
+        local_queue, cluster_queue = self.cluster.one("LocalQueue", namespace="llm-training"), self.cluster.one(
+            "ClusterQueue", "llm-training"
+        )
+        assert local_queue is not None and cluster_queue is not None
+        self.local_queue: Mapping[str, Any] = local_queue
         # The API server labels every namespace with its name, which the ClusterQueue's selector reads.
         self.namespace_labels = {**self.cluster.namespace_labels(), NAMESPACE_NAME_LABEL: "llm-training"}
+        # The controllers of the checks the tenant's ClusterQueue names: what Kueue's webhook defaults managedBy by.
+        named = [c["name"] for c in (cluster_queue["spec"].get("admissionChecksStrategy") or {}).get("admissionChecks", [])]
         self.check_controllers = [
             check["spec"]["controllerName"]
-            for check in (o for o in rendered if o["kind"] == "AdmissionCheck")
-            for strategy in [self.cluster.one("ClusterQueue", "llm-training")["spec"].get("admissionChecksStrategy")]
-            if strategy and check["metadata"]["name"] in [c["name"] for c in strategy["admissionChecks"]]
+            for check in rendered
+            if check["kind"] == "AdmissionCheck" and check["metadata"]["name"] in named
         ]
 
     def reserve(self, job: dict[str, Any], now: float) -> Workload:
@@ -438,7 +443,9 @@ def test_a_trainjob_runs_from_the_managers_local_queue_to_completion_on_the_work
     # The manager reserves the tenant's quota, then waits on MultiKueue: nothing runs on the manager.
     local = manager_side.reserve(job, now=0)
     assert local.usage[("l40s-on-demand", "nvidia.com/gpu")] == 3
-    check = multikueue.reserved(framework_of(job["apiVersion"], job["kind"]), job["spec"]["managedBy"])
+    framework = framework_of(job["apiVersion"], job["kind"])
+    assert framework == "trainer.kubeflow.org/trainjob"
+    check = multikueue.reserved(framework, job["spec"]["managedBy"])
     assert check == multikueue.Check("Pending")
 
     # The copy on the worker is admitted by the worker's own Kueue, under the same tenant's quota there.
