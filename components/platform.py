@@ -211,6 +211,7 @@ class GpuPlatform(pulumi.ComponentResource):
             dra_claims=template_charges(config.gpu.dra.claim_templates),
             depends_on=controllers_ready,
             storage=[storage_class],
+            multikueue=config.fleet.role == "manager",
             opts=self._opts(),
         )
         scraped_controllers_ready = [*controllers_ready, self.monitoring.crd_release]

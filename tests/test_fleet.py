@@ -139,6 +139,21 @@ def test_the_manager_alone_sets_gc_origin_and_lost_worker_timeout(manager, worke
     assert "multiKueue" not in kueue_config(worker)
 
 
+def test_the_manager_alone_alerts_on_dispatch(manager, worker):
+    def alert_names(recording: Recording) -> set[str]:
+        return {
+            rule["alert"]
+            for manifest in objects(recording, "PrometheusRule")
+            for group in manifest["spec"]["groups"]
+            for rule in group["rules"]
+            if "alert" in rule
+        }
+
+    fleet_alerts = {"MultiKueueNoActiveWorker", "MultiKueueWorkloadsStuckDispatching"}
+    assert fleet_alerts <= alert_names(manager)
+    assert not fleet_alerts & alert_names(worker)
+
+
 def test_every_kind_multikueue_dispatches_is_queued_on_both_sides(manager, worker):
     for recording in (manager, worker):
         frameworks = set(kueue_config(recording)["integrations"]["frameworks"])
