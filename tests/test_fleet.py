@@ -478,6 +478,19 @@ def test_a_trainjob_runs_from_the_managers_local_queue_to_completion_on_the_work
 
 WORKER_LOST_TIMEOUT = 15 * 60
 
+CHECK_CONDITIONS = [
+    (["a", "b"], {"a": True, "b": True}, (True, "Active", "The admission check is active")),
+    (["a", "b"], {"a": True, "b": False}, (True, "SomeActiveClusters", "Inactive clusters: [b]")),
+    (["a", "b", "c"], {"a": True}, (True, "SomeActiveClusters", "Missing clusters: [b c]")),
+    (["a", "b"], {"b": False}, (False, "NoUsableClusters", "Missing clusters: [a], Inactive clusters: [b]")),
+    (["a"], {"a": False}, (False, "NoUsableClusters", "Inactive clusters: [a]")),
+]
+
+
+@pytest.mark.parametrize(("clusters", "active", "condition"), CHECK_CONDITIONS)
+def test_the_check_stays_active_while_any_worker_is_and_its_queues_stop_when_none_is(clusters, active, condition):
+    assert multikueue.admission_check_condition(clusters, active) == condition
+
 
 @pytest.mark.parametrize(
     ("lost_for", "state", "message"),

@@ -130,6 +130,24 @@ WORKER_RBAC_RULES: tuple[dict[str, Any], ...] = (
 )
 
 
+def admission_check_condition(clusters: Sequence[str], active: Mapping[str, bool]) -> tuple[bool, str, str]:
+    """The MultiKueue AdmissionCheck's `Active` condition (status, reason, message) from its MultiKueueConfig's
+    `clusters` and each existing MultiKueueCluster's `Active` condition (admissioncheck.go `Reconcile`).
+
+    Any worker usable keeps the check Active (`SomeActiveClusters` when some are not); none usable makes it
+    inactive, `NoUsableClusters`, and every ClusterQueue naming it inactive with it.
+    """
+    missing = [name for name in clusters if name not in active]
+    inactive = [name for name in clusters if name in active and not active[name]]
+    if not missing and not inactive:
+        return True, "Active", "The admission check is active"
+    parts = [f"Missing clusters: [{' '.join(missing)}]"] if missing else []
+    if inactive:
+        parts.append(f"Inactive clusters: [{' '.join(inactive)}]")
+    usable = len(missing) + len(inactive) < len(clusters)
+    return usable, "SomeActiveClusters" if usable else "NoUsableClusters", ", ".join(parts)
+
+
 def kubeconfig_problems(kubeconfig: Mapping[str, Any]) -> list[str]:
     """Why the controller refuses a `locationType: Secret` kubeconfig (reason InsecureKubeConfig), or [].
 
