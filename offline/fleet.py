@@ -23,22 +23,19 @@ from .project import PROJECT_DIR
 from .stack import StackNotFound, load_config, load_stack, stack_config_from_text
 
 
-def _load(stack: str, project_dir: Path) -> PlatformConfig | None:
-    try:
-        return load_config(load_stack(stack, project_dir))
-    except (StackNotFound, ConfigError):
-        return None
-
-
 def fleet_check(stack: str, config: PlatformConfig, project_dir: Path = PROJECT_DIR) -> list[str]:
     """One line per way this stack's fleet is unsound; [] outside a fleet or for a sound one."""
     fleet = config.fleet
     if fleet.role == "worker":
         assert fleet.manager is not None
-        manager = _load(fleet.manager, project_dir)
-        if manager is None:
-            return [f"Pulumi.{stack}.yaml: {KEY}.manager: {fleet.manager} is not a stack that loads "
-                    f"(check Pulumi.{fleet.manager}.yaml with `python -m offline check --stack {fleet.manager}`)"]
+        where = f"Pulumi.{stack}.yaml: {KEY}.manager"
+        try:
+            manager = load_config(load_stack(fleet.manager, project_dir))
+        except StackNotFound:
+            return [f"{where}: no stack {fleet.manager!r} (Pulumi.{fleet.manager}.yaml does not exist)"]
+        except ConfigError:
+            return [f"{where}: Pulumi.{fleet.manager}.yaml is invalid (`python -m offline check --stack {fleet.manager}` "
+                    "says why)"]
         if stack not in manager.fleet.workers:
             return [f"Pulumi.{stack}.yaml: {KEY}.manager: {fleet.manager} does not list {stack} in its {KEY}.workers"]
         return []

@@ -286,6 +286,10 @@ def test_a_worker_whose_manager_does_not_list_it_is_refused_from_the_workers_sid
     ]
     _write(tmp_path, MANAGER, shipped_document(MANAGER))
     assert fleet_check(WORKER, load(worker_doc), tmp_path) == []
+    (tmp_path / f"Pulumi.{MANAGER}.yaml").unlink()
+    assert fleet_check(WORKER, load(worker_doc), tmp_path) == [
+        f"Pulumi.{WORKER}.yaml: {FLEET}.manager: no stack 'fleet-manager' (Pulumi.fleet-manager.yaml does not exist)"
+    ]
 
 
 @pytest.mark.parametrize(
