@@ -39,6 +39,7 @@ TOKEN_STORE = "multikueue-tokens"
 # which watches the Secret and reconnects, within this.
 REFRESH_INTERVAL = "10m"
 WORKER_TOKEN_SECRET = f"{WORKER_SERVICE_ACCOUNT}-token"
+RBAC = "rbac.authorization.k8s.io/v1"
 
 
 def admission_check() -> dict[str, Any]:
@@ -129,24 +130,15 @@ def token_store(region: str, role_arn: pulumi.Input[str]) -> dict[str, Any]:
     }
 
 
-def worker_objects() -> list[dict[str, Any]]:
-    """A worker's side: the manager's ServiceAccount, upstream's ClusterRole for it, and its token Secret."""
+def worker_objects(tenant_namespaces: Sequence[str]) -> list[dict[str, Any]]:
+    """A worker's side: the manager's ServiceAccount and its token Secret; upstream's ClusterRole split in two,
+    its reads bound cluster-wide and its writes (create, delete, update, patch) only in the tenants' namespaces,
+    where the manager's copies of the tenants' workloads go."""
     name = WORKER_SERVICE_ACCOUNT
+    reads, writes = multikueue.split_rules(multikueue.WORKER_RBAC_RULES)
+    subject = {"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": NAMESPACE}},
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": name},
-            "rules": [dict(rule) for rule in multikueue.WORKER_RBAC_RULES],
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": NAMESPACE}],
-        },
         {
             # The token controller fills `token` and `ca.crt`; deleting the Secret revokes the token.
             "apiVersion": "v1",
@@ -158,6 +150,25 @@ def worker_objects() -> list[dict[str, Any]]:
                 "annotations": {"kubernetes.io/service-account.name": name},
             },
         },
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": f"{name}-read"}, "rules": reads},
+        {
+            "apiVersion": RBAC,
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{name}-read"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{name}-read"},
+            "subjects": [subject],
+        },
+        {"apiVersion": RBAC, "kind": "ClusterRole", "metadata": {"name": f"{name}-write"}, "rules": writes},
+        *(
+            {
+                "apiVersion": RBAC,
+                "kind": "RoleBinding",
+                "metadata": {"name": f"{name}-write", "namespace": namespace},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": f"{name}-write"},
+                "subjects": [subject],
+            }
+            for namespace in tenant_namespaces
+        ),
     ]
 
 
@@ -215,24 +226,30 @@ class FleetManager(pulumi.ComponentResource):
 
 
 class FleetWorker(pulumi.ComponentResource):
-    """A worker's ServiceAccount for its manager, bound to upstream's least ClusterRole, and its token."""
+    """A worker's ServiceAccount for its manager: upstream's least rights, writes only in tenant namespaces."""
 
     def __init__(
         self,
         name: str,
         *,
         provider: k8s.Provider,
+        namespaces: Mapping[str, pulumi.Resource],
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
         :param provider: the worker cluster's Kubernetes provider.
+        :param namespaces: tenant namespace -> its Namespace resource (the tenants component's); a RoleBinding each.
         :param depends_on: Kueue's release: its namespace and CRDs.
         """
         super().__init__("gpu-platform:fleet:FleetWorker", name, None, opts)
         children = Children(self, provider, depends_on)
-        declared: list[pulumi.Resource] = []
-        for manifest in worker_objects():
-            suffix = f"{manifest['kind'].lower()}"
-            declared.append(declare(f"{name}-{suffix}", manifest, children.opts(*declared[-1:])))
+        account: list[pulumi.Resource] = []
+        for manifest in worker_objects(sorted(namespaces)):
+            kind, metadata = manifest["kind"], manifest["metadata"]
+            # Everything waits for the ServiceAccount (first); a RoleBinding also for its tenant's namespace.
+            after = [*account, *([namespaces[metadata["namespace"]]] if kind == "RoleBinding" else [])]
+            where = f"{metadata['namespace']}-" if kind == "RoleBinding" else ""
+            resource = declare(f"{name}-{kind.lower()}-{where}{metadata['name']}", manifest, children.opts(*after))
+            account = account or [resource]
         self.register_outputs({})

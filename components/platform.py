@@ -287,8 +287,8 @@ class GpuPlatform(pulumi.ComponentResource):
         """A fleet manager's MultiKueue objects, reading each worker stack's outputs; a worker's identity for it."""
         name, fleet = config.cluster.name, config.fleet
         if fleet.role == "worker":
-            FleetWorker(f"{name}-fleet", provider=self.cluster.provider, depends_on=[self.queueing.release],
-                        opts=self._opts())
+            FleetWorker(f"{name}-fleet", provider=self.cluster.provider, namespaces=self.tenants.namespaces,
+                        depends_on=[self.queueing.release], opts=self._opts())
         if fleet.role != "manager":
             return
         assert self.secrets is not None  # config/platform.py: a manager has External Secrets

@@ -374,7 +374,6 @@ def _rule_node_repositories(parsed: ParsedConfig, problems: Problems) -> None:
         _check_node_repositories(tenants, supply_chain, problems)
 
 
-# The order is the order of the problem lines, and a deriving rule runs before the rules that read it.
 def _rule_fleet_credentials(parsed: ParsedConfig, problems: Problems) -> None:
     """A manager reads each worker's token from Secrets Manager through External Secrets, so it needs them."""
     fleet, secrets = parsed.section("fleet", FleetConfig), parsed.section("secrets", SecretsConfig)
@@ -386,6 +385,7 @@ def _rule_fleet_credentials(parsed: ParsedConfig, problems: Problems) -> None:
         )
 
 
+# The order is the order of the problem lines, and a deriving rule runs before the rules that read it.
 RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_region,
     _rule_cluster,

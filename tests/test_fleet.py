@@ -122,11 +122,26 @@ def test_the_token_store_reads_the_fleets_tokens_only_for_kueue_system(manager):
     assert read["Resource"].startswith("arn:aws:secretsmanager:us-east-1:")
 
 
-def test_the_worker_gives_the_manager_upstreams_least_role_and_a_revocable_token(worker):
-    [role] = [r for r in objects(worker, "ClusterRole") if r["metadata"]["name"] == "multikueue-manager"]
-    assert role["rules"] == [dict(rule) for rule in multikueue.WORKER_RBAC_RULES]
-    [binding] = [b for b in objects(worker, "ClusterRoleBinding") if b["metadata"]["name"] == "multikueue-manager"]
-    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "multikueue-manager", "namespace": "kueue-system"}]
+def test_the_worker_gives_the_manager_upstreams_rights_writing_only_in_tenant_namespaces(worker):
+    roles = {r["metadata"]["name"]: r["rules"] for r in objects(worker, "ClusterRole")}
+    reads, writes = roles["multikueue-manager-read"], roles["multikueue-manager-write"]
+    assert {verb for rule in reads for verb in rule["verbs"]} == {"get", "list", "watch"}
+    assert {verb for rule in writes for verb in rule["verbs"]} == {"create", "delete", "update", "patch"}
+    # Together, exactly upstream's rules (with TrainJobs): every (group, resource, verb) once.
+    def triples(rules):
+        return sorted((g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"])
+    assert triples(reads + writes) == triples(multikueue.WORKER_RBAC_RULES)
+    [cluster_binding] = [b for b in objects(worker, "ClusterRoleBinding") if b["metadata"]["name"] == "multikueue-manager-read"]
+    subject = {"kind": "ServiceAccount", "name": "multikueue-manager", "namespace": "kueue-system"}
+    assert cluster_binding["subjects"] == [subject]
+    assert not [b for b in objects(worker, "ClusterRoleBinding") if b["roleRef"]["name"] == "multikueue-manager-write"]
+    bindings = {
+        b["metadata"]["namespace"]: b
+        for b in objects(worker, "RoleBinding")
+        if b["metadata"]["name"] == "multikueue-manager-write"
+    }
+    assert sorted(bindings) == ["llm-training", "ml-research"]
+    assert all(b["subjects"] == [subject] and b["roleRef"]["name"] == "multikueue-manager-write" for b in bindings.values())
     [token] = [s for s in objects(worker, "Secret") if s["metadata"]["name"] == "multikueue-manager-token"]
     assert token["type"] == "kubernetes.io/service-account-token"
     assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "multikueue-manager"}

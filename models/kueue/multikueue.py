@@ -148,6 +148,26 @@ def admission_check_condition(clusters: Sequence[str], active: Mapping[str, bool
     return usable, "SomeActiveClusters" if usable else "NoUsableClusters", ", ".join(parts)
 
 
+READ_VERBS = ("get", "list", "watch")
+
+
+def split_rules(rules: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """`rules` as (reads, writes): each rule's get/list/watch, and its other verbs, as rules of their own.
+
+    The manager's remote client watches every namespace for its origin's objects, so reads are cluster-wide;
+    it creates, changes and deletes objects only in the namespace of the workload it dispatches, so writes
+    can be granted namespace by namespace.
+    """
+    reads: list[dict[str, Any]] = []
+    writes: list[dict[str, Any]] = []
+    for rule in rules:
+        for verbs, found in ((tuple(v for v in rule["verbs"] if v in READ_VERBS), reads),
+                             (tuple(v for v in rule["verbs"] if v not in READ_VERBS), writes)):
+            if verbs:
+                found.append({**rule, "verbs": list(verbs)})
+    return reads, writes
+
+
 def kubeconfig_problems(kubeconfig: Mapping[str, Any]) -> list[str]:
     """Why the controller refuses a `locationType: Secret` kubeconfig (reason InsecureKubeConfig), or [].
 
