@@ -21,6 +21,7 @@ from config import ConfigError, PlatformConfig
 from config.fleet import FleetConfig, fleet_problems, tenant_quotas
 from config.regions import AVAILABILITY_ZONES, partition_of
 from models.kubernetes.labels import NAMESPACE_NAME_LABEL
+from models.kubernetes.user import service_account
 from models.kueue import multikueue
 from models.kueue.cohort import Snapshot
 from models.kueue.constants import QUEUE_NAME_LABEL
@@ -33,6 +34,7 @@ from offline.manifest_cluster import Cluster, rendered_objects
 from offline.stack import stack_config_from_mapping
 
 from .conftest import load, project_path, shipped_document
+from .guards import rbac_allows
 
 MANAGER, WORKER = "fleet-manager", "fleet-worker-usw2"
 WORKER_REFERENCE = f"organization/gpu-platform/{WORKER}"
@@ -145,6 +147,35 @@ def test_the_worker_gives_the_manager_upstreams_rights_writing_only_in_tenant_na
     [token] = [s for s in objects(worker, "Secret") if s["metadata"]["name"] == "multikueue-manager-token"]
     assert token["type"] == "kubernetes.io/service-account-token"
     assert token["metadata"]["annotations"] == {"kubernetes.io/service-account.name": "multikueue-manager"}
+
+
+MANAGER_ON_WORKER = service_account("kueue-system", "multikueue-manager")
+# (verb, group, resource, namespace) -> whether the manager's token may, on the worker.
+WORKER_ACCESS = [
+    ("create", "trainer.kubeflow.org", "trainjobs", "llm-training", True),
+    ("delete", "jobset.x-k8s.io", "jobsets", "ml-research", True),
+    ("patch", "kueue.x-k8s.io", "workloads/status", "llm-training", True),
+    ("watch", "kueue.x-k8s.io", "workloads", None, True),
+    ("list", "batch", "jobs", None, True),
+    ("create", "", "pods", "kube-system", False),
+    ("create", "batch", "jobs", "kueue-system", False),
+    ("delete", "kueue.x-k8s.io", "workloads", "monitoring", False),
+    ("update", "kueue.x-k8s.io", "clusterqueues", None, False),
+    ("get", "", "secrets", "llm-training", False),
+    ("create", "apps", "deployments", "llm-training", False),
+]
+
+
+@pytest.fixture(scope="module")
+def worker_objects(worker: Recording) -> list[dict[str, Any]]:
+    return rendered_objects(worker)
+
+
+@pytest.mark.parametrize(("verb", "group", "resource", "namespace", "allowed"), WORKER_ACCESS)
+def test_the_managers_token_writes_only_the_dispatched_kinds_in_tenant_namespaces(
+    worker_objects, verb, group, resource, namespace, allowed
+):
+    assert rbac_allows(worker_objects, MANAGER_ON_WORKER, verb, group, resource, namespace) is allowed
 
 
 def test_the_manager_alone_sets_gc_origin_and_lost_worker_timeout(manager, worker):
