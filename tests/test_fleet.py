@@ -32,6 +32,7 @@ from offline.engine import Recording, run_program
 from offline.fleet import fleet_check
 from offline.manifest_cluster import Cluster, rendered_objects
 from offline.stack import stack_config_from_mapping
+from offline.summary import render_summary
 
 from .conftest import load, project_path, shipped_document
 from .guards import rbac_allows
@@ -198,6 +199,14 @@ def test_the_manager_alone_alerts_on_dispatch(manager, worker):
     fleet_alerts = {"MultiKueueNoActiveWorker", "MultiKueueWorkloadsStuckDispatching"}
     assert fleet_alerts <= alert_names(manager)
     assert not fleet_alerts & alert_names(worker)
+
+
+def test_the_managers_summary_names_its_workers_their_tokens_and_its_alerts(manager, worker):
+    summary = render_summary(manager, load(shipped_document(MANAGER)))
+    assert "| `fleet-worker-usw2` | `/gpu-fleet-manager/kueue-system/multikueue-fleet-worker-usw2` |" in summary
+    assert "#multikueuenoactiveworker" in summary and "#multikueueworkloadsstuckdispatching" in summary
+    worker_summary = render_summary(worker, load(shipped_document(WORKER)))
+    assert "A MultiKueue worker of `fleet-manager`" in worker_summary and "multikueuenoactiveworker" not in worker_summary
 
 
 def test_every_kind_multikueue_dispatches_is_queued_on_both_sides(manager, worker):
