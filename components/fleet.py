@@ -8,9 +8,9 @@ Credentials. At v0.19.2 a MultiKueueCluster connects through a kubeconfig Secret
 The kubeconfig may not run an exec plugin (`validateKubeconfig`), so the 15-minute EKS tokens of
 `aws eks get-token` are out; the ClusterProfile path allows one but is Alpha, off by default
 (MultiKueueClusterProfile), and needs an access-provider binary in the controller's image. So each
-worker gives the manager a ServiceAccount in kueue-system bound to upstream's documented ClusterRole
-and nothing else, with a token Secret (`kubernetes.io/service-account-token`) whose deletion revokes
-it. The token is kept in the manager's Secrets Manager (`/<manager>/kueue-system/multikueue-<worker>`),
+worker gives the manager a ServiceAccount in kueue-system with upstream's documented rules and nothing
+else (reads cluster-wide, writes in the tenant namespaces only), and a token Secret
+(`kubernetes.io/service-account-token`) whose deletion revokes it. The token is kept in the manager's Secrets Manager (`/<manager>/kueue-system/multikueue-<worker>`),
 and an ExternalSecret in the manager's kueue-system writes the kubeconfig Kueue reads: the worker's
 endpoint and CA from its stack (a `pulumi.StackReference`), the token from Secrets Manager. Rotation:
 docs/fleet.md.
