@@ -10,10 +10,10 @@ The kubeconfig may not run an exec plugin (`validateKubeconfig`), so the 15-minu
 (MultiKueueClusterProfile), and needs an access-provider binary in the controller's image. So each
 worker gives the manager a ServiceAccount in kueue-system with upstream's documented rules and nothing
 else (reads cluster-wide, writes in the tenant namespaces only), and a token Secret
-(`kubernetes.io/service-account-token`) whose deletion revokes it. The token is kept in the manager's Secrets Manager (`/<manager>/kueue-system/multikueue-<worker>`),
-and an ExternalSecret in the manager's kueue-system writes the kubeconfig Kueue reads: the worker's
-endpoint and CA from its stack (a `pulumi.StackReference`), the token from Secrets Manager. Rotation:
-docs/fleet.md.
+(`kubernetes.io/service-account-token`) whose deletion revokes it. The token is kept in the manager's
+Secrets Manager (`/<manager>/kueue-system/multikueue-<worker>`), and an ExternalSecret in the
+manager's kueue-system writes the kubeconfig Kueue reads: the worker's endpoint and CA from its stack
+(a `pulumi.StackReference`), the token from Secrets Manager. Rotation: docs/fleet.md.
 """
 
 from __future__ import annotations
