@@ -178,6 +178,14 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INVALID_CONFIG
         print("ok")
         return 0
+    if args.command == "render" and config.fleet.role == "manager":
+        # A manager's render renders its workers' stacks, which must exist and agree with it.
+        from .fleet import fleet_check
+        refused = fleet_check(args.stack, config)
+        if refused:
+            print("\n".join(refused), file=sys.stderr)
+            mark_failed(out_dir, refused)
+            return EXIT_INVALID_CONFIG
     if args.command == "simulate":
         from sim.cli import commitment_discount, seed_list
         from sim.cli import run as simulate_main
