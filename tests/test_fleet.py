@@ -33,6 +33,7 @@ from offline.fleet import fleet_check
 from offline.manifest_cluster import Cluster, rendered_objects
 from offline.stack import stack_config_from_mapping
 from offline.summary import render_summary
+from offline.validate import CustomResourceDefinitions
 
 from .conftest import load, project_path, shipped_document
 from .guards import rbac_allows
@@ -461,7 +462,8 @@ class Side:
 
     def __init__(self, recording: Recording, config: PlatformConfig):
         rendered = rendered_objects(recording)
-        self.cluster = Cluster.of(config, "llm-training", rendered)
+        # No CRDs: only the tenant's LimitRange, runtimes and Kueue's config are read here, never a schema.
+        self.cluster = Cluster.of(config, "llm-training", rendered, CustomResourceDefinitions())
         self.snapshot = Snapshot.from_manifests(
             [o for o in rendered if o["kind"] == "ClusterQueue"],
             [o for o in rendered if o["kind"] == "Cohort"],
