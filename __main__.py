@@ -41,3 +41,6 @@ pulumi.export("vpcId", platform.network.vpc_id)
 pulumi.export("publicSubnetIds", platform.network.public_subnet_ids)
 pulumi.export("privateSubnetIds", platform.network.private_subnet_ids)
 pulumi.export("nodeSecurityGroupId", platform.cluster.security_group_id)
+# A fleet manager reads its workers' endpoint and CA through a StackReference (components/fleet.py).
+if platform_config.fleet.role == "worker":
+    pulumi.export("clusterCertificateAuthority", platform.cluster.certificate_authority)

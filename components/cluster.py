@@ -147,6 +147,8 @@ class Cluster(pulumi.ComponentResource):
         self.endpoint = described.endpoint
         self.oidc_issuer = described.identities.apply(lambda identities: identities[0].oidcs[0].issuer)
         self.security_group_id = described.vpc_config.cluster_security_group_id
+        # The API server's CA (base64 PEM): what a fleet manager trusts a worker's endpoint by.
+        self.certificate_authority = described.certificate_authorities.apply(lambda authorities: authorities[0].data)
         # pulumi-eks's variant without `--profile`: other admins use it with their own credentials.
         self.kubeconfig = pulumi.Output.secret(self.eks.kubeconfig_json)
         # The stack's own: `aws eks get-token` runs with the AWS provider's profile and role.

@@ -10,6 +10,8 @@ import pulumi_aws as aws
 
 from config import PlatformConfig, namespaces
 from config.claims import template_charges
+from config.fleet import manager_multikueue, stack_reference_name, worker_token_secret
+from config.secrets import tenant_secrets_role_name
 from config.versions import AMI_RELEASES
 
 from . import autoscaling, dcgm_exporter, efa, monitoring, opencost, queueing, secrets, supply_chain, training
@@ -21,10 +23,12 @@ from .cluster import Cluster
 from .dcgm_exporter import DcgmExporter
 from .dra_nodes import DraNodeGroups
 from .efa import EfaDevicePlugin
+from .fleet import FleetManager, FleetWorker
 from .gpu_operator import GpuOperator
 from .headroom import Headroom
 from .image_pulls import TenantImagePulls
 from .karpenter import SPOT_ROLE_NAME, SPOT_SERVICE, Karpenter
+from .lib import iam as policies
 from .lib.account import account_has_service_linked_role
 from .lib.kubeconfig import KubeconfigCredentials
 from .monitoring import Monitoring
@@ -207,6 +211,7 @@ class GpuPlatform(pulumi.ComponentResource):
             dra_claims=template_charges(config.gpu.dra.claim_templates),
             depends_on=controllers_ready,
             storage=[storage_class],
+            multikueue=config.fleet.role == "manager",
             opts=self._opts(),
         )
         scraped_controllers_ready = [*controllers_ready, self.monitoring.crd_release]
@@ -276,6 +281,53 @@ class GpuPlatform(pulumi.ComponentResource):
         )
         self._tenant_secrets(config, account, controllers_ready)
         self._model_access(config, account)
+        self._fleet(config, account)
+
+    def _fleet(self, config: PlatformConfig, account: _Account) -> None:
+        """A fleet manager's MultiKueue objects, reading each worker stack's outputs; a worker's identity for it."""
+        name, fleet = config.cluster.name, config.fleet
+        if fleet.role == "worker":
+            FleetWorker(f"{name}-fleet", provider=self.cluster.provider, namespaces=self.tenants.namespaces,
+                        depends_on=[self.queueing.release], opts=self._opts())
+        if fleet.role != "manager":
+            return
+        assert self.secrets is not None  # config/platform.py: a manager has External Secrets
+        references = {
+            worker: pulumi.StackReference(
+                f"{name}-fleet-{worker}", stack_name=stack_reference_name(worker), opts=self._opts()
+            )
+            for worker in fleet.workers
+        }
+        role_name = tenant_secrets_role_name(name, namespaces.KUEUE)
+        controller_arn = self.secrets.controller_role.arn
+        FleetManager(
+            f"{name}-fleet",
+            fleet,
+            region=config.region,
+            workers={
+                worker: {
+                    "endpoint": reference.get_output("clusterEndpoint"),
+                    "certificateAuthority": reference.get_output("clusterCertificateAuthority"),
+                }
+                for worker, reference in references.items()
+            },
+            token_secret_names={worker: worker_token_secret(name, worker) for worker in fleet.workers},
+            role_name=role_name,
+            trust_policy=pulumi.Output.all(account.account_id, controller_arn).apply(
+                lambda values: policies.to_json(
+                    secrets.tenant_trust_policy(values[0], values[1], name, namespaces.KUEUE)
+                )
+            ),
+            read_policy=account.account_id.apply(
+                lambda account_id: policies.to_json(
+                    secrets.tenant_read_policy(account.partition, config.region, account_id, name, namespaces.KUEUE)
+                )
+            ),
+            provider=self.cluster.provider,
+            tags=config.tags,
+            depends_on=[self.queueing.release, self.secrets.release],
+            opts=self._opts(),
+        )
 
     def _tenants_and_queues(self, config: PlatformConfig, scraped_controllers_ready: list[pulumi.Resource]) -> None:
         """Tenants' namespaces, quotas, network rules and access; their admission policies; Kueue and its queues.
@@ -322,6 +374,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 namespaces=self.tenants.namespaces,
                 depends_on=scraped_controllers_ready,
                 device_classes=[device_class.name for device_class in config.gpu.dra.device_classes],
+                multikueue=manager_multikueue(config.fleet, name) if config.fleet.role == "manager" else None,
                 opts=self._opts(),
             )
         except BaseException as err:

@@ -28,6 +28,7 @@ import yaml
 
 from config import namespaces
 from config.fair_share import CPU_FLAVOR, FlavorPlan, TenantPlan, cpu_flavor_labels
+from config.fleet import ADMISSION_CHECK
 from config.kueue_objects import API_VERSION, cluster_queue, cohorts
 from config.kueue_objects import manifest as kueue_manifest
 from config.labels import (
@@ -145,6 +146,7 @@ class Queueing(pulumi.ComponentResource):
         namespaces: Mapping[str, pulumi.Resource],
         depends_on: Sequence[pulumi.Resource] = (),
         device_classes: Sequence[str] = (),
+        multikueue: Mapping[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -157,6 +159,8 @@ class Queueing(pulumi.ComponentResource):
         :param depends_on: what must exist before the controller is installed (system nodes, add-ons).
         :param device_classes: the administrator's DeviceClasses (`PlatformConfig.gpu.dra.device_classes`,
             by name), each mapped to its own quota resource.
+        :param multikueue: a fleet manager's `multiKueue` controller settings (`manager_multikueue`); every
+            ClusterQueue then names the MultiKueue AdmissionCheck, declared by components/fleet.py.
         """
         super().__init__("gpu-platform:queueing:Queueing", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -164,14 +168,14 @@ class Queueing(pulumi.ComponentResource):
         if missing:
             raise ValueError(f"Queueing needs the namespace resource of every tenant; missing: {', '.join(missing)}")
 
-        objects = queueing_objects(queueing, flavors, tenants)
+        objects = queueing_objects(queueing, flavors, tenants, dispatched=multikueue is not None)
         self.namespace = declare(f"{name}-namespace", objects.pop("namespace"), children.opts())
         self.release = helm_release(
             f"{name}-release",
             release_name=RELEASE_NAME,
             pin=chart,
             namespace=NAMESPACE,
-            values=kueue_values(flavors, device_classes),
+            values=kueue_values(flavors, device_classes, multikueue),
             opts=children.opts(self.namespace),
         )
         # Builders return what an object names before the object (flavors and the root Cohort first, a
@@ -221,7 +225,9 @@ def _named_by(
 
 # --- controller builders -------------------------------------------------------------------------
 
-def kueue_values(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> dict[str, Any]:
+def kueue_values(
+    flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = (), multikueue: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Helm values: two replicas on the system nodes, our controller config; the chart's defaults otherwise."""
     return {
         "controllerManager": {
@@ -246,13 +252,15 @@ def kueue_values(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = 
             ],
             **on_system_nodes(),
         },
-        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(flavors, device_classes)},
+        "managerConfig": {"controllerManagerConfigYaml": manager_config_yaml(flavors, device_classes, multikueue)},
         # The chart's ServiceMonitor; Prometheus selects ServiceMonitors in every namespace.
         **CHART_SCRAPE_VALUES["kueue"],
     }
 
 
-def manager_config(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> dict[str, Any]:
+def manager_config(
+    flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = (), multikueue: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The controller's Configuration: the chart's default plus exactly these changes.
 
     1. Integrations: the training operator's kinds besides the chart's list (`batch/job`, `pod`, ...).
@@ -268,6 +276,8 @@ def manager_config(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] 
     6. `resources`: node-local resources left out of quota (EXCLUDED_RESOURCE_PREFIXES), and, where a
        pool allocates GPUs through DRA, the driver's DeviceClasses mapped to quota resources
        (`device_class_mappings`).
+    7. On a fleet manager, `multiKueue`: garbage collection, origin and the lost-worker timeout
+       (config/fleet.py `manager_multikueue`).
     """
     config = copy.deepcopy(CHART_DEFAULT_MANAGER_CONFIG)
     frameworks = config["integrations"]["frameworks"]
@@ -290,6 +300,8 @@ def manager_config(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] 
     if mappings:
         resources["deviceClassMappings"] = mappings
     config["resources"] = resources
+    if multikueue is not None:
+        config["multiKueue"] = dict(multikueue)
     return config
 
 
@@ -310,8 +322,10 @@ def device_class_mappings(flavors: Sequence[FlavorPlan], device_classes: Sequenc
     ]
 
 
-def manager_config_yaml(flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = ()) -> str:
-    return yaml.safe_dump(manager_config(flavors, device_classes), sort_keys=False, default_flow_style=False)
+def manager_config_yaml(
+    flavors: Sequence[FlavorPlan], device_classes: Sequence[str] = (), multikueue: Mapping[str, Any] | None = None
+) -> str:
+    return yaml.safe_dump(manager_config(flavors, device_classes, multikueue), sort_keys=False, default_flow_style=False)
 
 
 def duration(seconds: int) -> str:
@@ -354,8 +368,16 @@ def workload_priority_classes(queueing: QueueingConfig) -> list[dict[str, Any]]:
     ]
 
 
+def dispatched_cluster_queue(tenant: TenantPlan) -> dict[str, Any]:
+    """A fleet manager's ClusterQueue: the tenant's, and every workload it admits waits for MultiKueue to
+    dispatch it (v1beta2 has `admissionChecksStrategy` only; no `onFlavors`: every flavor is dispatched)."""
+    queue = cluster_queue(tenant)
+    queue["spec"]["admissionChecksStrategy"] = {"admissionChecks": [{"name": ADMISSION_CHECK}]}
+    return queue
+
+
 def queueing_objects(
-    queueing: QueueingConfig, flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan]
+    queueing: QueueingConfig, flavors: Sequence[FlavorPlan], tenants: Sequence[TenantPlan], dispatched: bool = False
 ) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: every object `Queueing` declares, the controller's namespace first.
 
@@ -367,6 +389,6 @@ def queueing_objects(
     objects.update({f"cohort-{cohort['metadata']['name']}": cohort for cohort in cohorts(queueing)})
     objects.update({f"priority-{tier['metadata']['name']}": tier for tier in workload_priority_classes(queueing)})
     for tenant in tenants:
-        objects[f"cq-{tenant.name}"] = cluster_queue(tenant)
+        objects[f"cq-{tenant.name}"] = dispatched_cluster_queue(tenant) if dispatched else cluster_queue(tenant)
         objects[f"lq-{tenant.name}"] = local_queue(tenant)
     return objects

@@ -7,6 +7,7 @@ what the offline engine reads from `Pulumi.<stack>.yaml`) and returns a `Platfor
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import ipaddress
 import json
@@ -28,6 +29,7 @@ from .device_classes import check_device_classes
 from .dra_devices import class_devices_per_gpu
 from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
+from .fleet import FleetConfig
 from .headroom import check_snapshot_keys, check_warm_start
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
@@ -80,11 +82,12 @@ SECTIONS: dict[str, type[BaseModel]] = {
     "supplyChain": SupplyChainConfig,
     "secrets": SecretsConfig,
     "versions": VersionsConfig,
+    "fleet": FleetConfig,
 }
 # Sections that may be left out entirely, and what they mean then.
 OPTIONAL_SECTIONS: dict[str, Any] = {
     "nodePools": [], "cpuPool": {}, "gpu": {}, "queueing": {}, "tenants": [], "monitoring": {}, "autoscaling": {},
-    "supplyChain": {}, "secrets": {}, "versions": {},
+    "supplyChain": {}, "secrets": {}, "versions": {}, "fleet": {},
 }
 
 
@@ -130,6 +133,8 @@ class PlatformConfig:
     secrets: SecretsConfig
     # The system pods' requests against the system nodes' allocatable (config/system_capacity.py).
     system_capacity: SystemCapacityPlan
+    # This stack's place in a MultiKueue fleet (config/fleet.py); role `none` outside one.
+    fleet: FleetConfig = dataclasses.field(default_factory=FleetConfig)
 
     @property
     def tags(self) -> dict[str, str]:
@@ -378,6 +383,17 @@ def _rule_node_repositories(parsed: ParsedConfig, problems: Problems) -> None:
         _check_node_repositories(tenants, supply_chain, problems)
 
 
+def _rule_fleet_credentials(parsed: ParsedConfig, problems: Problems) -> None:
+    """A manager reads each worker's token from Secrets Manager through External Secrets, so it needs them."""
+    fleet, secrets = parsed.section("fleet", FleetConfig), parsed.section("secrets", SecretsConfig)
+    if fleet is not None and fleet.role == "manager" and secrets is not None and not secrets.enabled:
+        problems.add(
+            f"{CONFIG_NAMESPACE}:secrets.enabled",
+            "false on a fleet manager, which reads each worker's token from Secrets Manager through External "
+            "Secrets: set it to true",
+        )
+
+
 # The order is the order of the problem lines, and a deriving rule runs before the rules that read it.
 RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_region,
@@ -393,6 +409,7 @@ RULES: tuple[Callable[[ParsedConfig, Problems], None], ...] = (
     _rule_model_sources,
     _rule_secrets_roles,
     _rule_node_repositories,
+    _rule_fleet_credentials,
 )
 
 
@@ -426,6 +443,7 @@ def _platform_config(parsed: ParsedConfig) -> PlatformConfig:
         supply_chain=supply_chain,
         secrets=secrets,
         system_capacity=parsed.system_capacity,
+        fleet=sections["fleet"],  # type: ignore[arg-type]
     )
 
 

@@ -65,3 +65,13 @@ def eks_zone_problems(region: str, zones: Sequence[str], zone_ids: Mapping[str, 
         for name in zones
         if zone_ids.get(name) in refused
     ]
+
+
+# Region code prefix -> partition, as botocore's partitions.json `regionRegex` assigns every row above
+# (tests/test_fleet.py checks each row against it); any other region is in `aws`.
+_PARTITION_PREFIXES: tuple[tuple[str, str], ...] = (("us-gov-", "aws-us-gov"), ("cn-", "aws-cn"))
+
+
+def partition_of(region: str) -> str:
+    """`aws`, `aws-us-gov` or `aws-cn`: the AWS partition, a separate set of accounts and IAM, of `region`."""
+    return next((partition for prefix, partition in _PARTITION_PREFIXES if region.startswith(prefix)), "aws")

@@ -169,14 +169,23 @@ def main(argv: list[str] | None = None) -> int:
         for line in example_value_warnings(config):
             print(f"Pulumi.{args.stack}.yaml: warning: {line}", file=sys.stderr)
     if args.command == "check":
+        from .fleet import fleet_check
         from .versions_check import chart_override_problems
-
         refused = chart_override_problems(config.versions.charts, config.charts)
+        refused = [f"Pulumi.{args.stack}.yaml: {line}" for line in refused] + fleet_check(args.stack, config)
         if refused:
-            print("\n".join(f"Pulumi.{args.stack}.yaml: {line}" for line in refused), file=sys.stderr)
+            print("\n".join(refused), file=sys.stderr)
             return EXIT_INVALID_CONFIG
         print("ok")
         return 0
+    if args.command == "render" and config.fleet.role == "manager":
+        # A manager's render renders its workers' stacks, which must exist and agree with it.
+        from .fleet import fleet_check
+        refused = fleet_check(args.stack, config)
+        if refused:
+            print("\n".join(refused), file=sys.stderr)
+            mark_failed(out_dir, refused)
+            return EXIT_INVALID_CONFIG
     if args.command == "simulate":
         from sim.cli import commitment_discount, seed_list
         from sim.cli import run as simulate_main

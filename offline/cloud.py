@@ -11,7 +11,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ ACCOUNT_ID = "111122223333"
 DEPLOYER_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/PlatformDeploy"
 # Service-linked roles by the service that assumes them: IAM names each role for its service
 # (IAM User Guide, "AWS services that work with IAM"), and an account has at most one of each.
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
 SERVICE_LINKED_ROLE_NAMES = {"spot.amazonaws.com": "AWSServiceRoleForEC2Spot"}
 SERVICE_LINKED_ROLE = "aws:iam/serviceLinkedRole:ServiceLinkedRole"
 EKS_CLUSTER = "eks:index:Cluster"
@@ -107,8 +108,16 @@ def fake_hex(*parts: str, length: int = 17) -> str:
 class CloudMocks(pulumi.runtime.Mocks):
     """Outputs of cloud resources and answers to invokes, for one stack in one region."""
 
-    def __init__(self, stack: str, region: str, account: Account | None = None):
+    def __init__(
+        self,
+        stack: str,
+        region: str,
+        account: Account | None = None,
+        stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
+    ):
         self.stack = stack
+        # StackReference name -> the referenced stack's outputs, rendered by the same engine (offline/fleet.py).
+        self.stack_outputs = dict(stack_outputs or {})
         self.region = region
         self.account = account if account is not None else Account()
         self._invokes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -138,12 +147,22 @@ class CloudMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
         if args.typ == "eks:index:Cluster":
             return f"{args.name}-id", self._eks_cluster(args.inputs)
+        if args.typ == STACK_REFERENCE:
+            return self._stack_reference(args)
         if args.typ.startswith("pulumi:providers:"):
             return f"{args.name}-provider-id", dict(args.inputs)
         if args.typ.startswith("aws:"):
             return self._aws_resource(args)
         # Kubernetes objects and Helm releases: the engine echoes what was sent.
         return f"{args.name}-id", dict(args.inputs)
+
+    def _stack_reference(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        """Another stack's outputs, as the service answers a StackReference; an unknown stack fails the run."""
+        name = args.inputs["name"]
+        if name not in self.stack_outputs:
+            raise KeyError(f"stack reference {name}: no rendered stack of that name (offline/fleet.py renders a "
+                           "manager's workers first)")
+        return name, {"name": name, "outputs": dict(self.stack_outputs[name]), "secretOutputNames": []}
 
     def _aws_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         if args.typ == SERVICE_LINKED_ROLE:

@@ -188,14 +188,21 @@ def run_program(
     secret_keys: list[str] | None = None,
     program: Callable[[], None] | None = None,
     account: Account | None = None,
+    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Recording:
     """Run `__main__.py` (or `program`) for `stack` with `config` (Pulumi's flat key -> string map) under mocks.
 
-    `account` is what the fake AWS account holds before the run (a fresh one when None).
+    `account` is what the fake AWS account holds before the run (a fresh one when None); `stack_outputs`
+    answers the program's StackReferences (reference name -> outputs); when None, a fleet manager's are
+    its workers' renders (offline/fleet.py `referenced_outputs`).
     Raises `DuplicateUrnError` when two registrations share a URN.
     """
+    if stack_outputs is None:
+        from .fleet import referenced_outputs
+
+        stack_outputs = referenced_outputs(config)
     return contextvars.Context().run(
-        _run, stack, dict(config), list(secret_keys or []), program or _main_program, account
+        _run, stack, dict(config), list(secret_keys or []), program or _main_program, account, stack_outputs
     )
 
 
@@ -211,9 +218,15 @@ def _main_program() -> None:
 
 
 def _run(
-    stack: str, config: dict[str, str], secret_keys: list[str], program: Callable[[], None], account: Account | None
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str],
+    program: Callable[[], None],
+    account: Account | None,
+    stack_outputs: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Recording:
-    mocks = CloudMocks(stack=stack, region=config.get("aws:region", "us-west-2"), account=account)
+    region = config.get("aws:region", "us-west-2")
+    mocks = CloudMocks(stack=stack, region=region, account=account, stack_outputs=stack_outputs)
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
     pulumi.runtime.set_all_config(config, secret_keys)

@@ -12,12 +12,14 @@ import yaml
 from components import dra_nodes, queueing, training
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.autoscaling import SERVING_POD_MONITOR
+from components.monitoring.alerts import AlertRule, multikueue_group
 from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig, time_to_gpu, timing
 from config.advertised import limit_units
 from config.capacity import HOURS_PER_MONTH
 from config.catalog_prices import PRICE_DATES, price_region
 from config.device_classes import promises as class_promises
+from config.fleet import worker_token_secret
 from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
 from config.labels import (
     CPU_POOL_NAME,
@@ -56,6 +58,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         _capacity(config),
         _idle_cost(recording, config),
         _schedulability(config),
+        *([_fleet(config)] if config.fleet.role != "none" else []),
         _alerts(config),
         _autoscaling(config),
         _warm_start(config),
@@ -432,11 +435,36 @@ def _schedulability(config: PlatformConfig) -> str:
     ) + note
 
 
+def fleet_alert_rules() -> list[AlertRule]:
+    return [rule for rule in multikueue_group().rules if isinstance(rule, AlertRule)]
+
+
+def _fleet(config: PlatformConfig) -> str:
+    """The stack's place in its MultiKueue fleet (docs/fleet.md)."""
+    fleet = config.fleet
+    if fleet.role == "worker":
+        return (
+            "## Fleet\n\n"
+            f"A MultiKueue worker of `{fleet.manager}`: it runs what that manager dispatches, under the same tenants' "
+            "quotas, and gives the manager the ServiceAccount `multikueue-manager` (reads cluster-wide, writes in the "
+            "tenant namespaces only).\n"
+        )
+    rows = [[f"`{worker}`", f"`{worker_token_secret(config.cluster.name, worker)}`"] for worker in fleet.workers]
+    return (
+        "## Fleet\n\n"
+        f"A MultiKueue manager: every tenant's ClusterQueue dispatches what it admits to these workers, most "
+        f"preferred first; nothing admitted here runs here. Garbage collection every {fleet.gc_interval}; a workload "
+        f"on a worker unreachable for {fleet.worker_lost_timeout} is requeued. Each worker's token must be in Secrets "
+        "Manager before the first deploy (docs/fleet.md).\n\n"
+        + table(["worker stack", "its token (Secrets Manager)"], rows)
+    )
+
+
 def _alerts(config: PlatformConfig) -> str:
     rows = [
         [f"[`{a.name}`]({a.runbook_url(config.monitoring.runbook_base_url)})", a.severity,
          a.watches + (f", for {a.for_}" if a.for_ != "0m" else ""), a.quiet]
-        for a in alert_rules(config.monitoring)
+        for a in alert_rules(config.monitoring) + (fleet_alert_rules() if config.fleet.role == "manager" else [])
     ]
     receivers = (
         ", ".join(f"`{r.name}` ({', '.join(r.severities)})" for r in config.monitoring.receivers) or "none (alerts are dropped)"

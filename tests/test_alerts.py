@@ -39,9 +39,10 @@ from .promql_inventory import Inventory
 
 IDLE_HOURS = 1
 CONFIG = MonitoringConfig.model_validate({"idleGpuHours": IDLE_HOURS})
-GROUPS = alerts.all_groups(CONFIG)
+# Every group a stack may declare: a fleet manager's MultiKueue alerts too.
+GROUPS = (*alerts.all_groups(CONFIG), alerts.multikueue_group())
 INVENTORY = Inventory.load()
-ALERTS = alerts.alerts(CONFIG)
+ALERTS = [rule for group in GROUPS for rule in group.rules if isinstance(rule, AlertRule)]
 # The monitoring.coreos.com CRDs the platform installs (the prometheus-operator-crds release).
 CRD_CHART = "prometheus-operator-crds"
 RUNBOOKS = PROJECT_DIR / "docs" / "runbooks.md"
@@ -92,6 +93,9 @@ DRA_POOL = {"nodepool": "gpu-l4-dra", "resource_type": "nodes"}
 LEADER = {"cohort": "gpu-dev", "cluster_queue": "team-a", "flavor": "h100-mig", "resource": "nvidia.com/mig-1g.10gb",
           "replica_role": "leader"}
 FOLLOWER = {**LEADER, "replica_role": "follower"}
+# A fleet manager's ClusterQueue (components/fleet.py), on the leader and on a follower.
+FLEET_QUEUE = {"cluster_queue": "llm-training", "replica_role": "leader"}
+FLEET_QUEUE_FOLLOWER = {**FLEET_QUEUE, "replica_role": "follower"}
 SCALER = {"exported_namespace": "inference", "scaledObject": "chat", "scaler": "prometheusScaler",
           "metric": "s0-prometheus", "triggerIndex": "0", "type": "scaledobject"}
 EMPTY = {"exported_namespace": "inference", "scaledResource": "chat", "triggerName": "queue-depth",
@@ -185,6 +189,26 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
          S("kueue_cluster_queue_resource_usage", **FOLLOWER): "14x90",
          S("kueue_cluster_queue_nominal_quota", **FOLLOWER): "14x90"},
     ),
+    "MultiKueueNoActiveWorker": (
+        "15m",
+        {"cluster_queue": "llm-training"},
+        {S("kueue_cluster_queue_status", **FLEET_QUEUE, status="active"): "0x15",
+         S("kueue_cluster_queue_status", **FLEET_QUEUE, status="pending"): "1x15"},
+        # Active on the leader; a follower's stale copy of the pending status counts for nothing.
+        {S("kueue_cluster_queue_status", **FLEET_QUEUE, status="active"): "1x15",
+         S("kueue_cluster_queue_status", **FLEET_QUEUE_FOLLOWER, status="active"): "0x15"},
+    ),
+    "MultiKueueWorkloadsStuckDispatching": (
+        "40m",
+        {"cluster_queue": "llm-training"},
+        {S("kueue_reserving_active_workloads", **FLEET_QUEUE): "3x40",
+         S("kueue_admitted_active_workloads", **FLEET_QUEUE): "1x40",
+         S("multikueue_workloads_admitted_total", **FLEET_QUEUE, cluster="fleet-worker-usw2"): "5x40"},
+        # The same two waiting, while a worker admits one of the queue's workloads every ten minutes.
+        {S("kueue_reserving_active_workloads", **FLEET_QUEUE): "3x40",
+         S("kueue_admitted_active_workloads", **FLEET_QUEUE): "1x40",
+         S("multikueue_workloads_admitted_total", **FLEET_QUEUE, cluster="fleet-worker-usw2"): "5+0.1x40"},
+    ),
     "KedaScalerErrors": (
         "20m",
         {"exported_namespace": "inference", "scaledObject": "chat", "scaler": "prometheusScaler"},
@@ -254,7 +278,7 @@ def test_runbook_urls_follow_the_configured_base_url():
     config = MonitoringConfig.model_validate({"runbookBaseUrl": "https://wiki.example.com/gpu-runbooks"})
     rule = alerts.prometheus_rule("gpu-platform", "monitoring", config)
     urls = {r["annotations"]["runbook_url"] for g in rule["spec"]["groups"] for r in g["rules"] if "alert" in r}
-    assert urls == {f"https://wiki.example.com/gpu-runbooks#{a.name.lower()}" for a in ALERTS}
+    assert urls == {f"https://wiki.example.com/gpu-runbooks#{a.name.lower()}" for a in alerts.alerts(config)}
 
 
 def test_a_vllm_replica_at_its_default_reservation_stays_below_memory_pressure():

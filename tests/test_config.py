@@ -69,7 +69,7 @@ BAD_CONFIGS = [
         "gpu-platform:clusters: unknown key; did you mean gpu-platform:cluster? known keys: "
         "gpu-platform:cluster, gpu-platform:nodePools, "
         "gpu-platform:cpuPool, gpu-platform:gpu, gpu-platform:queueing, gpu-platform:tenants, gpu-platform:monitoring, "
-        "gpu-platform:autoscaling, gpu-platform:supplyChain, gpu-platform:secrets, gpu-platform:versions",
+        "gpu-platform:autoscaling, gpu-platform:supplyChain, gpu-platform:secrets, gpu-platform:versions, gpu-platform:fleet",
         id="unknown-top-level-key",
     ),
     pytest.param(

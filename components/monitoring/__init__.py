@@ -108,6 +108,7 @@ class Monitoring(pulumi.ComponentResource):
         dra_claims: Mapping[tuple[str, str], Mapping[str, int]] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         storage: Sequence[pulumi.Resource] = (),
+        multikueue: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -122,6 +123,7 @@ class Monitoring(pulumi.ComponentResource):
         :param depends_on: what must exist first (system nodes, add-ons).
         :param storage: what Prometheus' volume claim needs beyond that (the gp3 StorageClass); only
             the kube-prometheus-stack release waits for it.
+        :param multikueue: a fleet manager (`PlatformConfig.fleet.role`): its MultiKueue alerts besides the rest.
         """
         super().__init__("gpu-platform:monitoring:Monitoring", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -158,6 +160,10 @@ class Monitoring(pulumi.ComponentResource):
         # Custom resources need the chart's CRDs, and dashboards its Grafana sidecar.
         rule = alerts.prometheus_rule(RULES_NAME, NAMESPACE, config, dra_claims)
         declare(f"{name}-rules-{RULES_NAME}", rule, children.opts(self.release))
+        if multikueue:
+            rule_name = f"{RULES_NAME}-multikueue"
+            manifest = alerts.multikueue_rule(rule_name, NAMESPACE, config.runbook_base_url)
+            declare(f"{name}-rules-{rule_name}", manifest, children.opts(self.release))
         for tenant_namespace, hourly in sorted((cost_estimates or {}).items()):
             rule_name = f"{RULES_NAME}-cost-estimate-{tenant_namespace}"
             estimate = alerts.cost_estimate_rule(rule_name, NAMESPACE, tenant_namespace, hourly)

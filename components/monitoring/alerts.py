@@ -381,6 +381,54 @@ def alert_groups(config: MonitoringConfig) -> tuple[RuleGroup, ...]:
     return (gpus, capacity, autoscaling)
 
 
+def multikueue_group() -> RuleGroup:
+    """A fleet manager's alerts (components/fleet.py), from what Kueue v0.19.2 exports there.
+
+    Kueue exports no MultiKueueCluster status: a worker that loses its connection shows only when no
+    worker is left (the MultiKueue AdmissionCheck turns inactive, `NoUsableClusters`, and with it every
+    ClusterQueue naming it, reason AdmissionCheckInactive: pkg/cache/scheduler/clusterqueue.go), or as
+    work that stays reserved on the manager while no worker admits it.
+    """
+    return RuleGroup(
+        "gpu-platform.multikueue",
+        (
+            AlertRule(
+                "MultiKueueNoActiveWorker",
+                f"max by (cluster_queue) (kueue_cluster_queue_status{{{KUEUE_LEADER}, status=\"active\"}}) == 0",
+                "critical",
+                "ClusterQueue {{ $labels.cluster_queue }} on the fleet manager dispatches to no worker",
+                "The manager's ClusterQueue {{ $labels.cluster_queue }} is inactive: its MultiKueue AdmissionCheck "
+                "has no Active MultiKueueCluster (every worker unreachable, its kubeconfig Secret missing or its token "
+                "refused). Nothing new is admitted; workloads running on a lost worker are requeued after "
+                "workerLostTimeout.",
+                "10m",
+                watches="the fleet manager's ClusterQueues, each inactive while no worker is connected",
+                quiet="while at least one worker is connected (the check stays Active)",
+            ),
+            AlertRule(
+                "MultiKueueWorkloadsStuckDispatching",
+                f"(sum by (cluster_queue) (kueue_reserving_active_workloads{{{KUEUE_LEADER}}}) "
+                f"- sum by (cluster_queue) (kueue_admitted_active_workloads{{{KUEUE_LEADER}}})) > 0 "
+                f"unless on (cluster_queue) sum by (cluster_queue) "
+                f"(increase(multikueue_workloads_admitted_total{{{KUEUE_LEADER}}}[30m])) > 0",
+                "warning",
+                "Workloads of {{ $labels.cluster_queue }} wait on the manager and no worker admits them",
+                "{{ $value }} workloads hold quota in ClusterQueue {{ $labels.cluster_queue }} on the fleet manager "
+                "but no worker has admitted any for 30 minutes: the workers' own queues are full, or a worker "
+                "cannot be reached. Each worker's ClusterQueue of the same name shows which.",
+                "30m",
+                watches="workloads with quota reserved on the manager but not yet admitted by a worker",
+                quiet="while a worker admits one of the queue's workloads every 30 minutes, or none waits",
+            ),
+        ),
+    )
+
+
+def multikueue_rule(name: str, namespace: str, runbook_base_url: str) -> dict[str, Any]:
+    """A PrometheusRule of a fleet manager's alerts."""
+    return _prometheus_rule(name, namespace, rule_file([multikueue_group()], runbook_base_url))
+
+
 def all_groups(
     config: MonitoringConfig, claims: Mapping[tuple[str, str], Mapping[str, int]] | None = None
 ) -> tuple[RuleGroup, ...]:
