@@ -59,8 +59,14 @@ def _rendered() -> tuple[str, str, tuple[str, ...]]:
     return json.dumps(found["kai-scheduler"].inputs), json.dumps(found["kueue"].inputs), manifests
 
 
+@functools.cache
+def _objects() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(text) for text in _rendered()[2])
+
+
 def objects() -> list[dict[str, Any]]:
-    return [json.loads(text) for text in _rendered()[2]]
+    """The rendered objects; a new list of the same (read-only) objects: tests drop or add objects, never edit one."""
+    return list(_objects())
 
 
 def of_kind(kind: str) -> list[dict[str, Any]]:
@@ -278,23 +284,23 @@ def job_labelled(queue: str) -> dict[str, Any]:
 
 
 FRACTION = {"gpu-fraction": "0.5"}
-# (row, API group, resource, object, the policy that stops it)
+# (row, API group, resource, the object (built when the row runs: it needs the render), the policy that stops it)
 ATTEMPTS = [
-    ("fraction-of-more-than-one-gpu", "", "pods", pod(annotations={"gpu-fraction": "1.5"}), KAI_POLICIES[1]),
-    ("fraction-of-a-whole-gpu", "", "pods", pod(annotations={"gpu-fraction": "1"}), KAI_POLICIES[1]),
-    ("fraction-in-scientific-notation-past-one", "", "pods", pod(annotations={"gpu-fraction": "2e0"}), KAI_POLICIES[1]),
-    ("gpu-memory-past-the-gpus", "", "pods", pod(annotations={"gpu-memory": "24577"}), KAI_POLICIES[1]),
-    ("fractions-on-several-gpus", "", "pods", pod(annotations={**FRACTION, "gpu-fraction-num-devices": "4"}),
+    ("fraction-of-more-than-one-gpu", "", "pods", lambda: pod(annotations={"gpu-fraction": "1.5"}), KAI_POLICIES[1]),
+    ("fraction-of-a-whole-gpu", "", "pods", lambda: pod(annotations={"gpu-fraction": "1"}), KAI_POLICIES[1]),
+    ("fraction-in-scientific-notation-past-one", "", "pods", lambda: pod(annotations={"gpu-fraction": "2e0"}), KAI_POLICIES[1]),
+    ("gpu-memory-past-the-gpus", "", "pods", lambda: pod(annotations={"gpu-memory": "24577"}), KAI_POLICIES[1]),
+    ("fractions-on-several-gpus", "", "pods", lambda: pod(annotations={**FRACTION, "gpu-fraction-num-devices": "4"}),
      KAI_POLICIES[1]),
-    ("another-tenants-kai-queue-on-a-pod", "", "pods", pod(queue="llm-training", annotations=FRACTION), KAI_POLICIES[0]),
-    ("the-root-kai-queue-on-a-pod", "", "pods", pod(queue=ROOT_QUEUE, annotations=FRACTION), KAI_POLICIES[0]),
-    ("another-tenants-kai-queue-on-the-top-owner", "batch", "jobs", job_labelled("llm-training"), KAI_POLICIES[0]),
-    ("kai-pod-without-a-queue-label", "", "pods", pod(queue=None, annotations=FRACTION), KAI_POLICIES[1]),
-    ("kai-fraction-on-a-pool-kueue-counts-whole-gpus", "", "pods", pod(pool=OTHER_POOL, annotations=FRACTION),
+    ("another-tenants-kai-queue-on-a-pod", "", "pods", lambda: pod(queue="llm-training", annotations=FRACTION), KAI_POLICIES[0]),
+    ("the-root-kai-queue-on-a-pod", "", "pods", lambda: pod(queue=ROOT_QUEUE, annotations=FRACTION), KAI_POLICIES[0]),
+    ("another-tenants-kai-queue-on-the-top-owner", "batch", "jobs", lambda: job_labelled("llm-training"), KAI_POLICIES[0]),
+    ("kai-pod-without-a-queue-label", "", "pods", lambda: pod(queue=None, annotations=FRACTION), KAI_POLICIES[1]),
+    ("kai-fraction-on-a-pool-kueue-counts-whole-gpus", "", "pods", lambda: pod(pool=OTHER_POOL, annotations=FRACTION),
      KAI_POLICIES[1]),
     ("default-scheduler-pod-on-a-kai-pool", "", "pods",
-     pod(scheduler=None, queue=None, resources={"limits": {"nvidia.com/gpu": "1"}}), KAI_POLICIES[1]),
-    ("fraction-annotation-without-kai", "", "pods", pod(pool=OTHER_POOL, scheduler=None, annotations=FRACTION),
+     lambda: pod(scheduler=None, queue=None, resources={"limits": {"nvidia.com/gpu": "1"}}), KAI_POLICIES[1]),
+    ("fraction-annotation-without-kai", "", "pods", lambda: pod(pool=OTHER_POOL, scheduler=None, annotations=FRACTION),
      KAI_POLICIES[1]),
 ]
 BY_IDENTITY = [(a, who) for a in ATTEMPTS for who in IDENTITIES]
@@ -305,28 +311,20 @@ def denials(objs: list[dict[str, Any]], api_group: str, resource: str, obj: dict
     return admission_denials(objs, request)
 
 
-def without_kai_policies(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [
-        o for o in objs
-        if not (o["kind"] == "ValidatingAdmissionPolicy" and o["metadata"]["name"] in KAI_POLICIES)
-        and not (o["kind"] == "ValidatingAdmissionPolicyBinding" and o["spec"]["policyName"] in KAI_POLICIES)
-    ]
-
-
 @pytest.mark.parametrize("attempt, who", BY_IDENTITY, ids=[f"{a[0]}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_kai_attempt_is_refused_whoever_sends_it(attempt, who):
-    name, group, resource, obj, policy = attempt
-    assert denials(objects(), group, resource, obj, who), name
+    name, group, resource, build, _ = attempt
+    assert denials(objects(), group, resource, build(), who), name
 
 
 @pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a[0] for a in ATTEMPTS])
 def test_each_kai_attempt_passes_once_its_policy_is_removed(attempt):
-    name, group, resource, obj, policy = attempt
+    name, group, resource, build, policy = attempt
     objs = [
         o for o in objects()
         if o["metadata"]["name"] != policy and o.get("spec", {}).get("policyName") != policy
     ]
-    assert denials(objs, group, resource, obj, "tenant-admin") == [], name
+    assert denials(objs, group, resource, build(), "tenant-admin") == [], name
 
 
 @pytest.mark.parametrize("annotations", [FRACTION, {"gpu-fraction": ".25"}, {"gpu-memory": "24576"}, {}])
@@ -411,5 +409,5 @@ def test_a_fractional_pod_from_admission_to_placement_metrics_and_cost():
     [plan] = [t for t in config.tenants if t.name == TENANT]
     [quota] = [q for q in plan.quotas if q.flavor.name == "l4-kai-on-demand"]
     per_gpu = quota.flavor.pool.cheapest_on_demand_per_gpu
-    assert per_gpu == pytest.approx(4.6016 / 4)
+    assert per_gpu is not None and per_gpu == pytest.approx(4.6016 / 4)
     assert per_gpu * quota.quota.nominal == pytest.approx(6 * 1.1504)
