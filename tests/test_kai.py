@@ -28,6 +28,7 @@ from models.kueue.webhooks import default_pod
 from models.kueue.workload import Tenancy, pod_sets
 from models.nvidia import dcgm_exporter as dcgm
 from offline.helm_values import release_problems
+from offline.summary import render_summary
 
 from .conftest import load, problems_of, render
 from .guards import rbac_allows
@@ -51,12 +52,13 @@ def _document() -> dict[str, Any]:
 
 
 @functools.cache
-def _rendered() -> tuple[str, str, tuple[str, ...]]:
-    """The KAI release, the Kueue release and every Kubernetes object, as JSON (tests get fresh copies)."""
+def _rendered() -> tuple[str, str, tuple[str, ...], str]:
+    """The KAI release, the Kueue release and every Kubernetes object, as JSON (tests get fresh copies), and the summary."""
     recording = render(document(), "kai-fractional")
     found = releases(recording)
     manifests = tuple(json.dumps(r.inputs) for r in kubernetes_objects(recording))
-    return json.dumps(found["kai-scheduler"].inputs), json.dumps(found["kueue"].inputs), manifests
+    summary = render_summary(recording, load(document()))
+    return json.dumps(found["kai-scheduler"].inputs), json.dumps(found["kueue"].inputs), manifests, summary
 
 
 @functools.cache
@@ -411,3 +413,14 @@ def test_a_fractional_pod_from_admission_to_placement_metrics_and_cost():
     per_gpu = quota.flavor.pool.cheapest_on_demand_per_gpu
     assert per_gpu is not None and per_gpu == pytest.approx(4.6016 / 4)
     assert per_gpu * quota.quota.nominal == pytest.approx(6 * 1.1504)
+
+
+def test_the_summary_counts_each_queue_in_gpus_in_fractional_pods_and_in_dollars():
+    """g6.12xlarge: $4.6016/h for 4 L4s, so half an L4 is $0.5752/h; 6 GPUs hold 12 halves or 24 quarters."""
+    summary = _rendered()[3]
+    section = summary.split("## KAI Queues (fractions of a GPU)\n")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows == [
+        "| `gpu-platform.tenants` | - | 8 | 8 | 1 | - | 16 | 32 | $0.58 |",
+        "| `data-science` | `gpu-platform.tenants` | 6 | 6 | 6 | 500 | 12 | 24 | $0.58 |",
+    ]
