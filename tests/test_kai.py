@@ -27,6 +27,7 @@ from models.kueue.flavorassigner import best_case_admission
 from models.kueue.webhooks import default_pod
 from models.kueue.workload import Tenancy, pod_sets
 from models.nvidia import dcgm_exporter as dcgm
+from offline.check_manifest import Cluster, check
 from offline.helm_values import release_problems
 from offline.summary import render_summary
 
@@ -424,3 +425,37 @@ def test_the_summary_counts_each_queue_in_gpus_in_fractional_pods_and_in_dollars
         "| `gpu-platform.tenants` | - | 8 | 8 | 1 | - | 16 | 32 | $0.58 |",
         "| `data-science` | `gpu-platform.tenants` | 6 | 6 | 6 | 500 | 12 | 24 | $0.58 |",
     ]
+
+
+# --- check-manifest -------------------------------------------------------------------------------------------
+
+def kai_lines(*documents: dict[str, Any]) -> list[str]:
+    cluster = Cluster.of(load(document()), TENANT, objects())
+    return [f"{f.text}{' [problem]' if f.problem else ''}" for f in check(cluster, [("w.yaml", d) for d in documents])
+            if f.aspect == "kai"]
+
+
+def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvidia_variable_guard():
+    fractional = pod(annotations=FRACTION)
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sixteen-halves", "namespace": TENANT},
+        "spec": {"parallelism": 16, "template": {
+            "metadata": {"labels": {"kai.scheduler/queue": TENANT}, "annotations": FRACTION},
+            "spec": {**fractional["spec"], "restartPolicy": "Never", "schedulingGates": []},
+        }},
+    }
+    at_the_limit = copy.deepcopy(job)
+    at_the_limit["spec"]["parallelism"] = 12
+    whole = pod(resources={"limits": {"nvidia.com/gpu": "2"}})
+    oversized = pod(annotations={"gpu-fraction": "1.5"})
+    lines = kai_lines(fractional, job, at_the_limit, whole, oversized)
+    nvidia = [line for line in lines if "NVIDIA_* variables" in line]
+    assert [line for line in lines if line not in nvidia] == [
+        "KAI counts 1 x 0.5 = 0.5 GPUs against Queue data-science (deserved 6, limit 6)",
+        "KAI counts 16 x 0.5 = 8 GPUs against Queue data-science (deserved 6, limit 6): more than its limit, never all "
+        "at once [problem]",
+        "KAI counts 12 x 0.5 = 6 GPUs against Queue data-science (deserved 6, limit 6)",
+        "KAI counts 1 x 2 = 2 GPUs against Queue data-science (deserved 6, limit 6)",
+        "KAI's admission refuses it: gpu-fraction annotation value must be a positive number smaller than 1.0 [problem]",
+    ]
+    assert len(nvidia) == 3 and all(line.endswith("(docs/fractional-gpus.md) [problem]") for line in nvidia)
