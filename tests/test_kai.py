@@ -195,6 +195,17 @@ def test_a_second_tenant_on_a_kai_pool_needs_share_between_tenants():
     ]
 
 
+def test_a_platform_served_model_on_a_kai_flavor_is_one_line():
+    doc = document()
+    [data_science] = [t for t in doc["gpu-platform:tenants"] if t["name"] == "data-science"]
+    data_science["inference"][0]["flavor"] = "l4-kai-on-demand"
+    assert problems_of(doc) == [
+        "gpu-platform:tenants[data-science].inference[notebook-assist].flavor: 'l4-kai-on-demand' is on pool "
+        "gpu-l4-kai, scheduled by the KAI Scheduler, which takes only pods naming it; the platform's model servers use "
+        "the default scheduler: run them on another flavor"
+    ]
+
+
 def test_a_stack_without_kai_pools_has_no_queues_and_no_kai_release():
     doc = document()
     doc[P] = [p for p in doc[P] if p["name"] != KAI_POOL]
