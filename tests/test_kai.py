@@ -1,7 +1,7 @@
 """Pools scheduled by the KAI Scheduler: its queue rules, the Queues derived from tenants, the guards, one pod's chain.
 
-The render is tests/fixtures/kai/kai-fractional.yaml (multi-pool's stack plus `gpu-l4-kai`, eight L4s scheduled by
-KAI, data-science's alone), rendered once for the module. It lives outside tests/fixtures/stacks/ so the tests
+The render is tests/fixtures/kai/kai-fractional.yaml (multi-pool's cluster and attack-table tenants, a whole-GPU L40S
+pool and `gpu-l4-kai`, eight L4s scheduled by KAI, data-science's alone), rendered once for the module. It lives outside tests/fixtures/stacks/ so the tests
 that render every fixture stack do not render it too.
 """
 
@@ -200,7 +200,10 @@ def test_a_second_tenant_on_a_kai_pool_needs_share_between_tenants():
 def test_a_platform_served_model_on_a_kai_flavor_is_one_line():
     doc = document()
     [data_science] = [t for t in doc["gpu-platform:tenants"] if t["name"] == "data-science"]
-    data_science["inference"][0]["flavor"] = "l4-kai-on-demand"
+    data_science["inference"] = [
+        {"name": "notebook-assist", "flavor": "l4-kai-on-demand", "class": "interactive", "gpusPerReplica": 1,
+         "minReplicas": 1, "maxReplicas": 4}
+    ]
     assert problems_of(doc) == [
         "gpu-platform:tenants[data-science].inference[notebook-assist].flavor: 'l4-kai-on-demand' is on pool "
         "gpu-l4-kai, scheduled by the KAI Scheduler, which takes only pods naming it; the platform's model servers use "
