@@ -25,7 +25,7 @@ and queue controller from the `kai-config` Config a post-install hook applies (t
   deploys it only when a SchedulingShard enables the `numa` plugin (pkg/operator/operands/numa_placement_exporter/
   numa_placement_exporter.go `shouldDeploy`), and the chart's default shard enables none (`scheduler.plugins: {}`).
 
-The Queues are config/kai.py's, declared after the release, whose crds/ installs their CRD.
+The Queues are config/kai.py's, declared after the release, whose crds/ installs their CRD, each after its parent.
 """
 
 from __future__ import annotations
@@ -105,6 +105,11 @@ class KaiScheduler(pulumi.ComponentResource):
             values=kai_values(),
             opts=children.opts(*namespaces),
         )
+        # KAI's queue webhook refuses a child Queue whose parent it cannot read, and the deletion of a Queue that
+        # still has children (pkg/admission/webhook/queuehooks/queue_validator.go `validateParentChildQuota`,
+        # `ValidateDelete`): each Queue waits for its parent, so it is created after it and deleted before it.
+        declared: dict[str, pulumi.Resource] = {}
         for plan in queues:
-            declare(f"{name}-queue-{plan.name}", plan.manifest(), children.opts(self.release))
+            after = [declared[plan.parent]] if plan.parent is not None else []
+            declared[plan.name] = declare(f"{name}-queue-{plan.name}", plan.manifest(), children.opts(self.release, *after))
         self.register_outputs({"queues": [plan.name for plan in queues]})

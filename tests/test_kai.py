@@ -1,8 +1,8 @@
 """Pools scheduled by the KAI Scheduler: its queue rules, the Queues derived from tenants, the guards, one pod's chain.
 
 The render is tests/fixtures/kai/kai-fractional.yaml (multi-pool's cluster and attack-table tenants, a whole-GPU L40S
-pool and `gpu-l4-kai`, eight L4s scheduled by KAI, data-science's alone), rendered once for the module. It lives outside tests/fixtures/stacks/ so the tests
-that render every fixture stack do not render it too.
+pool and `gpu-l4-kai`, eight L4s scheduled by KAI, data-science's alone), rendered once for the module. It lives
+outside tests/fixtures/stacks/ so the tests that render every fixture stack do not render it too.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ KAI_POOL, OTHER_POOL = "gpu-l4-kai", "gpu-l40s"
 KAI_POLICIES = ("tenant-kai-queue-is-the-namespaces", "tenant-pods-kai-fractions-on-kai-pools")
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 P = "gpu-platform:nodePools"
+QUEUE_TYPE = "kubernetes:scheduling.run.ai/v2:Queue"
 
 
 def document() -> dict[str, Any]:
@@ -55,13 +56,21 @@ def _document() -> dict[str, Any]:
 
 
 @functools.cache
-def _rendered() -> tuple[str, str, tuple[str, ...], str]:
+def _rendered() -> tuple[str, str, tuple[str, ...], str, str]:
     """The KAI release, the Kueue release and every Kubernetes object, as JSON (tests get fresh copies), and the summary."""
     recording = render(document(), "kai-fractional")
     found = releases(recording)
     manifests = tuple(json.dumps(r.inputs) for r in kubernetes_objects(recording))
     summary = render_summary(recording, load(document()))
-    return json.dumps(found["kai-scheduler"].inputs), json.dumps(found["kueue"].inputs), manifests, summary
+    # Each Queue's name -> the names of the Queues it waits for (its URN dependencies of the Queue type).
+    queue_urns = {r.urn: r.inputs["metadata"]["name"] for r in recording.resources if r.type == QUEUE_TYPE}
+    waits = {
+        queue_urns[r.urn]: sorted(queue_urns[d] for d in r.dependencies if d in queue_urns)
+        for r in recording.resources if r.type == QUEUE_TYPE
+    }
+    return (
+        json.dumps(found["kai-scheduler"].inputs), json.dumps(found["kueue"].inputs), manifests, summary, json.dumps(waits)
+    )
 
 
 @functools.cache
@@ -258,6 +267,11 @@ def test_the_rendered_queues_are_the_tenants_quota_on_the_kai_pool():
             "spec": {"resources": {"cpu": unbounded, "gpu": {"quota": 8, "limit": 8, "overQuotaWeight": 1}, "memory": unbounded}},
         },
     ]
+
+
+def test_each_queue_waits_for_its_parent():
+    """KAI's queue webhook reads the parent when a child is created and refuses to delete a parent with children."""
+    assert json.loads(_rendered()[4]) == {ROOT_QUEUE: [], "data-science": [ROOT_QUEUE]}
 
 
 # --- the guards: every attempt as every identity -----------------------------------------------------------------
