@@ -47,21 +47,32 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   config/versions.py `oldest_kubelet_minor`), a container whose image is in a private ECR registry is
   pulled with `imagePullPolicy: Always`: the kubelet then asks the registry with the pod's own
   credentials on every start, instead of handing the pod a copy another tenant's pod pulled onto the node.
+- Where a pool is scheduled by the KAI Scheduler: `kai.scheduler/queue` names the namespace's own Queue on every
+  object, KAI pods stay on KAI pools and pods there are KAI's, and a fraction is one GPU's at most (`_kai`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from config.labels import POOL_LABEL
 from config.namespaces import JOB_RESUMERS, KUEUE, TENANT_WORKLOAD_CONTROLLERS
 from config.timing import TENANT_POD_MAX_GRACE_SECONDS
 from config.versions import oldest_kubelet_minor
 from models.aws_ecr import PRIVATE_REGISTRY_HOST
 from models.aws_eks import SESSION_NAME, access_entry_username
+from models.kai.constants import (
+    GPU_FRACTION_ANNOTATION,
+    GPU_FRACTION_NUM_DEVICES_ANNOTATION,
+    GPU_MEMORY_ANNOTATION,
+    SHARING_ANNOTATIONS,
+)
+from models.kai.constants import QUEUE_LABEL as KAI_QUEUE_LABEL
+from models.kai.constants import SCHEDULER_NAME as KAI_SCHEDULER_NAME
 from models.kubernetes.controllers import (
     JOB_CONTROLLER,
     KUBE_CONTROLLER_MANAGER,
@@ -173,11 +184,14 @@ _CANONICAL_REGISTRY = (
 NAMESPACED_ONLY = {"name": "namespaced-requests-only", "expression": "request.namespace != ''"}
 
 
-def policies(deployers: Sequence[str], kubernetes_version: str) -> dict[str, dict[str, Any]]:
+def policies(
+    deployers: Sequence[str], kubernetes_version: str, kai_pools: Mapping[str, int] | None = None
+) -> dict[str, dict[str, Any]]:
     """name -> (what it matches, variables, validations). Each validation's message is what the tenant reads.
 
     `deployers`: the IAM principals the platform deploys with (ClusterConfig.admins and the creator).
     `kubernetes_version`: the cluster's minor ("1.34"); its oldest kubelet decides whether cached images are re-checked.
+    `kai_pools`: the pools KAI schedules, each with its GPUs' memory in MiB; their policies exist only with them.
     """
     return {
         **_platform_owned(deployers),
@@ -186,6 +200,7 @@ def policies(deployers: Sequence[str], kubernetes_version: str) -> dict[str, dic
         **_cached_private_images(kubernetes_version),
         **_services(),
         **_external_secrets(),
+        **(_kai(kai_pools) if kai_pools else {}),
     }
 
 
@@ -430,6 +445,102 @@ def _services() -> dict[str, dict[str, Any]]:
 
 
 
+# The sharing annotations as a pod's metadata carries them (none: an empty map).
+_ANNOTATIONS = "has(object.metadata.annotations) ? object.metadata.annotations : {}"
+# A decimal strictly between 0 and 1 ("0.5", ".25"): the gpu-fraction KAI accepts, written one way.
+_FRACTION = r"^0?\.[0-9]*[1-9][0-9]*$"
+_HAS_QUEUE_LABEL = f"has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels"
+# A positive whole number of MiB, at most seven digits (KAI's ParseUint takes more; no GPU has that much memory).
+_MEBIBYTES = r"^[1-9][0-9]{0,6}$"
+
+
+def _kai(pools: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """KAI's queue label and sharing annotations (models/kai): fractions on KAI pools only, within one GPU each,
+    charged to the tenant's own Queue.
+
+    KAI's pod grouper charges a workload to the Queue its top owner's `kai.scheduler/queue` label names, else the
+    pod's (models/kai/constants.py QUEUE_LABEL), so the label is checked on every object of a tenant namespace, and
+    a tenant's Queue is named as its namespace (config/kai.py). A pod on a KAI pool is scheduled by KAI, which alone
+    counts fractions (the reservation pods' whole GPUs sit in KAI's namespace, outside every tenant's Kueue quota);
+    a KAI pod elsewhere would take a GPU that pool's Kueue quotas do not count.
+    """
+    names = sorted(pools)
+    memory = "{" + ", ".join(f"'{name}': {pools[name]}" for name in names) + "}"
+    sharing = _cel_list(SHARING_ANNOTATIONS)
+    return {
+        "tenant-kai-queue-is-the-namespaces": {
+            "rules": [_rule(["*"], ["*"], ["CREATE", "UPDATE"])],
+            "matchConditions": [
+                NAMESPACED_ONLY,
+                {"name": "labels-a-kai-queue", "expression": _HAS_QUEUE_LABEL},
+            ],
+            "validations": [
+                {
+                    "expression": f"object.metadata.labels['{KAI_QUEUE_LABEL}'] == request.namespace",
+                    "message": f"{KAI_QUEUE_LABEL} in a tenant namespace names the tenant's own KAI Queue, the "
+                    "namespace's name: another Queue would charge another tenant's quota",
+                }
+            ],
+        },
+        "tenant-pods-kai-fractions-on-kai-pools": {
+            "rules": [_rule([""], ["pods"], ["CREATE", "UPDATE"])],
+            "variables": [
+                {
+                    "name": "kai",
+                    "expression": f"has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}'",
+                },
+                {
+                    "name": "pool",
+                    "expression": f"has(object.spec.nodeSelector) && '{POOL_LABEL}' in object.spec.nodeSelector ? "
+                    f"object.spec.nodeSelector['{POOL_LABEL}'] : ''",
+                },
+                {"name": "annotations", "expression": _ANNOTATIONS},
+            ],
+            "validations": [
+                {
+                    "expression": f"!variables.kai || variables.pool in {_cel_list(names)}",
+                    "message": f"pods scheduled by {KAI_SCHEDULER_NAME} select a KAI pool in nodeSelector "
+                    f"{POOL_LABEL} ({', '.join(names)}): elsewhere KAI would take GPUs that pool's Kueue quotas do not count",
+                },
+                {
+                    "expression": f"variables.kai || !(variables.pool in {_cel_list(names)})",
+                    "message": f"pods on a KAI pool ({', '.join(names)}) set schedulerName: {KAI_SCHEDULER_NAME}: its "
+                    "Queues count the pool's GPUs",
+                },
+                {
+                    "expression": f"variables.kai || !{sharing}.exists(a, a in variables.annotations)",
+                    "message": f"{', '.join(SHARING_ANNOTATIONS)} are read by {KAI_SCHEDULER_NAME} only: set "
+                    f"schedulerName: {KAI_SCHEDULER_NAME} and select a KAI pool, or request nvidia.com/gpu",
+                },
+                {
+                    "expression": f"!variables.kai || ({_HAS_QUEUE_LABEL})",
+                    "message": f"pods scheduled by {KAI_SCHEDULER_NAME} carry the label {KAI_QUEUE_LABEL}: <namespace>, "
+                    "the tenant's KAI Queue",
+                },
+                {
+                    "expression": f"!('{GPU_FRACTION_ANNOTATION}' in variables.annotations) || "
+                    f"variables.annotations['{GPU_FRACTION_ANNOTATION}'].matches('{_FRACTION}')",
+                    "message": f"{GPU_FRACTION_ANNOTATION} is a share of one GPU, a decimal above 0 and below 1 such "
+                    "as '0.5'; request whole GPUs as nvidia.com/gpu",
+                },
+                {
+                    "expression": f"!('{GPU_MEMORY_ANNOTATION}' in variables.annotations) || "
+                    f"(variables.annotations['{GPU_MEMORY_ANNOTATION}'].matches('{_MEBIBYTES}') && "
+                    f"variables.pool in {memory} && "
+                    f"int(variables.annotations['{GPU_MEMORY_ANNOTATION}']) <= {memory}[variables.pool])",
+                    "message": f"{GPU_MEMORY_ANNOTATION} is MiB of one GPU, a whole number above 0 and at most the "
+                    f"pool's GPU memory ({', '.join(f'{name}: {pools[name]}' for name in names)})",
+                },
+                {
+                    "expression": f"!('{GPU_FRACTION_NUM_DEVICES_ANNOTATION}' in variables.annotations)",
+                    "message": f"{GPU_FRACTION_NUM_DEVICES_ANNOTATION} is not offered: a fractional pod shares one GPU; "
+                    "request whole GPUs as nvidia.com/gpu",
+                },
+            ],
+        },
+    }
+
+
 def validating_admission_policy(name: str, policy: dict[str, Any]) -> dict[str, Any]:
     """One policy: fails closed (an evaluation error refuses the request), like an RBAC denial."""
     spec: dict[str, Any] = {
@@ -458,10 +569,12 @@ def validating_admission_policy_binding(name: str) -> dict[str, Any]:
     }
 
 
-def admission_objects(deployers: Sequence[str], kubernetes_version: str) -> dict[str, dict[str, Any]]:
+def admission_objects(
+    deployers: Sequence[str], kubernetes_version: str, kai_pools: Mapping[str, int] | None = None
+) -> dict[str, dict[str, Any]]:
     """Logical-name suffix -> manifest: each policy, then its binding."""
     objects = {}
-    for name, policy in policies(deployers, kubernetes_version).items():
+    for name, policy in policies(deployers, kubernetes_version, kai_pools).items():
         objects[f"{name}-policy"] = validating_admission_policy(name, policy)
         objects[f"{name}-binding"] = validating_admission_policy_binding(name)
     return objects
@@ -477,17 +590,19 @@ class TenantAdmission(pulumi.ComponentResource):
         deployers: Sequence[str],
         kubernetes_version: str,
         provider: k8s.Provider,
+        kai_pools: Mapping[str, int] | None = None,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """`deployers`: the IAM principals `pulumi up` runs as (`ClusterConfig.admins` and the cluster's
         creator), the only ones that may write tenant NetworkPolicies. `kubernetes_version`:
-        `ClusterConfig.kubernetes_version`, whose kubelet defaults decide the private-image policy. `depends_on`:
-        the cluster. Tenants' namespaces need not exist: bindings select them by label."""
+        `ClusterConfig.kubernetes_version`, whose kubelet defaults decide the private-image policy. `kai_pools`:
+        `config.kai.kai_gpu_memory_mib`, the KAI pools and their GPUs' memory. `depends_on`: the cluster.
+        Tenants' namespaces need not exist: bindings select them by label."""
         super().__init__("gpu-platform:admission:TenantAdmission", name, None, opts)
         children = Children(self, provider, depends_on)
         policies: dict[str, pulumi.Resource] = {}
-        for suffix, manifest in admission_objects(deployers, kubernetes_version).items():
+        for suffix, manifest in admission_objects(deployers, kubernetes_version, kai_pools).items():
             if manifest["kind"] == "ValidatingAdmissionPolicy":
                 policies[manifest["metadata"]["name"]] = declare(f"{name}-{suffix}", manifest, children.opts())
             else:

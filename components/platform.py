@@ -11,10 +11,11 @@ import pulumi_aws as aws
 from config import PlatformConfig, namespaces
 from config.claims import template_charges
 from config.fleet import manager_multikueue, stack_reference_name, worker_token_secret
+from config.kai import kai_gpu_memory_mib
 from config.secrets import tenant_secrets_role_name
 from config.versions import AMI_RELEASES
 
-from . import autoscaling, dcgm_exporter, efa, monitoring, opencost, queueing, secrets, supply_chain, training
+from . import autoscaling, dcgm_exporter, efa, kai, monitoring, opencost, queueing, secrets, supply_chain, training
 from .addons import BEFORE_NODES, EBS_CSI_DRIVER, ClusterAddons, DefaultStorageClass
 from .admission import TenantAdmission
 from .autoscaling import Autoscaling, model_access
@@ -27,6 +28,7 @@ from .fleet import FleetManager, FleetWorker
 from .gpu_operator import GpuOperator
 from .headroom import Headroom
 from .image_pulls import TenantImagePulls
+from .kai import KaiScheduler
 from .karpenter import SPOT_ROLE_NAME, SPOT_SERVICE, Karpenter
 from .lib import iam as policies
 from .lib.account import account_has_service_linked_role
@@ -360,6 +362,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 deployers=sorted({*config.cluster.admins, self.cluster.creator}),
                 kubernetes_version=config.cluster.kubernetes_version,
                 provider=provider,
+                kai_pools=kai_gpu_memory_mib(config.gpu_pools) or None,
                 depends_on=[self.cluster.eks],
                 opts=self._opts(),
             )
@@ -489,6 +492,19 @@ class GpuPlatform(pulumi.ComponentResource):
                 opts=self._opts(),
             )
             if config.uses_efa
+            else None
+        )
+        # KAI places and counts fractions on the pools it schedules; only where a pool says `scheduler: kai`.
+        self.kai = (
+            KaiScheduler(
+                f"{name}-kai",
+                config.kai_queues,
+                chart=config.charts[kai.CHART_KEY],
+                provider=provider,
+                depends_on=controllers_ready,
+                opts=self._opts(),
+            )
+            if config.uses_kai
             else None
         )
         self._gpu_nodes(config)

@@ -298,7 +298,7 @@ class InferenceDeploymentConfig(ConfigModel):
     flavor: str = Field(
         description="The flavor (pool) its replicas run on; its GPUs count against the tenant's quota there. A "
         "whole-GPU or time-sliced flavor: no inference on MIG or DRA flavors, whose pods get MIG devices or claims, "
-        "not the `nvidia.com/gpu` the server requests and KEDA scales on."
+        "not the `nvidia.com/gpu` the server requests and KEDA scales on, nor on a pool with `scheduler: kai`."
     )
     gpus_per_replica: int = Field(
         1, ge=1, le=8, description="GPUs each replica requests, in the flavor's units: slices on a time-sliced flavor."

@@ -568,6 +568,15 @@ def _check_inference(plans: Sequence[TenantPlan], root: str, problems: Problems)
                     "run inference deployments on a whole-GPU or time-sliced flavor",
                 )
                 continue
+            if quota.flavor.pool.config.scheduler == "kai":
+                # Its replicas are the default scheduler's, and only KAI's pods may run on a KAI pool (components/admission.py).
+                problems.add(
+                    f"{key}.flavor",
+                    f"{show(deployment.flavor)} is on pool {quota.flavor.pool.name}, scheduled by the KAI Scheduler, which "
+                    "takes only pods naming it; the platform's model servers use the default scheduler: run them on "
+                    "another flavor",
+                )
+                continue
             most = deployment.max_replicas * deployment.gpus_per_replica
             if not fits_queue(most, quota.quota.nominal, quota.quota.borrowing_limit):
                 admissible = queue_ceiling(quota.quota.nominal, quota.quota.borrowing_limit) or 0

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from models.kai.constants import RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
+from models.kai.constants import SYSTEM_NAMESPACE as KAI_SYSTEM_NAMESPACE
+
 from .labels import NAMESPACE_NAME_LABEL
 
 PodSecurityLevel = Literal["privileged", "baseline", "restricted"]
@@ -74,7 +77,12 @@ KUBERNETES_NAMESPACES = frozenset({"default", KUBE_SYSTEM, "kube-public", "kube-
 # Where add-ons commonly installed beside the platform live: installing one must not collide with a tenant.
 ADD_ON_NAMESPACES = frozenset({"karpenter", "cert-manager", "ingress-nginx", "amazon-cloudwatch"})
 
-RESERVED_NAMESPACES = KUBERNETES_NAMESPACES | CONTROLLER_NAMESPACES.keys() | ADD_ON_NAMESPACES
+# The KAI Scheduler's: its controllers', its reservation pods' and its scaling pods' (models/kai/constants.py).
+# Created only where a pool is scheduled by KAI (components/kai.py, with their Pod Security levels); reserved
+# on every stack, so turning KAI on never meets a tenant of the same name.
+KAI_NAMESPACES = frozenset({KAI_SYSTEM_NAMESPACE, RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE})
+
+RESERVED_NAMESPACES = KUBERNETES_NAMESPACES | CONTROLLER_NAMESPACES.keys() | ADD_ON_NAMESPACES | KAI_NAMESPACES
 
 
 def namespace_selector(name: str) -> dict[str, Any]:

@@ -282,8 +282,9 @@ class SharingConfig(ConfigModel):
     )
     share_between_tenants: bool = Field(
         False,
-        description="timeSlicing: let more than one tenant hold quota on the pool. Time slices of one GPU share its "
-        "memory and faults, so a tenant's pod can read or crash another's; refused unless set.",
+        description="timeSlicing, or a pool with `scheduler: kai`: let more than one tenant hold quota on the pool. Time "
+        "slices and KAI's fractions of one GPU share its memory and faults, so a tenant's pod can read or crash "
+        "another's; refused unless set.",
     )
 
     @model_validator(mode="after")
@@ -296,7 +297,8 @@ class SharingConfig(ConfigModel):
             raise ValueError(f"`replicas` applies to timeSlicing only, not {self.mode}")
         if self.mode != "mig" and self.mig_layout is not None:
             raise ValueError(f"`migLayout` applies to mig only, not {self.mode}")
-        if self.mode != "timeSlicing" and self.share_between_tenants:
+        # Mode `none` may share a GPU between tenants through KAI's fractions; NodePoolConfig checks the scheduler.
+        if self.mode == "mig" and self.share_between_tenants:
             raise ValueError(f"`shareBetweenTenants` applies to timeSlicing only, not {self.mode}")
         return self
 
@@ -362,6 +364,13 @@ class NodePoolConfig(ConfigModel):
         default_factory=WarmStartConfig,
         description="Warm GPUs kept for surges and images already on new nodes (docs/time-to-gpu.md).",
     )
+    scheduler: Literal["default", "kai"] = Field(
+        "default",
+        description="`kai`: the pool's pods are scheduled by the KAI Scheduler, which places fractions of a GPU "
+        "(`gpu-fraction` or `gpu-memory` annotations) and charges them, and whole GPUs, to the tenants' KAI Queues "
+        "(docs/fractional-gpus.md). Whole GPUs advertised (`sharing.mode: none`), device-plugin allocation, no "
+        "warm-start headroom.",
+    )
 
     @field_validator("name")
     @classmethod
@@ -383,6 +392,33 @@ class NodePoolConfig(ConfigModel):
         if len(set(capacity_types)) != len(capacity_types):
             raise ValueError("lists a capacity type twice")
         return capacity_types
+
+    @model_validator(mode="after")
+    def _kai_shares_whole_gpus(self) -> NodePoolConfig:
+        # KAI's binder reserves each shared GPU with a pod requesting one whole `nvidia.com/gpu` (kai-scheduler
+        # v0.17.0 pkg/binder/binding/resourcereservation/resource_reservation.go), so the pool advertises whole
+        # GPUs through the device plugin. Headroom placeholders are default-scheduler pods that only the default
+        # scheduler preempts: KAI would see their GPUs as taken and never get them back.
+        if self.scheduler != "kai":
+            if self.sharing.share_between_tenants and self.sharing.mode == "none":
+                raise ValueError(
+                    "sharing.shareBetweenTenants applies to time-sliced pools and pools with scheduler: kai; "
+                    "this pool hands out whole GPUs: remove it"
+                )
+            return self
+        if self.sharing.mode != "none":
+            raise ValueError(
+                f"scheduler: kai shares whole GPUs in fractions itself; sharing.mode {self.sharing.mode} cuts them "
+                "first: set sharing.mode: none"
+            )
+        if self.allocation != "devicePlugin":
+            raise ValueError("scheduler: kai places GPUs the device plugin advertises; set allocation: devicePlugin")
+        if self.warm_start.headroom.gpus:
+            raise ValueError(
+                "scheduler: kai cannot take back warm-start headroom (placeholders only the default scheduler "
+                "preempts): set warmStart.headroom.gpus: 0"
+            )
+        return self
 
     @model_validator(mode="after")
     def _reserved_needs_reservations(self) -> NodePoolConfig:

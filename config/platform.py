@@ -31,6 +31,7 @@ from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .fleet import FleetConfig
 from .headroom import check_snapshot_keys, check_warm_start
+from .kai import KaiQueuePlan, kai_pools, plan_kai_queues
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
@@ -152,6 +153,16 @@ class PlatformConfig:
         which launches the nodes that restore them, needs their use (`warmStart.imageSnapshotKmsKey`)."""
         keys = {pool.config.warm_start.image_snapshot_kms_key for pool in self.gpu_pools}
         return tuple(sorted(key for key in keys if key is not None))
+
+    @property
+    def kai_queues(self) -> tuple[KaiQueuePlan, ...]:
+        """The KAI Scheduler's Queues (config/kai.py); () when no pool has `scheduler: kai`."""
+        return plan_kai_queues(self.gpu_pools, self.tenants)
+
+    @property
+    def uses_kai(self) -> bool:
+        """Whether any GPU pool is scheduled by KAI: its chart, Queues and guards then exist."""
+        return bool(kai_pools(self.gpu_pools))
 
     @property
     def uses_efa(self) -> bool:
@@ -586,14 +597,15 @@ def _check_cpu_pool_quotas(tenants: TenantsConfig, cpu_pool: CpuPoolConfig, prob
 
 
 def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPlan], problems: Problems) -> None:
-    """A time-sliced pool serves one tenant unless it says `shareBetweenTenants`.
+    """A time-sliced pool, or one KAI shares in fractions, serves one tenant unless it says `shareBetweenTenants`.
 
     Time slices of a GPU share its memory and its faults: one tenant's pod can read another's memory
     or take it down. A tenant holds quota on a pool when any flavor of it gives the tenant nominal or
     borrowing units.
     """
     for pool in pools.root:
-        if pool.sharing.mode != "timeSlicing" or pool.sharing.share_between_tenants:
+        kai = pool.scheduler == "kai"
+        if (pool.sharing.mode != "timeSlicing" and not kai) or pool.sharing.share_between_tenants:
             continue
         holders: list[tuple[int, str, str]] = []
         for position, tenant in enumerate(tenants):
@@ -603,9 +615,10 @@ def _check_time_slice_tenants(pools: NodePoolsConfig, tenants: Sequence[TenantPl
                     break
         if len({name for _, name, _ in holders}) > 1:
             position, name, flavor = holders[1]
+            shares = "KAI's fractions" if kai else "time slices"
             problems.add(
                 f"{CONFIG_NAMESPACE}:tenants[{name}].gpu.{flavor}",
-                f"gives {name} time slices of pool {pool.name}, which {holders[0][1]} holds quota on too; time slices share "
+                f"gives {name} {shares} of pool {pool.name}, which {holders[0][1]} holds quota on too; {shares} share "
                 f"a GPU's memory and faults between tenants: give the pool to one tenant or set "
                 f"{CONFIG_NAMESPACE}:nodePools[{pool.name}].sharing.shareBetweenTenants: true",
             )

@@ -235,7 +235,19 @@ CHARTS: dict[str, ChartPin] = {
     "dcgm-exporter": ChartPin(
         chart="dcgm-exporter", repository="https://nvidia.github.io/dcgm-exporter/helm-charts", version="4.8.2"
     ),
+    # kai-scheduler/KAI-Scheduler tag v0.17.0 (deployments/kai-scheduler), its newest release: v0.20.0 and v0.20.1
+    # are retracted (commit 5922dc7d "chore(release): retract versions v0.20.0 and v0.20.1"). The release job
+    # packages the chart with the tag as version and appVersion (.github/workflows/on-release.yaml) and pushes it
+    # to ghcr.io. Installed when a GPU pool sets `scheduler: kai` (components/kai.py).
+    "kai-scheduler": ChartPin(chart="oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", version="v0.17.0"),
 }
+
+# The KAI Scheduler's images: the release job rewrites values.yaml's `global.registry` placeholder
+# (`registry/local/kai-scheduler`) to this registry before packaging (.github/workflows/on-release.yaml at
+# v0.17.0, DOCKER_REGISTRY), and every image's tag defaults to the chart's appVersion. The platform writes both,
+# so the images do not depend on what the packaged chart carries.
+KAI_IMAGE_REGISTRY = "ghcr.io/kai-scheduler/kai-scheduler"
+KAI_IMAGE_TAG = "v0.17.0"
 
 
 # Data sets vendored in upstream/ that config tables are checked against: botocore's region list
@@ -312,6 +324,9 @@ HELM_INSTALL: dict[str, HelmInstall] = {
     # One DaemonSet on the Bottlerocket GPU pools' nodes (none may exist yet); where some do, each pod
     # pulls its image from nvcr.io and turns ready 45 s after it starts (readinessProbe initialDelaySeconds).
     "dcgm-exporter": HelmInstall(timeout_seconds=600),
+    # The operator, then the deployments it creates from the kai-config Config (scheduler, binder, admission,
+    # pod grouper, queue controller...) and the post-install hook that applies it: several images from ghcr.io.
+    "kai-scheduler": HelmInstall(timeout_seconds=900),
 }
 
 

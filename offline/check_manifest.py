@@ -12,7 +12,9 @@ among them are read as the tenant's own), it says what the cluster the stack dec
   never, with the reason and the fix (models.kueue: PodSets, charged resources, best-case flavor assignment);
   a warning when a PodSet that names no capacity type lands on spot, with the selector for on-demand;
 - quota: its pods, after the LimitRange's defaults (models.kubernetes.limitranger), against the ResourceQuota;
-- capacity: the pool and instance types that can run each of its pods.
+- capacity: the pool and instance types that can run each of its pods;
+- kai: on a pool the KAI Scheduler schedules, what KAI's admission and the tenant's KAI Queue make of it
+  (offline/manifest_kai.py).
 
 Reading the files: offline/manifest_files.py; the render and config a workload meets:
 offline/manifest_cluster.py; kueue, quota and capacity: offline/manifest_kueue.py.
@@ -42,6 +44,7 @@ from models.kueue.workload import Tenancy
 from .builtin_kinds import is_built_in_group
 from .manifest_cluster import Cluster, Finding, pod_templates, rendered_objects
 from .manifest_files import MAX_NODES, MAX_RUN_NODES, Unreadable, read_manifest
+from .manifest_kai import kai_findings
 from .manifest_kueue import kueue_quota_capacity
 from .openapi import describe, dotted, quantity_problem, type_name
 from .validate import CustomResourceDefinitions, object_findings
@@ -90,6 +93,7 @@ def check(cluster: Cluster, documents: Sequence[tuple[str, Mapping[str, Any]]]) 
         pods = pod_templates(obj, tenancy)
         findings += _policies(cluster, tenancy, where, obj, pods)
         findings += kueue_quota_capacity(cluster, tenancy, where, obj)
+        findings += kai_findings(cluster, where, obj)
     return findings
 
 

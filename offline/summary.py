@@ -21,6 +21,7 @@ from config.catalog_prices import PRICE_DATES, price_region
 from config.device_classes import promises as class_promises
 from config.fleet import worker_token_secret
 from config.idle_cost import IdleInputs, idle_lines, idle_prices, idle_total, standing_gpu_nodes
+from config.kai import is_kai_pool, kai_pools
 from config.labels import (
     CPU_POOL_NAME,
     DEVICE_CLASS_RESOURCE_SUFFIX,
@@ -33,6 +34,8 @@ from config.labels import (
 )
 from config.schedulability import promises, unpromised
 from models import kubelet
+from models.kai.constants import GPU_FRACTION_ANNOTATION
+from models.kai.queues import gpu_share
 from models.keda import cron
 from models.kueue.integrations import INTEGRATIONS
 from models.nvidia.dcgm_exporter import PER_PROCESS_METRICS
@@ -56,6 +59,7 @@ def render_summary(recording: Recording, config: PlatformConfig) -> str:
         render_service_quotas(config),
         _tenants(config),
         _capacity(config),
+        *([_kai_queues(config)] if config.uses_kai else []),
         _idle_cost(recording, config),
         _schedulability(config),
         *([_fleet(config)] if config.fleet.role != "none" else []),
@@ -361,6 +365,35 @@ def _capacity(config: PlatformConfig) -> str:
             [f"`{CPU_POOL_NAME}` ({resource})", queueing.CPU_FLAVOR, f"{promised} / {declared} {unit}", f"{declared - promised}"]
         )
     return "## Capacity promised vs declared\n\n" + table(["pool", "flavors", "nominal promised / declared", "unpromised"], rows)
+
+
+# The fractions the KAI table counts pods of: a half and a quarter of one GPU.
+KAI_FRACTIONS = ("0.5", "0.25")
+
+
+def _kai_queues(config: PlatformConfig) -> str:
+    """The KAI Queues (config/kai.py) in GPUs and in fractional pods, and what a fraction costs an hour."""
+    prices = {pool.name: pool.cheapest_on_demand_per_gpu for pool in kai_pools(config.gpu_pools)}
+    rows = []
+    for plan in config.kai_queues:
+        tenant = next((t for t in config.tenants if t.name == plan.name), None)
+        pools = {q.flavor.pool.name for q in tenant.quotas if is_kai_pool(q.flavor.pool)} if tenant else set(prices)
+        known = [price for name, price in prices.items() if name in pools and price is not None]
+        per_gpu = min(known) if known else None
+        pods = [str(int(plan.gpu_limit // gpu_share({GPU_FRACTION_ANNOTATION: f}))) for f in KAI_FRACTIONS]
+        rows.append([
+            f"`{plan.name}`", f"`{plan.parent}`" if plan.parent else "-", plan.gpu_quota, plan.gpu_limit,
+            plan.over_quota_weight, "-" if plan.priority is None else plan.priority, *pods,
+            "-" if per_gpu is None else f"${per_gpu * float(KAI_FRACTIONS[0]):.2f}",
+        ])
+    headers = [
+        "KAI Queue", "parent", "deserved GPUs", "limit GPUs", "over-quota weight", "priority",
+        *(f"pods of {f} GPU at the limit" for f in KAI_FRACTIONS), f"on-demand $/h of {KAI_FRACTIONS[0]} GPU",
+    ]
+    return (
+        "## KAI Queues (fractions of a GPU)\n\nKAI counts fractions and whole GPUs on its pools against these Queues; "
+        "Kueue counts the pods' cpu and memory (docs/fractional-gpus.md).\n\n" + table(headers, rows)
+    )
 
 
 def idle_inputs(recording: Recording, config: PlatformConfig) -> IdleInputs:

@@ -149,6 +149,13 @@ CHART_SOURCES: dict[str, ChartSource] = {
     "dcgm-exporter": ChartSource(
         "NVIDIA/dcgm-exporter", "4.5.3-{version}", "deployment", templates=("deployment/templates/*",)
     ),
+    # The release job stamps the tag into Chart.yaml (0.0.0 at the tag). Only the Queue CRD is vendored: the
+    # platform declares Queues and nothing else of the chart's groups.
+    "kai-scheduler": ChartSource(
+        "kai-scheduler/KAI-Scheduler", "{version}", "deployments/kai-scheduler",
+        crds=("deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml",),
+        release_stamps_version=True,
+    ),
 }
 
 

@@ -1,0 +1,492 @@
+"""Pools scheduled by the KAI Scheduler: its queue rules, the Queues derived from tenants, the guards, one pod's chain.
+
+The render is tests/fixtures/kai/kai-fractional.yaml (multi-pool's cluster and attack-table tenants, a whole-GPU L40S
+pool and `gpu-l4-kai`, eight L4s scheduled by KAI, data-science's alone), rendered once for the module. It lives
+outside tests/fixtures/stacks/ so the tests that render every fixture stack do not render it too.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config.kai import ROOT_QUEUE, plan_kai_queues
+from config.labels import POOL_LABEL
+from models.kai import queues as kai
+from models.kai.constants import RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
+from models.kai.queues import Queue, ResourceQuota
+from models.kai.sharing import device_holder_namespace, mutated
+from models.kubernetes.admission import Request, admission_denials
+from models.kueue.flavorassigner import best_case_admission
+from models.kueue.webhooks import default_pod
+from models.kueue.workload import Tenancy, pod_sets
+from models.nvidia import dcgm_exporter as dcgm
+from offline.check_manifest import Cluster
+from offline.helm_values import release_problems
+from offline.manifest_kai import kai_findings
+from offline.summary import render_summary
+from offline.validate import CustomResourceDefinitions
+
+from .conftest import load, problems_of, render
+from .guards import rbac_allows
+from .recorded import kubernetes_objects, releases
+from .test_attacks import IDENTITIES, TENANT, granted_to
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kai" / "kai-fractional.yaml"
+KAI_POOL, OTHER_POOL = "gpu-l4-kai", "gpu-l40s"
+KAI_POLICIES = ("tenant-kai-queue-is-the-namespaces", "tenant-pods-kai-fractions-on-kai-pools")
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+P = "gpu-platform:nodePools"
+QUEUE_TYPE = "kubernetes:scheduling.run.ai/v2:Queue"
+
+
+def document() -> dict[str, Any]:
+    return copy.deepcopy(_document())
+
+
+@functools.cache
+def _document() -> dict[str, Any]:
+    return yaml.safe_load(FIXTURE.read_text())["config"]
+
+
+@functools.cache
+def _rendered() -> tuple[str, str, tuple[str, ...], str, str]:
+    """The KAI release, the Kueue release and every Kubernetes object, as JSON (tests get fresh copies), and the summary."""
+    recording = render(document(), "kai-fractional")
+    found = releases(recording)
+    manifests = tuple(json.dumps(r.inputs) for r in kubernetes_objects(recording))
+    summary = render_summary(recording, load(document()))
+    # Each Queue's name -> the names of the Queues it waits for (its URN dependencies of the Queue type).
+    queue_urns = {r.urn: r.inputs["metadata"]["name"] for r in recording.resources if r.type == QUEUE_TYPE}
+    waits = {
+        queue_urns[r.urn]: sorted(queue_urns[d] for d in r.dependencies if d in queue_urns)
+        for r in recording.resources if r.type == QUEUE_TYPE
+    }
+    return (
+        json.dumps(found["kai-scheduler"].inputs), json.dumps(found["kueue"].inputs), manifests, summary, json.dumps(waits)
+    )
+
+
+@functools.cache
+def _objects() -> tuple[dict[str, Any], ...]:
+    return tuple(json.loads(text) for text in _rendered()[2])
+
+
+def objects() -> list[dict[str, Any]]:
+    """The rendered objects; a new list of the same (read-only) objects: tests drop or add objects, never edit one."""
+    return list(_objects())
+
+
+def of_kind(kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects() if o["kind"] == kind]
+
+
+# --- models/kai/queues.py: KAI's rules, each case against a hand-worked answer -------------------------------
+
+def _gpu(quota: float, limit: float, weight: float = 1) -> dict[str, ResourceQuota]:
+    return {"gpu": ResourceQuota(quota, limit, weight)}
+
+
+TREE = {
+    "root": Queue("root", None, _gpu(8, 8)),
+    "a": Queue("a", "root", _gpu(6, 6)),
+    "b": Queue("b", "root", _gpu(0, -1)),
+    # cpu left out: read as quota 0 and limit 0 (proportion.go takes the spec's numbers as written).
+    "c": Queue("c", "root", {"gpu": ResourceQuota(2, 4)}),
+}
+
+
+@pytest.mark.parametrize(
+    "queue, allocated, requested, refused_at",
+    [
+        ("a", {"a": {"gpu": 5.5}, "root": {"gpu": 5.5}}, {"gpu": 0.5}, None),  # exactly at a's limit
+        ("a", {"a": {"gpu": 5.75}, "root": {"gpu": 5.75}}, {"gpu": 0.5}, "a/gpu"),
+        ("b", {"b": {"gpu": 3}, "root": {"gpu": 7.75}}, {"gpu": 0.25}, None),  # b unlimited, root at 8
+        ("b", {"b": {"gpu": 3}, "root": {"gpu": 7.75}}, {"gpu": 0.5}, "root/gpu"),  # the parent's limit holds
+        ("c", {}, {"gpu": 0.5, "cpu": 1}, "c/cpu"),  # a resource left out is a limit of 0
+        ("c", {}, {"gpu": 0.5}, None),  # nothing requested of it: no check
+    ],
+)
+def test_a_limit_holds_for_the_queue_and_every_queue_above_it(queue, allocated, requested, refused_at):
+    assert kai.over_limit(TREE, queue, allocated, requested) == refused_at
+
+
+def test_only_non_preemptible_jobs_are_held_to_the_deserved_quota():
+    allocated = {"a": {"gpu": 5.0}, "root": {"gpu": 5.0}}
+    non_preemptible = {"a": {"gpu": 5.75}, "root": {"gpu": 5.75}}
+    assert kai.non_preemptible_over_quota(TREE, "a", non_preemptible, {"gpu": 0.5}) == "a/gpu"
+    assert kai.non_preemptible_over_quota(TREE, "a", non_preemptible, {"gpu": 0.25}) is None
+    assert not kai.allocatable(TREE, "a", {"gpu": 0.5}, allocated, non_preemptible, preemptible=False)
+    assert kai.allocatable(TREE, "a", {"gpu": 0.5}, allocated, non_preemptible, preemptible=True)
+    assert not kai.allocatable(TREE, "missing", {"gpu": 0.5}, {}, {}, preemptible=True)
+
+
+@pytest.mark.parametrize(
+    "annotations, whole, memory, share",
+    [
+        ({"gpu-fraction": "0.5"}, 0, None, 0.5),
+        ({"gpu-fraction": "0.125"}, 0, None, 0.13),  # hundredths, halves away from zero (Go math.Round)
+        ({"gpu-fraction": "0.25", "gpu-fraction-num-devices": "3"}, 0, None, 0.75),
+        ({"gpu-memory": "6144"}, 0, 24576, 0.25),
+        ({}, 2, None, 2.0),
+    ],
+)
+def test_what_a_request_counts_in_its_queue(annotations, whole, memory, share):
+    assert kai.gpu_share(annotations, whole, memory) == pytest.approx(share)
+
+
+@pytest.mark.parametrize(
+    "annotations, whole, refused",
+    [
+        ({"gpu-fraction": "0.5"}, False, None),
+        ({"gpu-fraction": "5e-1"}, False, None),
+        ({"gpu-fraction": "1"}, False, "gpu-fraction annotation value must be a positive number smaller than 1.0"),
+        ({"gpu-fraction": "1.5"}, False, "gpu-fraction annotation value must be a positive number smaller than 1.0"),
+        ({"gpu-fraction": "NaN"}, False, "gpu-fraction annotation value must be a positive number smaller than 1.0"),
+        ({"gpu-fraction": "0.5"}, True, "cannot have both GPU fraction request and whole GPU resource request/limit"),
+        ({"gpu-memory": "0"}, False, "gpu-memory annotation value must be a positive integer greater than 0"),
+        ({"gpu-memory": "100", "gpu-fraction": "0.5"}, False, "cannot request both GPU and GPU memory"),
+        ({"gpu-fraction-num-devices": "2"}, False,
+         "cannot request multiple fractional devices without specifying fraction portion or gpu-memory"),
+    ],
+)
+def test_kais_admission_accepts_what_its_validator_accepts(annotations, whole, refused):
+    assert kai.gpu_request_error(annotations, whole) == refused
+
+
+# --- config: the pool option, one tenant per pool, the Queues -------------------------------------------------
+
+@pytest.mark.parametrize(
+    "change, line",
+    [
+        ({"sharing": {"mode": "timeSlicing", "replicas": 4}},
+         f"{P}[gpu-l4-kai]: scheduler: kai shares whole GPUs in fractions itself; sharing.mode timeSlicing cuts them "
+         "first: set sharing.mode: none"),
+        ({"warmStart": {"headroom": {"gpus": 4, "gpusPerPod": 4}}},
+         f"{P}[gpu-l4-kai]: scheduler: kai cannot take back warm-start headroom (placeholders only the default "
+         "scheduler preempts): set warmStart.headroom.gpus: 0"),
+        ({"scheduler": "default", "sharing": {"shareBetweenTenants": True}},
+         f"{P}[gpu-l4-kai]: sharing.shareBetweenTenants applies to time-sliced pools and pools with scheduler: kai; "
+         "this pool hands out whole GPUs: remove it"),
+    ],
+)
+def test_a_kai_pool_that_cannot_work_is_one_line(change, line):
+    doc = document()
+    [pool] = [p for p in doc[P] if p["name"] == KAI_POOL]
+    pool.update(change)
+    assert problems_of(doc) == [line]
+
+
+def test_a_second_tenant_on_a_kai_pool_needs_share_between_tenants():
+    doc = document()
+    [experiments] = [t for t in doc["gpu-platform:tenants"] if t["name"] == "experiments"]
+    [data_science] = [t for t in doc["gpu-platform:tenants"] if t["name"] == "data-science"]
+    data_science["gpu"]["l4-kai-on-demand"] = {"nominal": 6, "lendingLimit": 2}
+    experiments["gpu"]["l4-kai-on-demand"] = {"nominal": 2, "borrowingLimit": 2}
+    assert problems_of(doc) == [
+        "gpu-platform:tenants[experiments].gpu.l4-kai-on-demand: gives experiments KAI's fractions of pool gpu-l4-kai, "
+        "which data-science holds quota on too; KAI's fractions share a GPU's memory and faults between tenants: give "
+        "the pool to one tenant or set gpu-platform:nodePools[gpu-l4-kai].sharing.shareBetweenTenants: true"
+    ]
+    [pool] = [p for p in doc[P] if p["name"] == KAI_POOL]
+    pool["sharing"] = {"shareBetweenTenants": True}
+    config = load(doc)
+    queues = {q.name: q for q in plan_kai_queues(config.gpu_pools, config.tenants)}
+    # Root: the pool's 8 GPUs. data-science: 6 deserved, no borrowing. experiments: 2 + 2, priority best-effort (100).
+    assert [(q.name, q.parent, q.gpu_quota, q.gpu_limit, q.over_quota_weight, q.priority) for q in queues.values()] == [
+        ("gpu-platform.tenants", None, 8, 8, 1, None),
+        ("data-science", "gpu-platform.tenants", 6, 6, 6, 500),
+        ("experiments", "gpu-platform.tenants", 2, 4, 2, 100),
+    ]
+
+
+def test_a_platform_served_model_on_a_kai_flavor_is_one_line():
+    doc = document()
+    [data_science] = [t for t in doc["gpu-platform:tenants"] if t["name"] == "data-science"]
+    data_science["inference"] = [
+        {"name": "notebook-assist", "flavor": "l4-kai-on-demand", "class": "interactive", "gpusPerReplica": 1,
+         "minReplicas": 1, "maxReplicas": 4}
+    ]
+    assert problems_of(doc) == [
+        "gpu-platform:tenants[data-science].inference[notebook-assist].flavor: 'l4-kai-on-demand' is on pool "
+        "gpu-l4-kai, scheduled by the KAI Scheduler, which takes only pods naming it; the platform's model servers use "
+        "the default scheduler: run them on another flavor"
+    ]
+
+
+def test_a_stack_without_kai_pools_has_no_queues_and_no_kai_release():
+    doc = document()
+    doc[P] = [p for p in doc[P] if p["name"] != KAI_POOL]
+    for tenant in doc["gpu-platform:tenants"]:
+        tenant["gpu"].pop("l4-kai-on-demand", None)
+    config = load(doc)
+    assert not config.uses_kai and config.kai_queues == ()
+
+
+# --- the render ------------------------------------------------------------------------------------------------
+
+def test_the_release_shares_gpus_scales_nodes_and_creates_no_unlimited_default_queue():
+    release = json.loads(_rendered()[0])
+    values = release["values"]
+    assert (release["chart"], release["version"]) == ("oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "v0.17.0")
+    assert values["global"]["gpuSharing"] is True and values["global"]["clusterAutoscaling"] is True
+    assert (values["global"]["registry"], values["global"]["tag"]) == ("ghcr.io/kai-scheduler/kai-scheduler", "v0.17.0")
+    assert values["defaultQueue"] == {"createDefaultQueue": False}
+    assert values["global"]["resourceReservation"] == {"createNamespace": False}
+    assert release_problems("helm/kai-scheduler.yaml", release) == []
+
+
+def test_kais_namespaces_enforce_baseline():
+    levels = {
+        o["metadata"]["name"]: o["metadata"]["labels"].get("pod-security.kubernetes.io/enforce")
+        for o in of_kind("Namespace")
+    }
+    assert {ns: levels.get(ns) for ns in ("kai-scheduler", RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE)} == {
+        "kai-scheduler": "baseline", RESERVATION_NAMESPACE: "baseline", SCALING_POD_NAMESPACE: "baseline",
+    }
+
+
+def test_the_rendered_queues_are_the_tenants_quota_on_the_kai_pool():
+    unbounded = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    assert sorted(of_kind("Queue"), key=lambda q: q["metadata"]["name"]) == [
+        {
+            "apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "data-science"},
+            "spec": {
+                "parentQueue": ROOT_QUEUE, "priority": 500,
+                "resources": {"cpu": unbounded, "gpu": {"quota": 6, "limit": 6, "overQuotaWeight": 6}, "memory": unbounded},
+            },
+        },
+        {
+            "apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": ROOT_QUEUE},
+            "spec": {"resources": {"cpu": unbounded, "gpu": {"quota": 8, "limit": 8, "overQuotaWeight": 1}, "memory": unbounded}},
+        },
+    ]
+
+
+def test_each_queue_waits_for_its_parent():
+    """KAI's queue webhook reads the parent when a child is created and refuses to delete a parent with children."""
+    assert json.loads(_rendered()[4]) == {ROOT_QUEUE: [], "data-science": [ROOT_QUEUE]}
+
+
+# --- the guards: every attempt as every identity -----------------------------------------------------------------
+
+def tenant_labels() -> dict[str, str]:
+    [namespace] = [o for o in of_kind("Namespace") if o["metadata"]["name"] == TENANT]
+    return namespace["metadata"]["labels"]
+
+
+def kueue_settings() -> tuple[tuple[str, ...], bool]:
+    manager = yaml.safe_load(json.loads(_rendered()[1])["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    return tuple(manager["integrations"]["frameworks"]), bool(manager["manageJobsWithoutQueueName"])
+
+
+def pod(pool: str = KAI_POOL, scheduler: str | None = "kai-scheduler", queue: str | None = TENANT,
+        annotations: dict[str, str] | None = None, **container: Any) -> dict[str, Any]:
+    """A tenant's bare pod as validating admission receives it: gated by Kueue's pod webhook."""
+    labels = {} if queue is None else {"kai.scheduler/queue": queue}
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", **container}],
+        "nodeSelector": {POOL_LABEL: pool},
+        "tolerations": [GPU_TOLERATION],
+    }
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    obj = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": TENANT, "labels": labels, "annotations": dict(annotations or {})},
+        "spec": spec,
+    }
+    frameworks, without_queue_name = kueue_settings()
+    return default_pod(obj, {}, frameworks, without_queue_name)
+
+
+def job_labelled(queue: str) -> dict[str, Any]:
+    """A Job whose own label names a queue: KAI's pod grouper reads the top owner's label before the pod's."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": TENANT, "labels": {"kai.scheduler/queue": queue}},
+        "spec": {"suspend": True, "template": {"spec": {"containers": [{"name": "m", "image": "busybox:1.36"}],
+                                                        "restartPolicy": "Never"}}},
+    }
+
+
+FRACTION = {"gpu-fraction": "0.5"}
+# (row, API group, resource, the object (built when the row runs: it needs the render), the policy that stops it)
+ATTEMPTS = [
+    ("fraction-of-more-than-one-gpu", "", "pods", lambda: pod(annotations={"gpu-fraction": "1.5"}), KAI_POLICIES[1]),
+    ("fraction-of-a-whole-gpu", "", "pods", lambda: pod(annotations={"gpu-fraction": "1"}), KAI_POLICIES[1]),
+    ("fraction-in-scientific-notation-past-one", "", "pods", lambda: pod(annotations={"gpu-fraction": "2e0"}), KAI_POLICIES[1]),
+    ("gpu-memory-past-the-gpus", "", "pods", lambda: pod(annotations={"gpu-memory": "24577"}), KAI_POLICIES[1]),
+    ("fractions-on-several-gpus", "", "pods", lambda: pod(annotations={**FRACTION, "gpu-fraction-num-devices": "4"}),
+     KAI_POLICIES[1]),
+    ("another-tenants-kai-queue-on-a-pod", "", "pods", lambda: pod(queue="llm-training", annotations=FRACTION), KAI_POLICIES[0]),
+    ("the-root-kai-queue-on-a-pod", "", "pods", lambda: pod(queue=ROOT_QUEUE, annotations=FRACTION), KAI_POLICIES[0]),
+    ("another-tenants-kai-queue-on-the-top-owner", "batch", "jobs", lambda: job_labelled("llm-training"), KAI_POLICIES[0]),
+    ("kai-pod-without-a-queue-label", "", "pods", lambda: pod(queue=None, annotations=FRACTION), KAI_POLICIES[1]),
+    ("kai-fraction-on-a-pool-kueue-counts-whole-gpus", "", "pods", lambda: pod(pool=OTHER_POOL, annotations=FRACTION),
+     KAI_POLICIES[1]),
+    ("default-scheduler-pod-on-a-kai-pool", "", "pods",
+     lambda: pod(scheduler=None, queue=None, resources={"limits": {"nvidia.com/gpu": "1"}}), KAI_POLICIES[1]),
+    ("fraction-annotation-without-kai", "", "pods", lambda: pod(pool=OTHER_POOL, scheduler=None, annotations=FRACTION),
+     KAI_POLICIES[1]),
+]
+BY_IDENTITY = [(a, who) for a in ATTEMPTS for who in IDENTITIES]
+
+
+def denials(objs: list[dict[str, Any]], api_group: str, resource: str, obj: dict[str, Any], who: str) -> list[str]:
+    request = Request("CREATE", api_group, resource, TENANT, IDENTITIES[who], obj, None, tenant_labels())
+    return admission_denials(objs, request)
+
+
+@pytest.mark.parametrize("attempt, who", BY_IDENTITY, ids=[f"{a[0]}-as-{who}" for a, who in BY_IDENTITY])
+def test_each_kai_attempt_is_refused_whoever_sends_it(attempt, who):
+    name, group, resource, build, _ = attempt
+    assert denials(objects(), group, resource, build(), who), name
+
+
+@pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a[0] for a in ATTEMPTS])
+def test_each_kai_attempt_passes_once_its_policy_is_removed(attempt):
+    name, group, resource, build, policy = attempt
+    objs = [
+        o for o in objects()
+        if o["metadata"]["name"] != policy and o.get("spec", {}).get("policyName") != policy
+    ]
+    assert denials(objs, group, resource, build(), "tenant-admin") == [], name
+
+
+@pytest.mark.parametrize("annotations", [FRACTION, {"gpu-fraction": ".25"}, {"gpu-memory": "24576"}, {}])
+def test_a_tenant_asks_for_a_fraction_or_memory_of_one_gpu_on_its_kai_pool(annotations):
+    assert denials(objects(), "", "pods", pod(annotations=annotations), "tenant-admin") == []
+
+
+def test_kais_own_mutation_of_a_fractional_pod_meets_the_nvidia_variable_guard():
+    """KAI gives a fraction its GPU through NVIDIA_VISIBLE_DEVICES from a ConfigMap (models/kai/sharing.py); the
+    platform refuses NVIDIA_* variables in tenant pods (and its nodes' toolkit ignores them from unprivileged
+    containers), so the pod KAI's webhook hands on is refused: fractions do not run until that is settled
+    (docs/fractional-gpus.md)."""
+    handed_on = mutated(pod(annotations=FRACTION), "p-abc1234-shared-gpu")
+    refused = denials(objects(), "", "pods", handed_on, "tenant-admin")
+    assert refused and all("NVIDIA_* variables" in line for line in refused)
+    assert denials(without_named(objects(), "tenant-pods-no-nvidia-env"), "", "pods", handed_on, "tenant-admin") == []
+
+
+def without_named(objs: list[dict[str, Any]], policy: str) -> list[dict[str, Any]]:
+    return [o for o in objs if o["metadata"]["name"] != policy and o.get("spec", {}).get("policyName") != policy]
+
+
+@pytest.mark.parametrize("who", [w for w in IDENTITIES if w != "tenant-viewer"])
+def test_no_tenant_identity_writes_in_kais_reservation_or_scaling_namespaces(who):
+    """Reservation pods hold whole GPUs outside every tenant's Kueue quota; only KAI's binder makes them."""
+    user = IDENTITIES[who]
+    objs = granted_to(objects(), user)
+    for namespace in (RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE, "kai-scheduler"):
+        for verb in ("create", "update", "patch", "delete"):
+            assert not rbac_allows(objs, user, verb, "", "pods", namespace), (verb, namespace)
+    assert not rbac_allows(objs, user, "update", "scheduling.run.ai", "queues", None)
+
+
+# --- one fractional pod, from admission to placement, metrics and cost ---------------------------------------------
+
+def tenancy() -> Tenancy:
+    kueue = yaml.safe_load(json.loads(_rendered()[1])["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    [limit_range] = [
+        o for o in of_kind("LimitRange") if o["metadata"]["namespace"] == TENANT and o["metadata"]["name"] == "container-defaults"
+    ]
+    return Tenancy(limit_range["spec"]["limits"][0]["defaultRequest"], {}, kueue, {})
+
+
+def admitted_flavor(pool: str) -> tuple[str, bool]:
+    spec = {"containers": [{"name": "main", "image": "busybox:1.36", "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}],
+            "nodeSelector": {POOL_LABEL: pool}}
+    job = {"kind": "Job", "spec": {"parallelism": 1, "template": {"spec": spec}}}
+    labels = {f["metadata"]["name"]: f["spec"].get("nodeLabels", {}) for f in of_kind("ResourceFlavor")}
+    [queue] = [q for q in of_kind("ClusterQueue") if q["metadata"]["name"] == TENANT]
+    admission = best_case_admission(pod_sets(job, tenancy()), queue, labels)
+    return (admission.flavors[0] if admission.flavors else ""), admission.borrowing
+
+
+def test_a_fractional_pod_from_admission_to_placement_metrics_and_cost():
+    # 1. Admission: the tenant's guards let it through (the NVIDIA variable aside: see the test above).
+    assert denials(objects(), "", "pods", pod(annotations=FRACTION), "tenant-admin") == []
+    # 2. Kueue: the pod's nodeSelector rules out the CPU flavor; its cpu and memory are charged to the KAI pool's
+    #    flavor, its fraction to nothing Kueue reads.
+    assert admitted_flavor(KAI_POOL) == ("l4-kai-on-demand", False)
+    # 3. KAI: the tenant's Queue holds 6 of the root's 8; twelve halves fit, the thirteenth is over the limit.
+    rendered_queues = {q["metadata"]["name"]: q["spec"] for q in of_kind("Queue")}
+    tree = {
+        name: Queue(name, spec.get("parentQueue"), {
+            r: ResourceQuota(v["quota"], v["limit"], v["overQuotaWeight"]) for r, v in spec["resources"].items()
+        })
+        for name, spec in rendered_queues.items()
+    }
+    half = {"gpu": kai.gpu_share(FRACTION)}
+    held = {TENANT: {"gpu": 0.0}, ROOT_QUEUE: {"gpu": 0.0}}
+    placed = 0
+    while kai.allocatable(tree, TENANT, half, held, {}, preemptible=True):
+        for queue in held:
+            held[queue]["gpu"] += half["gpu"]
+        placed += 1
+    assert placed == 12
+    # 4. Metrics: the kubelet lists the shared GPU under KAI's reservation pod, so dcgm-exporter's series of that
+    #    GPU name the reservation pod (its namespace), never a tenant's fractional pod.
+    assert device_holder_namespace() == RESERVATION_NAMESPACE
+    assert dcgm.names_pod("GPU-0a1b", dcgm.DEFAULT_GPU_ID_TYPE, 0, "GPU-0a1b")
+    # 5. Cost: the tenant's guaranteed share of the pool is 6 of its 8 L4s at g6.12xlarge's price per GPU.
+    config = load(document())
+    [plan] = [t for t in config.tenants if t.name == TENANT]
+    [quota] = [q for q in plan.quotas if q.flavor.name == "l4-kai-on-demand"]
+    per_gpu = quota.flavor.pool.cheapest_on_demand_per_gpu
+    assert per_gpu is not None and per_gpu == pytest.approx(4.6016 / 4)
+    assert per_gpu * quota.quota.nominal == pytest.approx(6 * 1.1504)
+
+
+def test_the_summary_counts_each_queue_in_gpus_in_fractional_pods_and_in_dollars():
+    """g6.12xlarge: $4.6016/h for 4 L4s, so half an L4 is $0.5752/h; 6 GPUs hold 12 halves or 24 quarters."""
+    summary = _rendered()[3]
+    section = summary.split("## KAI Queues (fractions of a GPU)\n")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert rows == [
+        "| `gpu-platform.tenants` | - | 8 | 8 | 1 | - | 16 | 32 | $0.58 |",
+        "| `data-science` | `gpu-platform.tenants` | 6 | 6 | 6 | 500 | 12 | 24 | $0.58 |",
+    ]
+
+
+# --- check-manifest -------------------------------------------------------------------------------------------
+
+def kai_lines(*documents: dict[str, Any]) -> list[str]:
+    """check-manifest's `kai` findings (offline/manifest_kai.py, which reads no CRD: none are loaded)."""
+    cluster = Cluster.of(load(document()), TENANT, objects(), CustomResourceDefinitions())
+    findings = [f for d in documents for f in kai_findings(cluster, "w.yaml", d)]
+    return [f"{f.text}{' [problem]' if f.problem else ''}" for f in findings]
+
+
+def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvidia_variable_guard():
+    fractional = pod(annotations=FRACTION)
+    job: dict[str, Any] = {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sixteen-halves", "namespace": TENANT},
+        "spec": {"parallelism": 16, "template": {
+            "metadata": {"labels": {"kai.scheduler/queue": TENANT}, "annotations": FRACTION},
+            "spec": {**fractional["spec"], "restartPolicy": "Never", "schedulingGates": []},
+        }},
+    }
+    at_the_limit = copy.deepcopy(job)
+    at_the_limit["spec"]["parallelism"] = 12
+    whole = pod(resources={"limits": {"nvidia.com/gpu": "2"}})
+    oversized = pod(annotations={"gpu-fraction": "1.5"})
+    lines = kai_lines(fractional, job, at_the_limit, whole, oversized)
+    nvidia = [line for line in lines if "NVIDIA_* variables" in line]
+    assert [line for line in lines if line not in nvidia] == [
+        "KAI counts 1 x 0.5 = 0.5 GPUs against Queue data-science (deserved 6, limit 6)",
+        "KAI counts 16 x 0.5 = 8 GPUs against Queue data-science (deserved 6, limit 6): more than its limit, never all "
+        "at once [problem]",
+        "KAI counts 12 x 0.5 = 6 GPUs against Queue data-science (deserved 6, limit 6)",
+        "KAI counts 1 x 2 = 2 GPUs against Queue data-science (deserved 6, limit 6)",
+        "KAI's admission refuses it: gpu-fraction annotation value must be a positive number smaller than 1.0 [problem]",
+    ]
+    assert len(nvidia) == 3 and all(line.endswith("(docs/fractional-gpus.md) [problem]") for line in nvidia)
