@@ -59,8 +59,8 @@ class ModelKueue:
         self.workloads: dict[int, Workload] = {}
         self.admitted: set[int] = set()
         # Usage changes so far, and the NoFit found per workload shape at a given count: a workload of the
-        # same shape would find the same while usage is unchanged (the model is deterministic), so it is
-        # set aside without running the flavor search again. Only the simulator's speed depends on this.
+        # same shape would find the same while usage is unchanged (the model is deterministic), so the flavor
+        # search is not run again for it. Only the simulator's speed depends on this.
         self.version = 0
         self.no_fit: dict[Shape, tuple[int, Assignment]] = {}
         self.shapes: dict[Workload, Shape] = {}
@@ -139,10 +139,11 @@ class ModelKueue:
         pending workloads are admitted or set aside as inadmissible (BestEffortFIFO), every StrictFIFO head has
         been tried against the current usage, or a cycle changes nothing.
 
-        A head whose shape is known NoFit at the current usage is set aside without a cycle; a run of
-        iterations in which every queue's head is such a one is taken in one step (`Pending.known_run`,
-        `Pending.skip`), so the heads the next cycle tries, and the cycle each joins, are the ones the loop
-        would reach one iteration at a time."""
+        A head whose shape the flavor search found NoFit at the current usage (or Preempt with no one to
+        preempt) joins its cycle with that assignment, without a search: it still takes its place in the
+        cycle's order, as in Kueue. A cycle whose heads are all such ones changes nothing and is not run, and
+        a run of such cycles is taken in one step (`Pending.known_run`, `Pending.skip`), so every cycle that
+        is run has the heads the loop would reach one iteration at a time."""
         admitted: dict[int, Admission] = {}
         preempted: list[int] = []
         queues = list(self.queues.values())
@@ -160,18 +161,16 @@ class ModelKueue:
             nominated = [(queue, workload) for queue in queues if (workload := queue.head()) is not None]
             if not nominated:
                 break
-            changed = False
-            tried = []
-            for queue, workload in nominated:
-                if self._known(self.shapes[workload]):
+            known = {id(workload): found[1] for _, workload in nominated
+                     if (found := self.no_fit.get(self.shapes[workload])) is not None and found[0] == self.version}
+            if len(known) == len(nominated):
+                # A cycle of heads that all stay pending without targets changes nothing: each is requeued.
+                for queue, workload in nominated:
                     queue.requeue(workload, NO_FIT_STATUS)
-                    changed = True
-                else:
-                    tried.append(workload)
-            if not tried:
                 continue
+            changed = False
             version = self.version
-            cycle = schedule(self.snapshot, tried)
+            cycle = schedule(self.snapshot, [workload for _, workload in nominated], known)
             apply(self.snapshot, cycle, now)
             for entry in cycle.entries:
                 key = int(entry.workload.name)

@@ -23,7 +23,7 @@ the head; under BestEffortFIFO it is set aside as inadmissible until quota in it
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .cohort import ANY, BEST_EFFORT_FIFO, FlavorResource, Snapshot, add_usage, remove_usage
@@ -74,8 +74,16 @@ def entry_order(entry: Entry) -> tuple[int, int, float]:
     return (entry.assignment.borrowing, -entry.workload.priority, entry.workload.timestamp)
 
 
-def schedule(snapshot: Snapshot, heads: Sequence[Workload]) -> Cycle:
-    """One cycle over the heads of the queues. The snapshot is left as it was: apply the result with `apply`."""
+def schedule(
+    snapshot: Snapshot, heads: Sequence[Workload], pending: Mapping[int, Assignment] | None = None
+) -> Cycle:
+    """One cycle over the heads of the queues. The snapshot is left as it was: apply the result with `apply`.
+
+    `pending`, by id of a head: an assignment the caller found for a workload of the same requests, priority and
+    ClusterQueue at this very snapshot, one that left it pending without preemption targets (NoFit, or Preempt
+    with none). The flavor search is deterministic, so the head gets that assignment without a search; it still
+    takes its place in the cycle's order and, as a Preempt entry, holds back the quota it could get.
+    """
     preemptor = Preemptor(snapshot)
     entries = []
     inadmissible = []
@@ -84,6 +92,10 @@ def schedule(snapshot: Snapshot, heads: Sequence[Workload]) -> Cycle:
         if queue.name in snapshot.inactive or not queue.admits_namespace(workload.namespace_labels):
             status = INACTIVE if queue.name in snapshot.inactive else NAMESPACE_MISMATCH
             inadmissible.append(Entry(workload, Assignment([], {}, 0), [], status))
+            continue
+        known = pending.get(id(workload)) if pending else None
+        if known is not None:
+            entries.append(Entry(workload, known, []))
             continue
         assignment = assign(workload, queue, snapshot, preemptor.oracle)
         targets = preemptor.targets(workload, assignment) if assignment.mode == PREEMPT else []
