@@ -17,6 +17,8 @@ from models.kueue import (
     NO_FIT_STATUS,
     PREEMPTING,
     PendingQueue,
+    PodSet,
+    Snapshot,
     Workload,
     apply,
     heads,
@@ -139,6 +141,40 @@ def test_shapes_past_a_queues_254th_are_never_taken_as_known_in_bulk():
     unknown = 257
     run = queue.known_run(lambda shape: shape != (unknown,), lambda w: ())
     assert run == 254  # the first workload whose shape has no byte of its own: looked at on its own
+
+
+def test_leaving_a_nofit_head_out_of_its_cycle_would_reorder_the_others_under_nested_cohorts():
+    """Why the seam keeps a head known NoFit in its cycle (models/kueue schedule's `pending`) rather than leave it
+    out. Cohort org holds cohort unit (queues x: 4 GPUs, y: none) and queue z (4 GPUs); y holds 2 of x's.
+    Heads: x asks 100 (NoFit), y 1 (priority 300), z 1 (priority 200), x's priority 100. Within unit, x's
+    entry wins (y borrows); at org nobody borrows, so priority decides: z over x, y over z. With x in the
+    cycle z is taken first; left out, y's entry wins unit and goes first."""
+    gpu = "nvidia.com/gpu"
+
+    def queue(name, cohort, nominal):
+        resources = [{"name": gpu, "nominalQuota": nominal}]
+        return {"metadata": {"name": name}, "spec": {"cohortName": cohort, "resourceGroups": [
+            {"coveredResources": [gpu], "flavors": [{"name": "f", "resources": resources}]}]}}
+
+    def order(heads):
+        snapshot = Snapshot.from_manifests(
+            [queue("x", "unit", 4), queue("y", "unit", 0), queue("z", "org", 4)],
+            [{"metadata": {"name": "org"}, "spec": {}}, {"metadata": {"name": "unit"}, "spec": {"parentName": "org"}}],
+            fair_sharing=True,
+        )
+        held = Workload("held", "y", (PodSet("main", 2, {gpu: 1}),), priority=300)
+        held.usage, held.flavors = {("f", gpu): 2}, ({gpu: "f"},)
+        snapshot.add_workload(held)
+        workloads = {
+            "x": Workload("x1", "x", (PodSet("main", 100, {gpu: 1}),), priority=100),
+            "y": Workload("y1", "y", (PodSet("main", 1, {gpu: 1}),), priority=300),
+            "z": Workload("z1", "z", (PodSet("main", 1, {gpu: 1}),), priority=200),
+        }
+        cycle = schedule(snapshot, [workloads[name] for name in heads])
+        return [(entry.workload.name, entry.status) for entry in cycle.entries]
+
+    assert order("xyz") == [("z1", ADMITTED), ("x1", NO_FIT_STATUS), ("y1", ADMITTED)]
+    assert order("yz") == [("y1", ADMITTED), ("z1", ADMITTED)]
 
 
 # --- against Kueue's loop head by head over models/kueue, no shortcuts -------------------------------------
