@@ -19,7 +19,7 @@
 #   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static] [SEEDS=10] [WITHOUT="headroom ..."]
 #                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
-#   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
+#   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): CPU s, scaling, peak RSS
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
 #                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
 #                             the table in docs/simulation.md)

@@ -13,7 +13,9 @@ memory are not requested (the simulator models GPUs only), so only the GPU quota
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from config import PlatformConfig
@@ -25,13 +27,14 @@ from models.kueue import (
     NO_FIT_STATUS,
     Assignment,
     Inadmissible,
-    PendingQueue,
     PodSet,
     Snapshot,
     Workload,
     apply,
+    back_in_line,
     best_case_admission,
-    heads,
+    keeps_head,
+    queue_order,
     schedule,
 )
 
@@ -51,16 +54,16 @@ class ModelKueue:
         self.node_labels = {CPU_FLAVOR: cpu_flavor_labels(), **{f.name: dict(f.node_labels) for f in config.flavors}}
         flavors = [{"metadata": {"name": name}, "spec": {"nodeLabels": labels}} for name, labels in self.node_labels.items()]
         self.snapshot = Snapshot.from_manifests(manifests, cohorts(config.queueing), fair_sharing=True, flavors=flavors)
-        self.queues = {name: PendingQueue(queue.queueing_strategy) for name, queue in self.snapshot.cluster_queues.items()}
+        self.queues = {name: Pending(queue.queueing_strategy) for name, queue in self.snapshot.cluster_queues.items()}
         self.units = {flavor.name: dict(flavor.resources_per_unit) for flavor in config.flavors}
         self.workloads: dict[int, Workload] = {}
         self.admitted: set[int] = set()
         # Usage changes so far, and the NoFit found per workload shape at a given count: a workload of the
-        # same shape would find the same while usage is unchanged (the model is deterministic), so it is
-        # set aside without running the flavor search again. Only the simulator's speed depends on this.
+        # same shape would find the same while usage is unchanged (the model is deterministic), so the flavor
+        # search is not run again for it. Only the simulator's speed depends on this.
         self.version = 0
-        self.no_fit: dict[tuple[object, ...], tuple[int, Assignment]] = {}
-        self.shapes: dict[Workload, tuple[object, ...]] = {}
+        self.no_fit: dict[Shape, tuple[int, Assignment]] = {}
+        self.shapes: dict[Workload, Shape] = {}
 
     def submit(self, queued: QueuedWorkload) -> None:
         per_pod = _units(self.units, queued.flavors, queued.units_per_pod)
@@ -73,8 +76,9 @@ class ModelKueue:
         )
         self.workloads[queued.key] = workload
         # Everything the flavor search reads of a workload follows from these fields.
-        self.shapes[workload] = (queued.cluster_queue, queued.priority, queued.flavors, queued.pods, queued.units_per_pod)
-        self.queues[queued.cluster_queue].push(workload)
+        shape = (queued.cluster_queue, queued.priority, queued.flavors, queued.pods, queued.units_per_pod)
+        self.shapes[workload] = shape
+        self.queues[queued.cluster_queue].push(workload, shape)
 
     def never_admits(self, queued: QueuedWorkload) -> bool:
         """No flavor of the workload's ClusterQueue can hold it even with the whole borrowingLimit lent
@@ -132,30 +136,47 @@ class ModelKueue:
 
     def schedule(self, now: float) -> Decisions:
         """Kueue's scheduler loop: a cycle over the queues' heads, again and again, until every queue's
-        pending workloads are admitted or set aside as inadmissible (BestEffortFIFO) or a cycle changes nothing."""
+        pending workloads are admitted or set aside as inadmissible (BestEffortFIFO), every StrictFIFO head has
+        been tried against the current usage, or a cycle changes nothing.
+
+        A head whose shape the flavor search found NoFit at the current usage (or Preempt with no one to
+        preempt) joins its cycle with that assignment, without a search: it still takes its place in the
+        cycle's order, as in Kueue. A cycle whose heads are all such ones changes nothing and is not run, and
+        a run of such cycles is taken in one step (`Pending.known_run`, `Pending.skip`), so every cycle that
+        is run has the heads the loop would reach one iteration at a time."""
         admitted: dict[int, Admission] = {}
         preempted: list[int] = []
+        queues = list(self.queues.values())
         while True:
-            nominated = heads(self.queues.values())
+            if not any(queue.sticky_in_line() for queue in queues):
+                runs = [run for queue in queues if (run := queue.known_run(self._known, self.shapes.__getitem__)) is not None]
+                if not runs:
+                    for queue in queues:
+                        queue.skip(len(queue))
+                    break
+                run = min(runs)
+                if run:
+                    for queue in queues:
+                        queue.skip(run)
+            nominated = [(queue, workload) for queue in queues if (workload := queue.head()) is not None]
             if not nominated:
                 break
-            changed = False
-            tried = []
-            for workload in nominated:
-                known = self.no_fit.get(self.shapes[workload])
-                if known is not None and known[0] == self.version:
-                    self.queues[workload.cluster_queue].requeue_no_fit(workload)
-                    changed = True
-                else:
-                    tried.append(workload)
-            if not tried:
+            known = {id(workload): found[1] for _, workload in nominated
+                     if (found := self.no_fit.get(self.shapes[workload])) is not None and found[0] == self.version}
+            if len(known) == len(nominated):
+                # A cycle of heads that all stay pending without targets changes nothing: each is requeued.
+                for queue, workload in nominated:
+                    queue.requeue(workload, NO_FIT_STATUS)
                 continue
+            changed = False
             version = self.version
-            cycle = schedule(self.snapshot, tried)
+            cycle = schedule(self.snapshot, [workload for _, workload in nominated], known)
             apply(self.snapshot, cycle, now)
             for entry in cycle.entries:
                 key = int(entry.workload.name)
+                queue = self.queues[entry.workload.cluster_queue]
                 if entry.status == ADMITTED:
+                    queue.remove(entry.workload)
                     self.admitted.add(key)
                     self.version += 1
                     admitted[key] = Admission(key, next(iter(entry.workload.flavors[0].values())))
@@ -163,7 +184,7 @@ class ModelKueue:
                 else:
                     if entry.status in (NO_FIT_STATUS, NO_CANDIDATES):
                         self.no_fit[self.shapes[entry.workload]] = (version, entry.assignment)
-                    self.queues[entry.workload.cluster_queue].requeue(entry)
+                    queue.requeue(entry.workload, entry.status)
                     changed = changed or not entry.nominated
             for target in cycle.preempted:
                 victim = int(target.workload.name)
@@ -180,6 +201,11 @@ class ModelKueue:
                 break
         return Decisions(tuple(preempted), tuple(admitted.values()))
 
+    def _known(self, shape: Shape) -> bool:
+        """The flavor search found NoFit for this shape at the current usage."""
+        known = self.no_fit.get(shape)
+        return known is not None and known[0] == self.version
+
     def _requeue_evicted(self, key: int, now: float) -> None:
         workload = self.workloads[key]
         self.admitted.discard(key)
@@ -188,10 +214,153 @@ class ModelKueue:
         self._quota_changed(workload.cluster_queue)
         workload.evicted = False
         workload.timestamp = now
-        self.queues[workload.cluster_queue].push(workload)
+        self.queues[workload.cluster_queue].push(workload, self.shapes[workload])
 
     def pending(self) -> dict[str, int]:
         return {name: len(queue) for name, queue in self.queues.items() if len(queue)}
+
+
+Shape = tuple[object, ...]  # what the flavor search reads of a workload: ClusterQueue, priority, flavors, pods, units
+_IN_LINE = re.compile(rb"[^\x00]")
+_OVERFLOW = 255  # the id every shape of a queue past its 254th shares: never skipped in bulk, looked at one by one
+
+
+class Pending:
+    """One ClusterQueue's pending workloads, in the order and under the requeue rules of models/kueue's PendingQueue
+    (`queue_order`, `back_in_line`, `keeps_head`; pkg/cache/queue/cluster_queue.go), laid out so that a run of
+    heads the scheduler sets aside one by one is set aside in one step.
+
+    Every pending workload sits in one list sorted by `queue_order`; beside it, a byte per workload: its shape's
+    id (`ids`) and its tag (`tags`), the shape's id while in line and 0 while set aside as inadmissible. The
+    head is the first workload in line; putting every set-aside workload back in line (QueueInadmissibleWorkloads)
+    copies `ids` over `tags`; the first workload in line of a shape is a byte search.
+    """
+
+    def __init__(self, strategy: str):
+        self.strategy = strategy
+        self.items: list[tuple[int, float, str, Workload]] = []
+        self.ids = bytearray()
+        self.tags = bytearray()
+        self.lo = 0  # every workload before `lo` is set aside
+        self.in_line = 0
+        self.sticky: Workload | None = None  # a preemptor waiting for its targets to go
+        self.shape_ids: dict[Shape, int] = {}
+        self.shapes: list[Shape] = [()]  # by id; 0 tags a set-aside workload
+        # A head known NoFit goes back in line under StrictFIFO and stays the head.
+        self.keeps_known_head = back_in_line(strategy, NO_FIT_STATUS)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def _id(self, shape: Shape) -> int:
+        known = self.shape_ids.get(shape)
+        if known is not None:
+            return known
+        if len(self.shapes) == _OVERFLOW:
+            return _OVERFLOW
+        self.shape_ids[shape] = len(self.shapes)
+        self.shapes.append(shape)
+        return self.shape_ids[shape]
+
+    def _index(self, workload: Workload) -> int | None:
+        index = bisect_left(self.items, queue_order(workload))
+        if index < len(self.items) and self.items[index][3] is workload:
+            return index
+        return None
+
+    def push(self, workload: Workload, shape: Shape) -> None:
+        """In line at its place in the queue's order."""
+        item = queue_order(workload)
+        index = bisect_left(self.items, item)
+        shape_id = self._id(shape)
+        self.items.insert(index, item)
+        self.ids.insert(index, shape_id)
+        self.tags.insert(index, shape_id)
+        self.in_line += 1
+        self.lo = min(self.lo, index)
+
+    def remove(self, workload: Workload) -> None:
+        """Out of the queue (admitted, or deleted while pending)."""
+        index = self._index(workload)
+        if index is None:
+            return
+        if self.tags[index]:
+            self.in_line -= 1
+        del self.items[index], self.ids[index], self.tags[index]
+        if index < self.lo:
+            self.lo -= 1
+
+    def sticky_in_line(self) -> bool:
+        if self.sticky is None:
+            return False
+        index = self._index(self.sticky)
+        return index is not None and self.tags[index] != 0
+
+    def head(self) -> Workload | None:
+        """The workload the next cycle nominates (PendingQueue.pop_head's), left in place until `requeue` or `remove`."""
+        if not self.in_line:
+            return None
+        if self.sticky_in_line():
+            return self.sticky
+        found = _IN_LINE.search(self.tags, self.lo)
+        assert found is not None
+        self.lo = found.start()
+        return self.items[self.lo][3]
+
+    def requeue(self, workload: Workload, status: str) -> None:
+        """PendingQueue.requeue of the head `workload` a cycle left pending with `status`."""
+        self.sticky = workload if keeps_head(self.strategy, status) else None
+        if not back_in_line(self.strategy, status):
+            index = self._index(workload)
+            if index is not None and self.tags[index]:
+                self.tags[index] = 0
+                self.in_line -= 1
+
+    def queue_inadmissible(self) -> None:
+        """QueueInadmissibleWorkloads: every set-aside workload back in line."""
+        self.tags[:] = self.ids
+        self.lo = 0
+        self.in_line = len(self.items)
+
+    def known_run(self, known: Callable[[Shape], bool], shape_of: Callable[[Workload], Shape]) -> int | None:
+        """How many of the coming heads in a row are of shapes `known` NoFit, before the first that is not (None:
+        all of them, or none in line). Under StrictFIFO a known head stays the head: 0 or None."""
+        if not self.in_line:
+            return None
+        if self.keeps_known_head:
+            head = self.head()
+            assert head is not None
+            return None if known(shape_of(head)) else 0
+        first = len(self.tags)
+        for shape_id in range(1, len(self.shapes)):
+            if not known(self.shapes[shape_id]):
+                at = self.tags.find(shape_id, self.lo, first)
+                if at >= 0:
+                    first = at
+        at = self.tags.find(_OVERFLOW, self.lo, first)
+        if at >= 0:
+            first = at
+        if first == len(self.tags):
+            return None
+        return first - self.lo - self.tags.count(0, self.lo, first)
+
+    def skip(self, count: int) -> None:
+        """`count` heads known NoFit requeued one after the other (fewer when fewer are in line): set aside, or
+        under StrictFIFO the same head back in line each time."""
+        count = min(count, self.in_line)
+        if not count:
+            return
+        self.sticky = None
+        if self.keeps_known_head:
+            return
+        end = self.lo + count
+        gaps = self.tags.count(0, self.lo, end)
+        while gaps:
+            start, end = end, end + gaps
+            gaps = self.tags.count(0, start, end)
+        self.tags[self.lo:end] = bytes(end - self.lo)
+        self.lo = end
+        self.in_line -= count
 
 
 def _units(units: Mapping[str, Mapping[str, int]], flavors: tuple[str, ...], count: int) -> dict[str, int]:

@@ -117,3 +117,26 @@ def test_the_readme_diagram_names_the_pinned_chart_versions():
     names = "|".join(re.escape(name) for name in DIAGRAM_CHARTS)
     quoted = dict(re.findall(rf'"({names}) (v?\d+\.\d+\.\d+)', diagram))
     assert quoted == {name: CHARTS[chart].version for name, chart in DIAGRAM_CHARTS.items()}
+
+
+def bench_sim_rows() -> dict[int, list[str]]:
+    """docs/simulation.md's `make bench-sim` table: load -> CPU s, per load vs 1x, events, events/CPU s, h/CPU s, MiB."""
+    row = r"^\| (\d+)x \| ([\d.]+) \| ([\d.]+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|$"
+    return {int(found[0]): list(found[1:]) for found in re.findall(row, doc("simulation.md"), re.MULTILINE)}
+
+
+def test_the_simulator_benchmark_rows_derive_from_their_measured_columns_and_the_prose_quotes_the_1x_row():
+    from offline.bench_sim import LIMIT_MIB, PLAN_LIMIT_SECONDS
+
+    rows = bench_sim_rows()
+    assert sorted(rows) == [1, 4, 16]
+    one = float(rows[1][0])
+    hours = 1065  # workloads/alibaba-gpu-2023.yaml `duration`, the same at every load
+    for factor, (cpu, per_load, events, per_cpu, sim_hours, _rss) in rows.items():
+        count = int(events.replace(",", ""))
+        assert float(per_load) == pytest.approx(float(cpu) / factor / one, abs=0.02)
+        assert int(per_cpu.replace(",", "")) == pytest.approx(count / float(cpu), rel=0.02)
+        assert int(sim_hours.replace(",", "")) == pytest.approx(hours / float(cpu), rel=0.02)
+    rss = int(rows[1][5].replace(",", ""))
+    assert f"The whole trace at 1x costs {rows[1][0]} CPU seconds and {rss} MiB" in doc("simulation.md")
+    assert one < PLAN_LIMIT_SECONDS and rss < LIMIT_MIB

@@ -129,7 +129,7 @@ def fair_entries(snapshot: Snapshot, entries: Sequence[Entry]) -> Iterator[Entry
     remaining = {entry.workload.cluster_queue: entry for entry in entries}
     while remaining:
         queue = snapshot.cluster_queues[next(iter(remaining))]
-        if queue.parent is None:
+        if queue.parent is None or len(remaining) == 1:  # a tournament of one entry: no shares needed
             yield remaining.pop(queue.name)
             continue
         root = queue.parent.root()

@@ -259,10 +259,16 @@ def _restore(snapshot: Snapshot, targets: list[Target]) -> None:
 
 
 class Preemptor:
-    """Preemption over one snapshot: the targets for an assignment, and the flavor assigner's oracle."""
+    """Preemption over one snapshot: the targets for an assignment, and the flavor assigner's oracle.
+
+    One Preemptor serves one nomination (scheduler.schedule makes one per cycle), during which every question
+    leaves the snapshot as it found it: the same question gets the same answer, so each is worked out once.
+    A workload that needs preemption in one (flavor, resource) asks the oracle and then GetTargets the same.
+    """
 
     def __init__(self, snapshot: Snapshot):
         self.snapshot = snapshot
+        self._answers: dict[tuple[int, tuple[tuple[FlavorResource, int], ...], frozenset[FlavorResource]], list[Target]] = {}
 
     def targets(self, workload: Workload, assignment: Assignment) -> list[Target]:
         """GetTargets: the workloads to evict so `workload` fits as assigned; empty when none would do."""
@@ -270,11 +276,17 @@ class Preemptor:
         return self._targets(_Context(self.snapshot, workload, usage, assignment.needs_preemption()))
 
     def _targets(self, ctx: _Context) -> list[Target]:
-        if self.snapshot.fair_sharing:
-            from .fair_sharing import fair_targets  # fair_sharing builds on this module
+        key = (id(ctx.preemptor), tuple(ctx.usage.items()), frozenset(ctx.frs))
+        answer = self._answers.get(key)
+        if answer is None:
+            if self.snapshot.fair_sharing:
+                from .fair_sharing import fair_targets  # fair_sharing builds on this module
 
-            return fair_targets(ctx)
-        return classical_targets(ctx)
+                answer = fair_targets(ctx)
+            else:
+                answer = classical_targets(ctx)
+            self._answers[key] = answer
+        return list(answer)
 
     def oracle(self, queue: ClusterQueue, workload: Workload, fr: FlavorResource, amount: int) -> tuple[int, int]:
         """SimulatePreemption (preemption_oracle.go): whether preempting could fit `amount` of `fr`, and the

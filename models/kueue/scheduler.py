@@ -23,7 +23,7 @@ the head; under BestEffortFIFO it is set aside as inadmissible until quota in it
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .cohort import ANY, BEST_EFFORT_FIFO, FlavorResource, Snapshot, add_usage, remove_usage
@@ -40,6 +40,7 @@ NO_CANDIDATES = "waiting"  # needs preemption, nothing may be preempted
 SKIPPED = "skipped"  # another entry this cycle took what it needed
 INACTIVE = "inactive"  # its ClusterQueue is inactive
 NAMESPACE_MISMATCH = "namespace"  # its namespace does not match the ClusterQueue's namespaceSelector
+_FAILED_AFTER_NOMINATION = (SKIPPED, PREEMPTING)
 
 
 @dataclass(slots=True)
@@ -52,7 +53,7 @@ class Entry:
     @property
     def nominated(self) -> bool:
         """Failed after nomination: requeued at once even under BestEffortFIFO."""
-        return self.status in (SKIPPED, PREEMPTING)
+        return self.status in _FAILED_AFTER_NOMINATION
 
 
 @dataclass(slots=True)
@@ -73,8 +74,16 @@ def entry_order(entry: Entry) -> tuple[int, int, float]:
     return (entry.assignment.borrowing, -entry.workload.priority, entry.workload.timestamp)
 
 
-def schedule(snapshot: Snapshot, heads: Sequence[Workload]) -> Cycle:
-    """One cycle over the heads of the queues. The snapshot is left as it was: apply the result with `apply`."""
+def schedule(
+    snapshot: Snapshot, heads: Sequence[Workload], pending: Mapping[int, Assignment] | None = None
+) -> Cycle:
+    """One cycle over the heads of the queues. The snapshot is left as it was: apply the result with `apply`.
+
+    `pending`, by id of a head: an assignment the caller found for a workload of the same requests, priority and
+    ClusterQueue at this very snapshot, one that left it pending without preemption targets (NoFit, or Preempt
+    with none). The flavor search is deterministic, so the head gets that assignment without a search; it still
+    takes its place in the cycle's order and, as a Preempt entry, holds back the quota it could get.
+    """
     preemptor = Preemptor(snapshot)
     entries = []
     inadmissible = []
@@ -83,6 +92,10 @@ def schedule(snapshot: Snapshot, heads: Sequence[Workload]) -> Cycle:
         if queue.name in snapshot.inactive or not queue.admits_namespace(workload.namespace_labels):
             status = INACTIVE if queue.name in snapshot.inactive else NAMESPACE_MISMATCH
             inadmissible.append(Entry(workload, Assignment([], {}, 0), [], status))
+            continue
+        known = pending.get(id(workload)) if pending else None
+        if known is not None:
+            entries.append(Entry(workload, known, []))
             continue
         assignment = assign(workload, queue, snapshot, preemptor.oracle)
         targets = preemptor.targets(workload, assignment) if assignment.mode == PREEMPT else []
@@ -185,7 +198,7 @@ class PendingQueue:
         return len(self._heap) + len(self._inadmissible)
 
     def push(self, workload: Workload) -> None:
-        heapq.heappush(self._heap, _item(workload))
+        heapq.heappush(self._heap, queue_order(workload))
 
     def pop_head(self) -> Workload | None:
         """The workload the next cycle nominates, taken out of the queue (requeue or admit it after)."""
@@ -199,9 +212,8 @@ class PendingQueue:
         """RequeueIfNotPresent after a cycle left the entry pending: back in line at once under StrictFIFO
         (but for a namespace mismatch) or after failing past nomination; else set aside as inadmissible."""
         workload = entry.workload
-        self._sticky = workload if entry.status == PREEMPTING and self.strategy == BEST_EFFORT_FIFO else None
-        strict = self.strategy != BEST_EFFORT_FIFO and entry.status != NAMESPACE_MISMATCH
-        if strict or entry.nominated:
+        self._sticky = workload if keeps_head(self.strategy, entry.status) else None
+        if back_in_line(self.strategy, entry.status):
             self.push(workload)
         else:
             self._inadmissible[workload.name] = workload
@@ -209,7 +221,7 @@ class PendingQueue:
     def requeue_no_fit(self, workload: Workload) -> None:
         """`requeue` of an entry found NoFit (status NO_FIT_STATUS, not nominated), without building the entry."""
         self._sticky = None
-        if self.strategy != BEST_EFFORT_FIFO:
+        if back_in_line(self.strategy, NO_FIT_STATUS):
             self.push(workload)
         else:
             self._inadmissible[workload.name] = workload
@@ -218,7 +230,7 @@ class PendingQueue:
         """QueueInadmissibleWorkloads: quota changed in the cohort, so every set-aside workload is retried."""
         # One heapify of them all (linear) rather than a push each: the heads come out in the same order, since
         # no two entries compare equal (names differ).
-        self._heap.extend(_item(workload) for workload in self._inadmissible.values())
+        self._heap.extend(queue_order(workload) for workload in self._inadmissible.values())
         heapq.heapify(self._heap)
         self._inadmissible.clear()
 
@@ -236,9 +248,22 @@ class PendingQueue:
         self._inadmissible.pop(workload.name, None)
 
 
-def _item(workload: Workload) -> tuple[int, float, str, Workload]:
-    """A pending workload in its queue's heap: by priority, then queue-order timestamp (baseCompareFunc), then name."""
+def queue_order(workload: Workload) -> tuple[int, float, str, Workload]:
+    """A pending workload's place in its queue, smallest first: by priority, then queue-order timestamp
+    (baseCompareFunc), then name."""
     return (-workload.priority, workload.timestamp, workload.name, workload)
+
+
+def back_in_line(strategy: str, status: str) -> bool:
+    """RequeueIfNotPresent's `immediate`: a workload a cycle left pending goes straight back in line under
+    StrictFIFO (but for a namespace mismatch) or when it failed after nomination; else it is set aside as
+    inadmissible until quota in its cohort changes."""
+    return (strategy != BEST_EFFORT_FIFO and status != NAMESPACE_MISMATCH) or status in _FAILED_AFTER_NOMINATION
+
+
+def keeps_head(strategy: str, status: str) -> bool:
+    """Under BestEffortFIFO a preemptor waiting for its targets to go stays its queue's head."""
+    return status == PREEMPTING and strategy == BEST_EFFORT_FIFO
 
 
 def heads(queues: Iterable[PendingQueue]) -> list[Workload]:
