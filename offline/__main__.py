@@ -143,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
                          help="candidates asked of the sampler at once (default 4); the result depends on it, not on --workers")
     planner.add_argument("--workers", type=_positive, help="processes (default: one per core)")
     planner.add_argument("--out", type=Path, help="output directory (default build/plan-<stack>-<workload>)")
-    planner.add_argument("--tighten", type=int, default=12, metavar="ROUNDS",
-                         help="rounds lowering the cheapest stack's knobs one at a time after the search (default 12; 0: none)")
+    planner.add_argument("--tighten", type=int, default=24, metavar="ROUNDS",
+                         help="rounds lowering the cheapest stack's knobs one at a time after the search (default 24; 0: none)")
+    planner.add_argument("--range", type=_positive, default=2, metavar="FACTOR",
+                         help="each knob searched from 0 up to FACTOR times its value in the stack (default 2)")
     planner.add_argument("--resume", action="store_true", help="carry on the search in --out's journal")
     args = parser.parse_args(argv)
 
@@ -154,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return plan_main(args.stack, args.workload, args.slo, args.out,
                          Options(args.trials, args.seeds, args.verify_seeds, args.seed, args.batch, args.workers,
-                                 args.resume, args.tighten))
+                                 args.resume, args.tighten, args.range))
 
     if args.command == "claims":
         from .claims import main as claims_main

@@ -51,6 +51,7 @@ from sim import measures as m
 from sim import plan_slo
 from sim.experiment import Scenario, replicate, run_one
 from sim.plan_slo import Names, Slo, SloError
+from sim.report import LIMITS
 from sim.stats import summary
 from sim.workload import Workload, WorkloadError, read_workload
 from sim.workload_check import check, check_runnable
@@ -64,7 +65,7 @@ EXIT_INVALID = 2
 STUDY = "plan"
 JOURNAL = "journal.log"
 VERIFY_SEED_OFFSET = 10_000
-# A knob's search range: up to twice its value in the stack, and at least this many GPUs' worth.
+# A knob's search range: up to twice its value in the stack (`--range`), and at least this many GPUs' worth.
 RANGE_FACTOR = 2
 RANGE_FLOOR_GPUS = 4
 # A knob's range holds at most about this many values; wider ranges step by more than one unit.
@@ -131,7 +132,8 @@ class Options:
     batch: int = 4
     workers: int | None = None
     resume: bool = False
-    tighten: int = 12
+    tighten: int = 24
+    range_factor: int = RANGE_FACTOR
 
 
 @dataclass
@@ -204,7 +206,7 @@ def used_flavors(config: PlatformConfig, workload: Workload) -> set[str]:
     return found
 
 
-def knobs_for(config: PlatformConfig, workload: Workload) -> list[Knob]:
+def knobs_for(config: PlatformConfig, workload: Workload, factor: int = RANGE_FACTOR) -> list[Knob]:
     """The knobs of every flavor the workload uses, in the stack's tenant order, then its pools' headroom."""
     used = used_flavors(config, workload)
     knobs: list[Knob] = []
@@ -220,21 +222,21 @@ def knobs_for(config: PlatformConfig, workload: Workload) -> list[Knob]:
             if quota.quota.nominal:
                 low = quota.quota.lending_limit or 0
                 knobs.append(_knob(f"{base}.{NOMINAL}", NOMINAL, plan.name, flavor.name, flavor.pool.name,
-                                   quota.quota.nominal, low, floor, 1, flavor.unit))
+                                   quota.quota.nominal, low, floor, 1, flavor.unit, factor))
             knobs.append(_knob(f"{base}.{BORROWING}", BORROWING, plan.name, flavor.name, flavor.pool.name,
-                               quota.quota.borrowing_limit, 0, floor, 1, flavor.unit))
+                               quota.quota.borrowing_limit, 0, floor, 1, flavor.unit, factor))
     for name, pool in pools.items():
         if pool.config.allocation == "dra" or pool.config.sharing.mode == "mig":
             continue
         headroom = pool.config.warm_start.headroom
         knobs.append(_knob(f"nodePools[{name}].warmStart.headroom.gpus", HEADROOM, name, None, name, headroom.gpus, 0,
-                           RANGE_FLOOR_GPUS * headroom.gpus_per_pod, headroom.gpus_per_pod, "GPUs"))
+                           RANGE_FLOOR_GPUS * headroom.gpus_per_pod, headroom.gpus_per_pod, "GPUs", factor))
     return knobs
 
 
 def _knob(name: str, kind: str, owner: str, flavor: str | None, pool: str, current: int, low: int, floor: int,
-          unit_step: int, unit: str) -> Knob:
-    high = max(RANGE_FACTOR * current, floor, low + unit_step)
+          unit_step: int, unit: str, factor: int) -> Knob:
+    high = max(factor * current, floor, low + unit_step)
     step = unit_step * max(1, math.ceil((high - low) / unit_step / VALUES_PER_KNOB))
     # The stack's own value stays on the grid: the grid starts where the current value's steps reach below.
     start = low + (current - low) % step if current >= low else low
@@ -536,14 +538,15 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
         check(config, read.workload, locator=read.locator, project_dir=project_dir)
         check_runnable(config, read.workload, locator=read.locator)
     except WorkloadError as err:
-        raise PlanError(f"{workload_path}: invalid workload: {err.problems[0]}") from None
+        first = err.problems[0]
+        raise PlanError(first if first.startswith(str(workload_path)) else f"{workload_path}: {first}") from None
     workload = read.workload
     names = Names(tuple(config.queueing.priorities), tuple(t.name for t in config.tenants),
                   tuple(f"{load.tenant}/{load.deployment}" for load in workload.inference))
     slos = plan_slo.parse_all(slo_texts, names)
     if not slos:
         raise PlanError(f"give at least one --slo, {plan_slo.EXAMPLE}")
-    knobs = knobs_for(config, workload)
+    knobs = knobs_for(config, workload, options.range_factor)
     if not knobs:
         raise PlanError(f"{workload_path}: uses no flavor of stack {stack} with quota: nothing to plan")
     out_dir = out_dir or Path("build") / f"plan-{stack}-{workload_path.stem}"
@@ -821,8 +824,10 @@ def render_markdown(data: Mapping[str, Any], slos: Sequence[Slo]) -> str:
         lines += ["", f"{len(refused)} trial(s) the stack's rules refused (not simulated), e.g. trial "
                   f"{refused[0]['trial']}: {refused[0]['problem']}"]
     lines += ["", "## What the plan does not model", "",
-              "The simulator's limits (docs/simulation.md, \"What the model leaves out\") hold for every figure here; "
-              "the plan searches only the knobs above, on the one workload given: docs/capacity-planning.md.", ""]
+              "The plan searches only the knobs above, on the one workload given, and every figure is the simulator's, "
+              "with what the simulator leaves out (sim/report.py; docs/capacity-planning.md says what follows for a "
+              "plan):", ""]
+    lines += [f"- {line}" for line in LIMITS] + [""]
     return "\n".join(lines)
 
 
