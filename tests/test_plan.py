@@ -228,3 +228,8 @@ def test_resume_refuses_another_plans_journal(project: Path, planned: tuple[Path
         planner.plan("tiny", project / "three-at-once.yaml", ["standard.p95_time_to_start<=40m"], out,
                      planner.Options(trials=3, seeds=1, verify_seeds=1, batch=2, workers=1, resume=True),
                      project_dir=project, say=lambda line: None)
+
+
+def test_two_workers_plan_what_one_does(project: Path, planned: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    _, data = planned
+    assert _plan(project, tmp_path / "two", workers=2) == data
