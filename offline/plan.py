@@ -306,8 +306,10 @@ def _clamp_borrowing(tenants: Sequence[dict[str, Any]], knobs: Sequence[Knob], v
 
 
 def _run(job: tuple[Scenario, int]) -> dict[str, Any]:
+    started = time.process_time()
     outcome = run_one(*job)
-    return {"seed": outcome["seed"], "measures": outcome["measures"], "events": outcome["events"]}
+    return {"seed": outcome["seed"], "measures": outcome["measures"], "events": outcome["events"],
+            "cpu": time.process_time() - started}
 
 
 def evaluate(candidates: Sequence[Candidate], scenario: Scenario, seeds: Sequence[int], slos: Sequence[Slo],
@@ -325,7 +327,7 @@ def evaluate(candidates: Sequence[Candidate], scenario: Scenario, seeds: Sequenc
         levels = [plan_slo.figure(slo, combined, names) for slo in slos]
         violations = [plan_slo.violation(s, v) for s, v in zip(slos, levels, strict=True)]
         found.append(Evaluation(combined["run"][m.COST], levels, violations,
-                                extra={"events": sum(r["events"] for r in mine)}))
+                                extra={"events": sum(r["events"] for r in mine), "cpu": sum(r["cpu"] for r in mine)}))
     return found
 
 
@@ -436,7 +438,8 @@ def _run_batch(study: Any, asked: list[tuple[int, dict[str, int]]], make: Callab
     results = run(candidates)
     for (number, _), c, result in zip(asked, candidates, results, strict=True):
         _record(study, number, c, result)
-        say(f"trial {number + 1}{of}: {_verdict(result, slos)}")
+        cpu = f" ({result.extra['cpu']:.1f} CPU s)" if result.extra else ""
+        say(f"trial {number + 1}{of}: {_verdict(result, slos)}{cpu}")
 
 
 class _Clock:
