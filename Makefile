@@ -20,7 +20,7 @@
 #                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
 #   make plan [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [SLO="production.p95_time_to_start<=15m ..."]
-#             [TRIALS=40] [SEEDS=3] [VERIFY_SEEDS=5] [RANGE=2] [TIGHTEN=24] [RESUME=1]
+#             [TRIALS=40] [SEEDS=3] [VERIFY_SEEDS=5] [RANGE=2] [FLOOR=0] [TIGHTEN=24] [RESUME=1]
 #                             the cheapest stack that meets the service levels, by simulation (docs/capacity-planning.md):
 #                             build/plan-STACK-WORKLOAD/plan.md, plan.json, frontier.png, the planned stack file and its diff
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
@@ -115,12 +115,13 @@ SLO ?= production.p95_time_to_start<=15m standard.p95_time_to_start<=2h inferenc
 TRIALS ?=
 VERIFY_SEEDS ?=
 RANGE ?=
+FLOOR ?=
 TIGHTEN ?=
 RESUME ?=
 plan: $(VENV)/.installed
 	$(PY) -m offline plan --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(foreach slo,$(SLO),--slo '$(slo)') \
 	  $(if $(TRIALS),--trials $(TRIALS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VERIFY_SEEDS),--verify-seeds $(VERIFY_SEEDS)) \
-	  $(if $(RANGE),--range $(RANGE)) $(if $(TIGHTEN),--tighten $(TIGHTEN)) $(if $(RESUME),--resume)
+	  $(if $(RANGE),--range $(RANGE)) $(if $(FLOOR),--floor $(FLOOR)) $(if $(TIGHTEN),--tighten $(TIGHTEN)) $(if $(RESUME),--resume)
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed

@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                          help="rounds lowering the cheapest stack's knobs one at a time after the search (default 24; 0: none)")
     planner.add_argument("--range", type=_positive, default=2, metavar="FACTOR",
                          help="each knob searched from 0 up to FACTOR times its value in the stack (default 2)")
+    planner.add_argument("--floor", type=float, default=0.0, metavar="FACTOR",
+                         help="each knob searched from FACTOR times its value in the stack (default 0): keeps a search off "
+                         "stacks far too small, whose runs cost the most")
     planner.add_argument("--resume", action="store_true", help="carry on the search in --out's journal")
     args = parser.parse_args(argv)
 
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return plan_main(args.stack, args.workload, args.slo, args.out,
                          Options(args.trials, args.seeds, args.verify_seeds, args.seed, args.batch, args.workers,
-                                 args.resume, args.tighten, args.range))
+                                 args.resume, args.tighten, args.range, args.floor))
 
     if args.command == "claims":
         from .claims import main as claims_main

@@ -65,7 +65,8 @@ EXIT_INVALID = 2
 STUDY = "plan"
 JOURNAL = "journal.log"
 VERIFY_SEED_OFFSET = 10_000
-# A knob's search range: up to twice its value in the stack (`--range`), and at least this many GPUs' worth.
+# A knob's search range: from 0 (or `--floor` times its value in the stack) up to twice its value (`--range`), and at
+# least this many GPUs' worth.
 RANGE_FACTOR = 2
 RANGE_FLOOR_GPUS = 4
 # A knob's range holds at most about this many values; wider ranges step by more than one unit.
@@ -134,6 +135,7 @@ class Options:
     resume: bool = False
     tighten: int = 24
     range_factor: int = RANGE_FACTOR
+    floor_factor: float = 0.0
 
 
 @dataclass
@@ -206,7 +208,7 @@ def used_flavors(config: PlatformConfig, workload: Workload) -> set[str]:
     return found
 
 
-def knobs_for(config: PlatformConfig, workload: Workload, factor: int = RANGE_FACTOR) -> list[Knob]:
+def knobs_for(config: PlatformConfig, workload: Workload, factor: int = RANGE_FACTOR, floor_factor: float = 0.0) -> list[Knob]:
     """The knobs of every flavor the workload uses, in the stack's tenant order, then its pools' headroom."""
     used = used_flavors(config, workload)
     knobs: list[Knob] = []
@@ -222,14 +224,17 @@ def knobs_for(config: PlatformConfig, workload: Workload, factor: int = RANGE_FA
             if quota.quota.nominal:
                 low = quota.quota.lending_limit or 0
                 knobs.append(_knob(f"{base}.{NOMINAL}", NOMINAL, plan.name, flavor.name, flavor.pool.name,
-                                   quota.quota.nominal, low, floor, 1, flavor.unit, factor))
+                                   quota.quota.nominal, max(low, math.floor(floor_factor * quota.quota.nominal)), floor,
+                                   1, flavor.unit, factor))
             knobs.append(_knob(f"{base}.{BORROWING}", BORROWING, plan.name, flavor.name, flavor.pool.name,
-                               quota.quota.borrowing_limit, 0, floor, 1, flavor.unit, factor))
+                               quota.quota.borrowing_limit, math.floor(floor_factor * quota.quota.borrowing_limit), floor,
+                               1, flavor.unit, factor))
     for name, pool in pools.items():
         if pool.config.allocation == "dra" or pool.config.sharing.mode == "mig":
             continue
         headroom = pool.config.warm_start.headroom
-        knobs.append(_knob(f"nodePools[{name}].warmStart.headroom.gpus", HEADROOM, name, None, name, headroom.gpus, 0,
+        least = headroom.gpus_per_pod * math.floor(floor_factor * headroom.gpus / headroom.gpus_per_pod)
+        knobs.append(_knob(f"nodePools[{name}].warmStart.headroom.gpus", HEADROOM, name, None, name, headroom.gpus, least,
                            RANGE_FLOOR_GPUS * headroom.gpus_per_pod, headroom.gpus_per_pod, "GPUs", factor))
     return knobs
 
@@ -549,7 +554,7 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
     slos = plan_slo.parse_all(slo_texts, names)
     if not slos:
         raise PlanError(f"give at least one --slo, {plan_slo.EXAMPLE}")
-    knobs = knobs_for(config, workload, options.range_factor)
+    knobs = knobs_for(config, workload, options.range_factor, options.floor_factor)
     if not knobs:
         raise PlanError(f"{workload_path}: uses no flavor of stack {stack} with quota: nothing to plan")
     out_dir = out_dir or Path("build") / f"plan-{stack}-{workload_path.stem}"

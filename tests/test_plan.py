@@ -150,6 +150,15 @@ def test_knobs_and_derived_pool_gpus() -> None:
         "gpu-l40s": 3}
 
 
+def test_range_and_floor_bound_each_knob() -> None:
+    """--range 3 --floor 0.5 on the fixture: nominal 16 from 8 to 48 (grid of 2 from 8), borrowing 0 from 0 to 16
+    (4 GPUs' worth of slices, the least range), headroom 0 from 0 to 4."""
+    from sim.workload import Workload
+
+    knobs = planner.knobs_for(load(_tiny_document()), Workload.model_validate(yaml.safe_load(WORKLOAD)), 3, 0.5)
+    assert [(k.low, k.high, k.step) for k in knobs] == [(8, 48, 2), (0, 16, 1), (0, 4, 1)]
+
+
 def _plan(project: Path, out: Path, **options: Any) -> dict[str, Any]:
     settings = {"trials": 3, "seeds": 1, "verify_seeds": 1, "batch": 2, "workers": 1, "tighten": 4, **options}
     code = planner.plan("tiny", project / "three-at-once.yaml", [LEVEL], out, planner.Options(**settings),
