@@ -581,7 +581,8 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
                 options, slos, say)
         searched_at = time.perf_counter()
         chosen, verification, attempts = _verify(study, knobs, make, scenario, fresh, slos, names, executor, say)
-        why = _why(chosen, knobs, make, scenario, fresh, slos, names, executor, say) if chosen is not None else []
+        why = (_why(chosen, verification.cost["mean"], knobs, make, scenario, fresh, slos, names, executor, say)
+               if chosen is not None and verification is not None else [])
     finally:
         if executor is not None:
             executor.shutdown()
@@ -613,10 +614,11 @@ def _verify(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
     return None, None, attempts
 
 
-def _why(chosen: Candidate, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate], scenario: Scenario,
+def _why(chosen: Candidate, cost: float, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate], scenario: Scenario,
          fresh: Sequence[int], slos: Sequence[Slo], names: Names, executor: Executor | None,
          say: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Each knob of the chosen stack lowered by at least CHEAPER, on the fresh seeds: which level it then misses."""
+    """Each knob of the chosen stack lowered by at least CHEAPER, on the fresh seeds: which level it then misses, or
+    that it costs no less than the chosen stack's `cost` there (lower is not cheaper), or that it has slack."""
     rows: list[dict[str, Any]] = []
     lowered: list[Candidate] = []
     for knob in knobs:
@@ -640,8 +642,12 @@ def _why(chosen: Candidate, knobs: Sequence[Knob], make: Callable[[dict[str, int
             row["binds"], row["verdict"] = [], f"refused by the stack's rules: {result.problem}"
         else:
             row["binds"] = [s.text for s, x in zip(slos, result.violations, strict=True) if x > 0]
-            row["verdict"] = (f"misses {', '.join(row['binds'])}" if row["binds"]
-                              else "still meets every level (slack: the search did not reach lower)")
+            if row["binds"]:
+                row["verdict"] = f"misses {', '.join(row['binds'])}"
+            elif result.cost["mean"] >= cost:
+                row["verdict"] = f"meets every level and costs no less (${result.cost['mean']:,.2f}): lower is not cheaper"
+            else:
+                row["verdict"] = "still meets every level, for less (slack: the search did not reach lower)"
         say(f"why {row['knob']} = {row['value']}: at {row['lowered']}, {row['verdict']}")
     return rows
 
