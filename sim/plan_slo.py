@@ -54,9 +54,9 @@ METRICS: dict[str, Metric] = {
     "unstarted": Metric(WORK, PERCENT, m.UNSTARTED_PCT, m.UNSTARTED_PCT,
                         "runnable work not started by the run's end, share of the runnable work"),
     "p95_time_to_gpu": Metric(INFERENCE, SECONDS, m.TTG_P95, m.INFERENCE_TTG_P95,
-                              "95th percentile of an HPA scale-up to its replica Running"),
+                              "95th percentile of an HPA scale-up to its server Ready"),
     "p50_time_to_gpu": Metric(INFERENCE, SECONDS, m.TTG_P50, m.INFERENCE_TTG_P50,
-                              "median of an HPA scale-up to its replica Running"),
+                              "median of an HPA scale-up to its server Ready"),
     "unserved": Metric(INFERENCE, PERCENT, m.UNSERVED_PCT, m.INFERENCE_UNSERVED_PCT,
                        "requests not served by the run's end (refused or still queued), share of demand"),
 }
