@@ -6,7 +6,7 @@ A service level is `SCOPE.METRIC<=BOUND`, one per `--slo`:
     standard.p95_time_to_start<=2h        work of the `standard` tier
     ml-research.unstarted<=5%             a tenant's runnable work still not started at the run's end
     all.p95_wait<=30m                     every job: Kueue's wait, creation -> first admission
-    inference.p95_time_to_gpu<=3m         every inference scale-up together: HPA decision -> replica Running
+    inference.p95_time_to_gpu<=3m         every inference scale-up together: HPA decision -> a Ready server
     inference/chat.unserved<=1%           one deployment: requests not served by the end, share of its demand
 
 Work metrics (`p50_time_to_start`, `p95_time_to_start`, `mean_time_to_start`, `p95_wait`, `unstarted`) take a
