@@ -19,6 +19,10 @@
 #   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static] [SEEDS=10] [WITHOUT="headroom ..."]
 #                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
+#   make plan [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [SLO="production.p95_time_to_start<=15m ..."]
+#             [TRIALS=40] [SEEDS=3] [VERIFY_SEEDS=5] [RANGE=2] [FLOOR=0] [TIGHTEN=24] [RESUME=1]
+#                             the cheapest stack that meets the service levels, by simulation (docs/capacity-planning.md):
+#                             build/plan-STACK-WORKLOAD/plan.md, plan.json, frontier.png, the planned stack file and its diff
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): CPU s, scaling, peak RSS
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
 #                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
@@ -32,7 +36,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims clean
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims clean plan
 
 # A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -104,6 +108,20 @@ simulate: $(VENV)/.installed
 	$(PY) -m offline simulate --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(if $(BASELINE),--baseline $(BASELINE)) \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(foreach feature,$(WITHOUT),--without $(feature)) $(if $(ABLATIONS),--ablations) \
 	  $(if $(DISCOUNT),--commitment-discount $(DISCOUNT))
+
+# The service levels a plan meets unless SLO= names others (docs/capacity-planning.md has the grammar); each a
+# SCOPE.METRIC<=BOUND without spaces. TRIALS x SEEDS is the search's budget in runs.
+SLO ?= production.p95_time_to_start<=15m standard.p95_time_to_start<=2h inference.p95_time_to_gpu<=5m inference.unserved<=1%
+TRIALS ?=
+VERIFY_SEEDS ?=
+RANGE ?=
+FLOOR ?=
+TIGHTEN ?=
+RESUME ?=
+plan: $(VENV)/.installed
+	$(PY) -m offline plan --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(foreach slo,$(SLO),--slo '$(slo)') \
+	  $(if $(TRIALS),--trials $(TRIALS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VERIFY_SEEDS),--verify-seeds $(VERIFY_SEEDS)) \
+	  $(if $(RANGE),--range $(RANGE)) $(if $(FLOOR),--floor $(FLOOR)) $(if $(TIGHTEN),--tighten $(TIGHTEN)) $(if $(RESUME),--resume)
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed

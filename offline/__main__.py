@@ -17,6 +17,11 @@ its workloads (offline/check_manifest.py); exit 0 nothing refuses them, 1 someth
 `python -m offline claims [--claim ID ...] [--out DIR] [--write-docs]` runs the design's five claims
 (sim/claims.py) from replications and writes claims.json and claims.md (offline/claims.py).
 
+`python -m offline plan --stack dev --workload workloads/design-surge.yaml --slo 'production.p95_time_to_start<=15m'
+[--slo ...] [--trials N] [--seeds N] [--verify-seeds N] [--seed N] [--batch N] [--workers N] [--out DIR] [--resume]`
+searches the stack's capacity knobs for the cheapest stack that meets the service levels (offline/plan.py,
+docs/capacity-planning.md); exit 1 when no candidate meets them, 2 on bad input.
+
 `python -m offline validate build/dev [--k8s-version 1.35]` checks a render against the Kubernetes
 version and the vendored upstream schemas (offline/validate.py); exit 1 on problems, 2 on usage errors.
 
@@ -59,6 +64,16 @@ def example_value_warnings(config: PlatformConfig) -> list[str]:
 
     refused = [f"{line} (a real `pulumi up` refuses it)" for line in placeholder_problems(config)]
     return refused + documentation_cidr_warnings(config)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1 or more")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +128,38 @@ def main(argv: list[str] | None = None) -> int:
     claims.add_argument("--out", type=Path, default=Path("build") / "claims")
     claims.add_argument("--write-docs", action="store_true",
                         help="also write docs/simulation-claims.json and the table in docs/simulation.md")
+    planner = commands.add_parser("plan", help="the cheapest stack that meets a workload's service levels, by simulation")
+    planner.add_argument("--stack", default="dev")
+    planner.add_argument("--workload", type=Path, required=True, help="a workload file, e.g. workloads/design-surge.yaml")
+    planner.add_argument("--slo", action="append", default=[], metavar="SCOPE.METRIC<=BOUND",
+                         help="a service level (repeatable), e.g. 'production.p95_time_to_start<=15m', "
+                         "'inference.unserved<=1%%' (docs/capacity-planning.md has the grammar)")
+    planner.add_argument("--trials", type=_positive, default=40, help="candidate stacks to simulate (default 40)")
+    planner.add_argument("--seeds", type=_positive, default=3, help="seeds each candidate runs on (default 3)")
+    planner.add_argument("--verify-seeds", type=_positive, default=5,
+                         help="fresh seeds for the chosen stack and the why table (default 5)")
+    planner.add_argument("--seed", type=int, default=0, help="the sampler's and the seeds' start (default 0)")
+    planner.add_argument("--batch", type=_positive, default=4,
+                         help="candidates asked of the sampler at once (default 4); the result depends on it, not on --workers")
+    planner.add_argument("--workers", type=_positive, help="processes (default: one per core)")
+    planner.add_argument("--out", type=Path, help="output directory (default build/plan-<stack>-<workload>)")
+    planner.add_argument("--tighten", type=int, default=24, metavar="ROUNDS",
+                         help="rounds lowering the cheapest stack's knobs one at a time after the search (default 24; 0: none)")
+    planner.add_argument("--range", type=_positive, default=2, metavar="FACTOR",
+                         help="each knob searched from 0 up to FACTOR times its value in the stack (default 2)")
+    planner.add_argument("--floor", type=float, default=0.0, metavar="FACTOR",
+                         help="each knob searched from FACTOR times its value in the stack (default 0): keeps a search off "
+                         "stacks far too small, whose runs cost the most")
+    planner.add_argument("--resume", action="store_true", help="carry on the search in --out's journal")
     args = parser.parse_args(argv)
+
+    if args.command == "plan":
+        from .plan import Options
+        from .plan import main as plan_main
+
+        return plan_main(args.stack, args.workload, args.slo, args.out,
+                         Options(args.trials, args.seeds, args.verify_seeds, args.seed, args.batch, args.workers,
+                                 args.resume, args.tighten, args.range, args.floor))
 
     if args.command == "claims":
         from .claims import main as claims_main

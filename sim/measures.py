@@ -25,7 +25,10 @@ figure of its own. The definitions:
 
 Inference (per deployment, from the Served facts of each HPA sync): demand, served and refused requests,
 utilisation = served / what the Ready replicas could serve, the peak backlog, requests that arrive to a
-backlog longer than SLOW_REQUEST_SECONDS, and hours when demand needs more than maxReplicas.
+backlog longer than SLOW_REQUEST_SECONDS, hours when demand needs more than maxReplicas, and unserved demand:
+requests that arrived and were not served by the end (refused with no Ready replica, or still in the backlog), as a
+share of demand; the same over every deployment together, with their pooled times to GPU, at the run's level.
+unstarted: runnable work that never started by the end, as a share of the runnable work (run, tier, tenant).
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ START_MEAN = "start.mean_s"
 START_P50 = "start.p50_s"
 START_P95 = "start.p95_s"
 START_BLOCKED = "start.blocked_by_limit"
+UNSTARTED_PCT = "start.unstarted_pct"
 NEVER_ADMITTED = "never_admitted"
 NEVER_STARTED = "never_started"
 NEVER_ADMISSIBLE = "never_admissible"
@@ -87,6 +91,11 @@ UTILISATION = "utilisation_pct"
 BACKLOG_PEAK = "backlog.peak"
 ABOVE_MAX = "hours.above_max_replicas"
 SERVICE_DOWN = "service_hours.down"
+UNSERVED_PCT = "requests.unserved_pct"
+# Every deployment's traffic together, at the run's level (the planner's `inference.` service levels).
+INFERENCE_TTG_P50 = "inference.time_to_gpu.p50_s"
+INFERENCE_TTG_P95 = "inference.time_to_gpu.p95_s"
+INFERENCE_UNSERVED_PCT = "inference.requests.unserved_pct"
 
 # Why work still waits at the end: pending in Kueue, or admitted with pods Karpenter cannot launch a node for
 # (NodePool limit), or admitted and starting (a node launching, a server loading).
@@ -144,7 +153,7 @@ def compute(ledger: Ledger, scope: Scope) -> Measures:
     tenants: dict[str, dict[str, Any]] = {name: {} for name in scope.tenants}
     _gpu_hours(ledger, created, run, pools, tenants)
     tiers = _waits(ledger, created, scope, run, tenants)
-    deployments = _serving(ledger, created, scope)
+    deployments = _serving(ledger, created, scope, run)
     return {"run": run, "pools": pools, "tenants": tenants, "tiers": tiers, "deployments": deployments}
 
 
@@ -346,6 +355,7 @@ def _wait_figures(members: Sequence[Created], t: _Timeline) -> dict[str, Any]:
         NEVER_ADMITTED: sum(1 for w in runnable if w.key not in t.first_admitted and w.key not in t.deleted),
         NEVER_STARTED: sum(1 for w in runnable if w.key in t.still_waiting),
         NEVER_ADMISSIBLE: len(members) - len(runnable),
+        UNSTARTED_PCT: _ratio(sum(1 for w in runnable if w.key in t.still_waiting), len(runnable), 100),
     }
     figures.update({never_started(reason): 0 for reason in WAITING_REASONS})
     for w in runnable:
@@ -358,7 +368,7 @@ def _wait_figures(members: Sequence[Created], t: _Timeline) -> dict[str, Any]:
     return figures
 
 
-def _serving(ledger: Ledger, created: dict[int, Created], scope: Scope) -> dict[str, dict[str, Any]]:
+def _serving(ledger: Ledger, created: dict[int, Created], scope: Scope, run: dict[str, Any]) -> dict[str, dict[str, Any]]:
     first_started: dict[int, float] = {}
     for fact in ledger.started:
         first_started.setdefault(fact.key, fact.at)
@@ -379,6 +389,11 @@ def _serving(ledger: Ledger, created: dict[int, Created], scope: Scope) -> dict[
         figures.update({TTG_COUNT: len(ttg), TTG_P50: percentile(ttg, 50), TTG_P95: percentile(ttg, 95),
                         ALLOCATED: held.get(name, 0.0)})
         found[name] = figures
+    pooled = [time for name in scope.deployments for time in times.get(name, [])]
+    demand = sum(found[name][DEMAND] for name in scope.deployments)
+    served = sum(found[name][SERVED] for name in scope.deployments)
+    run.update({INFERENCE_TTG_P50: percentile(pooled, 50), INFERENCE_TTG_P95: percentile(pooled, 95),
+                INFERENCE_UNSERVED_PCT: _ratio(demand - served, demand, 100)})
     return found
 
 
@@ -397,5 +412,5 @@ def _traffic(periods: Iterable[Any]) -> dict[str, Any]:
         peak = max(peak, period.waiting_after)
         if period.replicas_needed > period.max_replicas:
             above += period.seconds / 3600
-    return {DEMAND: demand, SERVED: served, REFUSED: refused, SLOW: slow,
+    return {DEMAND: demand, SERVED: served, REFUSED: refused, SLOW: slow, UNSERVED_PCT: _ratio(demand - served, demand, 100),
             UTILISATION: _ratio(served, capacity, 100), BACKLOG_PEAK: peak, ABOVE_MAX: above}

@@ -1,0 +1,244 @@
+"""The capacity planner (offline/plan.py, sim/plan_slo.py): its service-level grammar, its knobs' steps, and a
+plan on a tiny workload whose answer is worked out by hand.
+
+The tiny workload: ml-research submits three one-GPU jobs (4 slices each on dev's time-sliced L40S pool) at
+10 minutes, each running 2 hours, and the level is `standard.p95_time_to_start<=30m` (of three jobs the 95th
+percentile is the last to start). All three start together only when ml-research's nominal quota holds 3 x 4 = 12
+slices (nobody else has quota to lend on the fixture stack): with 11 the third waits two hours for a job to
+finish. So the plan must pick nominal 12 (pool gpus 3), with no borrowing and no headroom, from a stack that
+promises 16 (pool gpus 4); at 10 (12 lowered by 10 % on its grid of 2) the level is missed.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import ruamel.yaml
+import yaml
+
+from offline import plan as planner
+from sim import plan_slo
+from sim.plan_slo import Names, SloError
+
+from .conftest import load, shipped_document
+
+NAMES = Names(("production", "standard", "best-effort"), ("ml-research", "inference"), ("inference/chat",))
+LEVEL = "standard.p95_time_to_start<=30m"
+NOMINAL = "tenants[ml-research].gpu.l40s-on-demand.nominal"
+BORROWING = "tenants[ml-research].gpu.l40s-on-demand.borrowingLimit"
+HEADROOM = "nodePools[gpu-l40s].warmStart.headroom.gpus"
+WORKLOAD = """\
+start: "2026-06-01T06:00:00Z"
+duration: 3h
+sampleInterval: 10m
+jobs:
+  - name: three-at-once
+    tenant: ml-research
+    flavors: [l40s-on-demand]
+    gpusPerPod: 4
+    arrivals: {at: [10m, 10m, 10m]}
+    duration: {fixed: 2h}
+"""
+
+
+@pytest.mark.parametrize(("text", "scope", "metric", "bound"), [
+    ("production.p95_time_to_start<=15m", "production", "p95_time_to_start", 900.0),
+    ("standard.p95_time_to_start <= 1h30m", "standard", "p95_time_to_start", 5400.0),
+    ("ml-research.unstarted<=2.5%", "ml-research", "unstarted", 2.5),
+    ("all.p95_wait<=45s", "all", "p95_wait", 45.0),
+    ("inference.p95_time_to_gpu<=3m", "inference", "p95_time_to_gpu", 180.0),
+    ("inference/chat.unserved<=0.5%", "inference/chat", "unserved", 0.5),
+])
+def test_levels_parse(text: str, scope: str, metric: str, bound: float) -> None:
+    slo = plan_slo.parse(text, NAMES)
+    assert (slo.scope, slo.metric, slo.bound) == (scope, metric, bound)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("production.p95_time_to_start<=15", "give it a unit, e.g. 90s"),
+    ("inference.unserved<=1", "write a percentage, e.g. 1%"),
+    ("inference.unserved<=150%", "at most 100%"),
+    ("production.p95_time_to_start>=15m", "every service level is an upper bound"),
+    ("production.p99_time_to_start<=15m", "no metric 'p99_time_to_start'"),
+    ("prodution.p95_time_to_start<=15m", "not 'prodution'"),
+    ("ml-research.unserved<=1%", "its scope is 'inference' (every deployment) or a deployment as tenant/name"),
+    ("production p95<=15m", "not SCOPE.METRIC<=BOUND"),
+])
+def test_level_mistakes_are_one_line(text: str, says: str) -> None:
+    with pytest.raises(SloError) as raised:
+        plan_slo.parse(text, NAMES)
+    message = str(raised.value)
+    assert says in message and "\n" not in message and message.startswith(f"--slo {text!r}")
+
+
+def test_a_level_given_twice_and_inference_without_deployments_are_refused() -> None:
+    with pytest.raises(SloError, match="given twice"):
+        plan_slo.parse_all(["all.p95_wait<=1m", "all.p95_wait<=2m"], NAMES)
+    with pytest.raises(SloError, match="no inference deployments"):
+        plan_slo.parse("inference.unserved<=1%", Names(("standard",), ("t",), ()))
+
+
+@pytest.mark.parametrize(("mean", "met", "violation"), [
+    (900.0, True, 0.0), (899.0, True, -1 / 900), (1800.0, False, 1.0), (None, False, 1.0),
+])
+def test_a_level_is_met_when_its_mean_meets_the_bound(mean: float | None, met: bool, violation: float) -> None:
+    slo = plan_slo.parse("production.p95_time_to_start<=15m", NAMES)
+    value = {"mean": mean, "low": None, "high": None, "n": 3}
+    assert plan_slo.met(slo, value) is met
+    assert plan_slo.violation(slo, value) == pytest.approx(violation)
+
+
+@pytest.mark.parametrize(("value", "low", "step", "lowered"), [
+    (12, 0, 1, 10),  # 10 % of 12 is 1.2: 11 is only 8 % lower
+    (10, 0, 1, 9),
+    (20, 0, 1, 18),
+    (1, 0, 1, 0),
+    (16, 0, 2, 14),
+    (8, 0, 4, 4),
+    (5, 4, 1, 4),
+    (4, 4, 1, None),
+    (0, 0, 1, None),
+])
+def test_a_knob_lowers_by_at_least_ten_percent_on_its_grid(value: int, low: int, step: int, lowered: int | None) -> None:
+    knob = planner.Knob("k", planner.NOMINAL, "t", "f", "p", value, low, 100, step, "GPUs")
+    assert knob.lowered(value) == lowered
+
+
+def _tiny_document() -> dict[str, Any]:
+    """dev with ml-research alone, on-demand L40S slices only: 16 nominal (pool gpus 4), no borrowing."""
+    document = shipped_document("dev")
+    [tenant] = [t for t in document["gpu-platform:tenants"] if t["name"] == "ml-research"]
+    tenant["gpu"] = {"l40s-on-demand": {"nominal": 16}}
+    document["gpu-platform:tenants"] = [tenant]
+    document["gpu-platform:nodePools"][0]["gpus"] = 4
+    return document
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("plan")
+    # Written in the shipped stack files' style (tests/test_readme_steps.py's editor), so an unchanged line reads
+    # back unchanged.
+    editor = ruamel.yaml.YAML()
+    editor.indent(mapping=2, sequence=4, offset=2)
+    editor.width = 4096
+    stream = io.StringIO()
+    editor.dump({"config": _tiny_document()}, stream)
+    (directory / "Pulumi.tiny.yaml").write_text("# The planner's fixture: dev with one tenant.\n" + stream.getvalue())
+    (directory / "three-at-once.yaml").write_text(WORKLOAD)
+    return directory
+
+
+def test_knobs_and_derived_pool_gpus() -> None:
+    document = _tiny_document()
+    config = load(document)
+    workload = yaml.safe_load(WORKLOAD)
+    from sim.workload import Workload
+
+    knobs = planner.knobs_for(config, Workload.model_validate(workload))
+    assert [k.name for k in knobs] == [NOMINAL, BORROWING, HEADROOM]
+    assert [(k.low, k.high, k.step) for k in knobs] == [(0, 32, 2), (0, 16, 1), (0, 4, 1)]
+    # 13 slices need ceil(13 / 4) = 4 GPUs; a borrowing limit with no lender is what the rule allows: 0.
+    found = planner.candidate(document, knobs, {NOMINAL: 13, BORROWING: 6, HEADROOM: 0}, config, "tiny")
+    assert found.problem is None and found.pool_gpus == {"gpu-l40s": 4}
+    assert found.values == {NOMINAL: 13, BORROWING: 0, HEADROOM: 0}
+    assert planner.candidate(document, knobs, {NOMINAL: 12, BORROWING: 0, HEADROOM: 0}, config, "tiny").pool_gpus == {
+        "gpu-l40s": 3}
+
+
+def test_range_and_floor_bound_each_knob() -> None:
+    """--range 3 --floor 0.5 on the fixture: nominal 16 from 8 to 48 (grid of 2 from 8), borrowing 0 from 0 to 16
+    (4 GPUs' worth of slices, the least range), headroom 0 from 0 to 4."""
+    from sim.workload import Workload
+
+    knobs = planner.knobs_for(load(_tiny_document()), Workload.model_validate(yaml.safe_load(WORKLOAD)), 3, 0.5)
+    assert [(k.low, k.high, k.step) for k in knobs] == [(8, 48, 2), (0, 16, 1), (0, 4, 1)]
+
+
+def _plan(project: Path, out: Path, **options: Any) -> dict[str, Any]:
+    settings = {"trials": 3, "seeds": 1, "verify_seeds": 1, "batch": 2, "workers": 1, "tighten": 4, **options}
+    code = planner.plan("tiny", project / "three-at-once.yaml", [LEVEL], out, planner.Options(**settings),
+                        project_dir=project, say=lambda line: None)
+    assert code == 0
+    return json.loads((out / "plan.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def planned(project: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    out = tmp_path_factory.mktemp("planned")
+    return out, _plan(project, out)
+
+
+def test_the_plan_picks_the_quota_the_work_needs(planned: tuple[Path, dict[str, Any]]) -> None:
+    _, data = planned
+    assert data["chosen"]["values"] == {NOMINAL: 12, BORROWING: 0, HEADROOM: 0}
+    assert data["chosen"]["pool_gpus"] == {"gpu-l40s": 3}
+    why = {row["knob"]: row for row in data["why"]}
+    assert why[NOMINAL]["lowered"] == 10 and why[NOMINAL]["binds"] == [LEVEL]
+    assert why[BORROWING]["verdict"] == why[HEADROOM]["verdict"] == "at the floor of its range"
+
+
+def test_the_planned_stack_file_changes_only_the_planned_values(project: Path, planned: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = planned
+    text = (out / "Pulumi.tiny.yaml").read_text()
+    assert text.startswith("# The planner's fixture: dev with one tenant.\n")
+    changed = [line for line in (out / "stack.diff").read_text().splitlines()
+               if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+    assert sorted(changed) == sorted(["-      gpus: 4", "+      gpus: 3", "-          nominal: 16", "+          nominal: 12"])
+    document = yaml.safe_load(text)["config"]
+    assert load(document).tenants[0].quotas[0].quota.nominal == 12
+
+
+def test_one_more_slice_short_misses_the_level(project: Path) -> None:
+    """N = 12 meets the level and N - 1 = 11 misses it, on the same seed."""
+    from sim.experiment import Scenario
+    from sim.workload import read_workload
+
+    document = _tiny_document()
+    config = load(document)
+    workload = read_workload(project / "three-at-once.yaml").workload
+    knobs = planner.knobs_for(config, workload)
+    [slo] = plan_slo.parse_all([LEVEL], NAMES)
+    candidates = [planner.candidate(document, knobs, {NOMINAL: n, BORROWING: 0, HEADROOM: 0}, config, "tiny")
+                  for n in (12, 11)]
+    results = planner.evaluate(candidates, Scenario(config, workload), [5], [slo], NAMES, None)
+    assert [r.feasible for r in results] == [True, False]
+    assert results[1].levels[0]["mean"] > 2 * 3600  # the third job waits for a first one to finish
+
+
+def test_an_interrupted_plan_resumed_is_the_plan_run_straight(project: Path, planned: tuple[Path, dict[str, Any]],
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted while simulating its second batch (the search's first two sampled trials), then resumed."""
+    out, data = planned
+    evaluate, calls = planner.evaluate, []
+
+    def interrupted(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return evaluate(*args)
+
+    monkeypatch.setattr(planner, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _plan(project, tmp_path / "first")
+    monkeypatch.setattr(planner, "evaluate", evaluate)
+    resumed = _plan(project, tmp_path / "first", resume=True)
+    assert resumed == data
+    assert (tmp_path / "first" / "Pulumi.tiny.yaml").read_bytes() == (out / "Pulumi.tiny.yaml").read_bytes()
+
+
+def test_resume_refuses_another_plans_journal(project: Path, planned: tuple[Path, dict[str, Any]]) -> None:
+    out, _ = planned
+    with pytest.raises(planner.PlanError, match="a plan of another stack"):
+        planner.plan("tiny", project / "three-at-once.yaml", ["standard.p95_time_to_start<=40m"], out,
+                     planner.Options(trials=3, seeds=1, verify_seeds=1, batch=2, workers=1, resume=True),
+                     project_dir=project, say=lambda line: None)
+
+
+def test_two_workers_plan_what_one_does(project: Path, planned: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    _, data = planned
+    assert _plan(project, tmp_path / "two", workers=2) == data
