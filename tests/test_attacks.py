@@ -24,6 +24,8 @@ import pytest
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
 from config.labels import TENANT_LABEL
 from models.aws_iam import identity_allows, trust_allows
+from models.kai.constants import CHART_PRIORITY_CLASSES
+from models.kubernetes import preemption
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
@@ -261,6 +263,29 @@ def allow_all_created(objects: Objects) -> Sent:
 
 def system_priority_pod(objects: Objects) -> bool:
     return bool(quota_denials(objects, pod(priorityClassName="system-node-critical"), TENANT))
+
+
+def pod_at_a_priority_class(name: str) -> Callable[[Objects], Sent]:
+    """A tenant pod naming one of the PriorityClasses KAI's chart creates: on a node full of another tenant's pods
+    (priority 0), kube-scheduler evicts them to place it, though Kueue admitted both within quota."""
+    def sent(objects: Objects) -> Sent:
+        attack = created(priorityClassName=name, tolerations=[GPU_TOLERATION])
+        node = preemption.Node("shared-h100", {"nvidia.com/gpu": 8},
+                               (preemption.Pod(f"{OTHER_TENANT}/train", 0, {"nvidia.com/gpu": 8}),))
+        evicted = preemption.victims_on_node(preemption.Pod("p", CHART_PRIORITY_CLASSES[name], {"nvidia.com/gpu": 8}), node)
+        assert evicted == list(node.pods), "the class evicts the other tenant's pod once admitted"
+        return Sent("create", "CREATE", "", "pods", attack)
+
+    return sent
+
+
+def job_pods_at_the_inference_priority(objects: Objects) -> Sent:
+    """The tenant's Job names the class in its pod template: the Job controller creates the pods (and Kueue, with no
+    WorkloadPriorityClass label, gives the Workload the class's value)."""
+    template = {**pod(tolerations=[GPU_TOLERATION])["spec"], "restartPolicy": "Never", "priorityClassName": "inference"}
+    job = suspended("Job", "batch/v1", {"template": {"spec": template}})
+    created_pod = kueue_defaults("pod", pod_of(job, job["spec"]["template"]), job)
+    return Sent("create", "CREATE", "", "pods", created_pod, by=JOB_CONTROLLER, step=("create", "batch", "jobs"))
 
 
 def image_registry_spelled_to_escape_the_signature_policy(image: str) -> Callable[[Objects], Sent]:
@@ -760,7 +785,15 @@ RESUMED = "tenant-jobs-run-as-kueue-admits-them"
 PROMPT = "tenant-pods-stop-promptly"
 PULL_ALWAYS = "tenant-pods-pull-private-images-always"
 OWN_SOURCES = "tenant-external-secrets-name-their-own-sources"
+NO_PRIORITY_CLASS = "tenant-pods-name-no-priority-class"
 ADMISSION_ATTACKS = [
+    *(
+        AdmissionAttack(f"pod-at-kais-{name}-priority-evicts-other-tenants-pods", pod_at_a_priority_class(name),
+                        (NO_PRIORITY_CLASS,), "HIGH")
+        for name in CHART_PRIORITY_CLASSES
+    ),
+    AdmissionAttack("job-pods-at-the-inference-priority-evict-other-tenants-pods", job_pods_at_the_inference_priority,
+                    (NO_PRIORITY_CLASS,), "HIGH"),
     AdmissionAttack(
         "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
     ),
@@ -1415,6 +1448,7 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-pods-stop-promptly",
         "tenant-external-secrets-name-their-own-sources",
         "tenant-pods-pull-private-images-always",
+        "tenant-pods-name-no-priority-class",
     }
     assert tenant_policies <= set(policies)
     for name in tenant_policies:
@@ -1441,3 +1475,10 @@ def test_tenants_create_resource_claims_from_1_34_so_admission_keeps_named_claim
         assert rbac_allows(objects, viewer, "list", "resource.k8s.io", resource, TENANT), resource
         assert not rbac_allows(objects, viewer, "create", "resource.k8s.io", resource, TENANT), resource
     assert not rbac_allows(objects, admin, "create", "resource.k8s.io", "deviceclasses", None)
+
+
+def test_no_priority_class_is_a_global_default_so_tenant_pods_run_at_zero():
+    """The Priority admission plugin writes a `globalDefault` class into every pod that names none, which
+    `tenant-pods-name-no-priority-class` would then refuse."""
+    classes = [o for o in rendered() if o["kind"] == "PriorityClass"]
+    assert classes and not any(o.get("globalDefault") for o in classes)

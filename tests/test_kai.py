@@ -19,7 +19,7 @@ import yaml
 from config.kai import ROOT_QUEUE, plan_kai_queues
 from config.labels import POOL_LABEL
 from models.kai import queues as kai
-from models.kai.constants import RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
+from models.kai.constants import CHART_PRIORITY_CLASSES, RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
 from models.kai.queues import Queue, ResourceQuota
 from models.kai.sharing import device_holder_namespace, mutated
 from models.kubernetes.admission import Request, admission_denials
@@ -490,3 +490,15 @@ def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvi
         "KAI's admission refuses it: gpu-fraction annotation value must be a positive number smaller than 1.0 [problem]",
     ]
     assert len(nvidia) == 3 and all(line.endswith("(docs/fractional-gpus.md) [problem]") for line in nvidia)
+
+
+def test_the_charts_priority_classes_are_as_vendored_and_none_is_a_default_or_never_preempts():
+    """Tenant pods name none of them (components/admission.py `tenant-pods-name-no-priority-class`): each preempts."""
+    folder = Path(__file__).resolve().parent.parent / "upstream" / "kai-scheduler" / "v0.17.0" / "templates" / "priorityclasses"
+    found = {}
+    for path in sorted(folder.glob("*.yaml")):
+        body = yaml.safe_load("\n".join(line for line in path.read_text().splitlines() if not line.startswith("{{")))
+        assert body["kind"] == "PriorityClass" and "globalDefault" not in body and "preemptionPolicy" not in body
+        found[body["metadata"]["name"]] = body["value"]
+    assert found == {"build": 100, "build-preemptible": 75, "inference": 125, "train": 50}
+    assert found == CHART_PRIORITY_CLASSES
