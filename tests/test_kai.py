@@ -444,3 +444,20 @@ def test_the_charts_priority_classes_are_as_vendored_and_none_is_a_default_or_ne
         found[body["metadata"]["name"]] = body["value"]
     assert found == {"build": 100, "build-preemptible": 75, "inference": 125, "train": 50}
     assert found == CHART_PRIORITY_CLASSES
+
+
+def test_kais_operator_and_its_controllers_are_counted_on_the_system_nodes():
+    """models/kai/operator.py at v0.17.0: scheduler 250m/512Mi, binder 50m/200Mi, five more at 50m/256Mi, operator unsized."""
+    plan = load(document()).system_capacity
+    kai_pods = {pod.name: (pod.requests.cpu_m, pod.requests.memory_mib, pod.replicas) for pod in plan.pods
+                if pod.name.startswith("kai-")}
+    assert kai_pods == {
+        "kai-operator": (0, 0, 1), "kai-scheduler": (250, 512, 1), "kai-binder": (50, 200, 1),
+        "kai-pod-grouper": (50, 256, 1), "kai-podgroup-controller": (50, 256, 1), "kai-queue-controller": (50, 256, 1),
+        "kai-admission": (50, 256, 1), "kai-node-scale-adjuster": (50, 256, 1),
+    }
+    without = document()
+    for pool in without["gpu-platform:nodePools"]:
+        pool.pop("scheduler", None)
+        pool.get("sharing", {}).pop("shareBetweenTenants", None)
+    assert not [pod.name for pod in load(without).system_capacity.pods if pod.name.startswith("kai-")]
