@@ -878,11 +878,9 @@ KAI_ATTACKS = [
     )
 ]
 ADMISSION_ATTACKS = [
-    *(
-        AdmissionAttack(f"pod-at-kais-{name}-priority-evicts-other-tenants-pods", pod_at_a_priority_class(name),
-                        (NO_PRIORITY_CLASS,), "HIGH")
-        for name in CHART_PRIORITY_CLASSES
-    ),
+    # The highest of KAI's classes; the policy refuses any name alike, so one row stands for each.
+    AdmissionAttack("pod-at-kais-inference-priority-evicts-other-tenants-pods", pod_at_a_priority_class("inference"),
+                    (NO_PRIORITY_CLASS,), "HIGH"),
     AdmissionAttack("job-pods-at-the-inference-priority-evict-other-tenants-pods", job_pods_at_the_inference_priority,
                     (NO_PRIORITY_CLASS,), "HIGH"),
     AdmissionAttack(
