@@ -37,6 +37,15 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   envFrom of a ConfigMap with NVIDIA_* keys is left to the toolkit: admission of the pod cannot read it.
 - Image registries written in lower case and without a port: Kyverno's image policies match the
   reference as written, so `GHCR.IO/acme-ai/x` or `ghcr.io:443/acme-ai/x` would escape `ghcr.io/acme-ai/*`.
+- Pods name no PriorityClass. kube-scheduler lets a pending pod evict lower-priority pods from a node,
+  whoever's they are (models/kubernetes/preemption.py), so a tenant pod naming any class above 0 (KAI's
+  chart creates four, none `preemptionPolicy: Never`, models/kai/constants.py `CHART_PRIORITY_CLASSES`)
+  evicts other tenants' admitted pods on a shared pool, outside Kueue's quota. Without the
+  `kueue.x-k8s.io/priority-class` label Kueue also takes a Workload's priority from its pods' PriorityClass
+  (models/kueue/workload.py `workload_priority`). Tenant tiers are WorkloadPriorityClasses, which set a
+  Workload's priority and leave the pod at 0. The platform declares no `globalDefault` PriorityClass, which
+  the Priority admission plugin would write into every pod. The system classes are also closed by quota
+  (components/tenants.py).
 - No Service `externalIPs` (CVE-2020-8554: a Service claiming another's address intercepts its traffic).
 - ExternalSecrets read only their own namespace's stores and generators: no ClusterSecretStore, no
   ClusterGenerator (external-secrets v2.9.0 resolves either cluster-wide, runtime/esutils/resolvers/
@@ -83,6 +92,7 @@ from models.kubernetes.controllers import (
 from models.kubernetes.features import KUBELET_ENSURE_SECRET_PULLED_IMAGES, enabled_by_default, first_enabled
 from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
+from models.kueue.constants import PRIORITY_CLASS_LABEL as KUEUE_PRIORITY_CLASS_LABEL
 from models.kueue.constants import SUSPENDED_BY_PARENT_ANNOTATION
 from models.kueue.integrations import INTEGRATIONS
 from models.kueue.webhooks import SPEC_SUSPEND_FRAMEWORKS
@@ -197,6 +207,7 @@ def policies(
         **_platform_owned(deployers),
         **_kueue_holds(),
         **_pod_contents(),
+        **_pod_priority(),
         **_cached_private_images(kubernetes_version),
         **_services(),
         **_external_secrets(),
@@ -370,6 +381,24 @@ def _pod_contents() -> dict[str, dict[str, Any]]:
                     "message": "container images in tenant namespaces name their registry in lower case and without a "
                     "port (ghcr.io/team/image, not GHCR.IO/team/image or ghcr.io:443/team/image): the supply-chain "
                     "policies match image references as written",
+                }
+            ],
+        },
+    }
+
+
+def _pod_priority() -> dict[str, dict[str, Any]]:
+    """A tenant pod runs at priority 0: it names no PriorityClass, whose priority would let it evict other tenants'
+    pods from a shared node. Only CREATE: a pod's priorityClassName is immutable."""
+    return {
+        "tenant-pods-name-no-priority-class": {
+            "rules": [_rule([""], ["pods"], ["CREATE"])],
+            "validations": [
+                {
+                    "expression": "!has(object.spec.priorityClassName) || object.spec.priorityClassName == ''",
+                    "message": "pods in tenant namespaces name no priorityClassName: a PriorityClass lets a pod evict "
+                    f"other tenants' pods from a shared node; set a job's tier with the {KUEUE_PRIORITY_CLASS_LABEL} "
+                    "label (the stack's queueing.priorities), which orders it within the tenant's own queue",
                 }
             ],
         },

@@ -31,7 +31,7 @@ from .errors import Problems, item_labels, show
 from .fair_share import DRA_OPTION, DRA_SERVED_FROM, SECRETS_OPTION, FlavorPlan, TenantPlan, plan_flavors, plan_tenants
 from .fleet import FleetConfig
 from .headroom import check_snapshot_keys, check_warm_start
-from .kai import KaiQueuePlan, kai_pools, plan_kai_queues
+from .kai import KAI_SCHEDULER, KaiQueuePlan, kai_pools, plan_kai_queues
 from .keys import CONFIG_NAMESPACE
 from .monitoring import MonitoringConfig
 from .node_pools import CpuPoolConfig, GpuConfig, NodePoolConfig
@@ -268,7 +268,8 @@ def _rule_cluster(parsed: ParsedConfig, problems: Problems) -> None:
     # Sized only when the system node group itself is sound: a wrong architecture says enough.
     if len(problems.lines) == problems_before_cluster and versions is not None and monitoring is not None:
         parsed.system_capacity = _check_system_capacity(
-            cluster, versions, monitoring, parsed.sections.get("supplyChain"), parsed.sections.get("secrets"), problems
+            cluster, versions, monitoring, parsed.sections.get("supplyChain"), parsed.sections.get("secrets"),
+            parsed.section("nodePools", NodePoolsConfig), problems,
         )
 
 
@@ -541,6 +542,7 @@ def _check_system_capacity(
     monitoring: MonitoringConfig,
     supply_chain: BaseModel | None,
     secrets: BaseModel | None,
+    pools: NodePoolsConfig | None,
     problems: Problems,
 ) -> SystemCapacityPlan | None:
     """The controllers, add-ons and DaemonSets on the system nodes must fit `minSize` nodes of the smallest type."""
@@ -564,6 +566,7 @@ def _check_system_capacity(
         monitoring.replicas,
         kyverno_replicas=verification.admission_replicas if verification is not None else None,
         external_secrets=isinstance(secrets, SecretsConfig) and secrets.enabled,
+        kai=pools is not None and any(pool.scheduler == KAI_SCHEDULER for pool in pools.root),
     )
     for path, message in capacity_problems(plan, root):
         problems.add(path, message)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models import kubelet
+from models.kai.operator import OPERATED_POD_REQUESTS, SINGLE_REPLICA
 from models.kubernetes.quantity import cpu_millicores, memory_mib
 
 from .versions import CHARTS, ChartPin
@@ -463,10 +464,12 @@ def plan_system_capacity(
     *,
     kyverno_replicas: int | None = None,
     external_secrets: bool = False,
+    kai: bool = False,
 ) -> SystemCapacityPlan:
     """The pods the platform runs on the system nodes, sized from the charts at `charts`' versions and
     the program's values. Every type in `instance_types` must be in INSTANCE_SHAPES. Kyverno counts when
-    `kyverno_replicas` (its admission controller's) is given, External Secrets Operator when `external_secrets`."""
+    `kyverno_replicas` (its admission controller's) is given, External Secrets Operator when `external_secrets`, the KAI
+    Scheduler's operator and the controllers it runs when `kai` (a pool has `scheduler: kai`)."""
     shapes = [INSTANCE_SHAPES[name].allocatable for name in instance_types]
     smallest = Requests(min(s.cpu_m for s in shapes), min(s.memory_mib for s in shapes))
     max_pods = min(INSTANCE_SHAPES[name].max_pods for name in instance_types)
@@ -527,8 +530,30 @@ def plan_system_capacity(
             eso.pod("webhook", "external-secrets-webhook", EXTERNAL_SECRETS_WEBHOOK),
             eso.pod("cert-controller", "external-secrets-cert-controller", resources=EXTERNAL_SECRETS_RESOURCES),
         ]
+    if kai:
+        pods += kai_system_pods(charts["kai-scheduler"].version)
     notes = tuple(row.note for row in rows.values() if row.note)
     return SystemCapacityPlan(tuple(instance_types), min_size, smallest, tuple(pods), max_pods, notes)
+
+
+# The KAI chart's operator (values `operator.replicaCount`, which the operator's controllers take too; the program
+# leaves it at 1) and the version whose operator defaults models/kai/operator.py holds.
+KAI_REPLICAS = 1
+KAI_SIZED_AT = "v0.17.0"
+
+
+def kai_system_pods(version: str) -> list[SystemPod]:
+    """KAI's pods on the system nodes (components/kai.py sets `global.nodeSelector` to them): the chart's operator,
+    unsized, and the controllers it runs at their defaults (models/kai/operator.py)."""
+    at = f"kai-scheduler {KAI_SIZED_AT}" + ("" if version == KAI_SIZED_AT else f" (stack installs {version})")
+    pods = [SystemPod("kai-operator", Requests(), KAI_REPLICAS, f"{at} templates/services/operator.yaml: unsized")]
+    for name, (cpu, memory) in OPERATED_POD_REQUESTS.items():
+        replicas = 1 if name in SINGLE_REPLICA else KAI_REPLICAS
+        pods.append(SystemPod(
+            f"kai-{name}", requests_of({"requests": {"cpu": cpu, "memory": memory}}), replicas,
+            f"{at} operator defaults, models/kai/operator.py",
+        ))
+    return pods
 
 
 @dataclass(frozen=True)

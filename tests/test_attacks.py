@@ -20,10 +20,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from components.node_pools import NVIDIA_TOOLKIT_SETTINGS
-from config.labels import TENANT_LABEL
+from config.kai import ROOT_QUEUE
+from config.labels import POOL_LABEL, TENANT_LABEL
 from models.aws_iam import identity_allows, trust_allows
+from models.kai.constants import (
+    CHART_PRIORITY_CLASSES,
+    RESERVATION_NAMESPACE,
+    SCALING_POD_NAMESPACE,
+    SCHEDULER_NAME,
+    SYSTEM_NAMESPACE,
+)
+from models.kai.constants import QUEUE_LABEL as KAI_QUEUE_LABEL
+from models.kubernetes import preemption
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
 from models.kubernetes.networkpolicy import Endpoint, connection_allowed
@@ -33,10 +44,11 @@ from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING
 from models.kueue.constants import MANAGED_LABEL, SUSPENDED_BY_PARENT_ANNOTATION
 from models.kueue.webhooks import default_job, default_pod, default_pod_template_owner
 from models.prometheus.scrape import relabel, scraped
+from offline.engine import Recording
 from offline.upstream import chart_values
 
 from .builders import kueue_manager_config
-from .conftest import render_fixture
+from .conftest import render, render_fixture
 from .guards import rbac_allows
 from .recorded import kubernetes_objects
 
@@ -71,9 +83,22 @@ TINY_JOB_UID = "5b1c0c7e-0000-4000-8000-000000000001"
 Objects = list[dict[str, Any]]
 
 
+# The rows about pools the KAI Scheduler schedules run against tests/fixtures/kai/kai-fractional.yaml (multi-pool's
+# cluster and tenants, a whole-GPU L40S pool and `gpu-l4-kai`, eight L4s KAI schedules, data-science's alone).
+KAI_STACK = "kai-fractional"
+KAI_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kai" / f"{KAI_STACK}.yaml"
+KAI_POOL, WHOLE_GPU_POOL = "gpu-l4-kai", "gpu-l40s"
+
+
 @functools.cache
-def _rendered() -> tuple[str, ...]:
-    recording = render_fixture("multi-pool")
+def kai_recording() -> Recording:
+    """The KAI fixture rendered once for every module that reads it (this table and tests/test_kai.py)."""
+    return render(yaml.safe_load(KAI_FIXTURE.read_text())["config"], KAI_STACK)
+
+
+@functools.cache
+def _rendered(stack: str) -> tuple[str, ...]:
+    recording = kai_recording() if stack == KAI_STACK else render_fixture(stack)
     manifests = [json.dumps(r.inputs) for r in kubernetes_objects(recording)]
     roles = [json.dumps({"kind": "aws:iam/role:Role", **r.inputs}) for r in recording.by_type("aws:iam/role:Role")]
     queues = [
@@ -87,9 +112,9 @@ def _rendered() -> tuple[str, ...]:
     return (*manifests, *roles, *queues, *role_policies)
 
 
-def rendered() -> Objects:
+def rendered(stack: str = "multi-pool") -> Objects:
     """A fresh copy of the render's objects (Kubernetes manifests and IAM roles' inputs): rows may edit it."""
-    return [json.loads(text) for text in _rendered()]
+    return [json.loads(text) for text in _rendered(stack)]
 
 
 def tenant_labels(objects: Objects) -> dict[str, str]:
@@ -261,6 +286,74 @@ def allow_all_created(objects: Objects) -> Sent:
 
 def system_priority_pod(objects: Objects) -> bool:
     return bool(quota_denials(objects, pod(priorityClassName="system-node-critical"), TENANT))
+
+
+def pod_at_a_priority_class(name: str) -> Callable[[Objects], Sent]:
+    """A tenant pod naming one of the PriorityClasses KAI's chart creates: on a node full of another tenant's pods
+    (priority 0), kube-scheduler evicts them to place it, though Kueue admitted both within quota."""
+    def sent(objects: Objects) -> Sent:
+        attack = created(priorityClassName=name, tolerations=[GPU_TOLERATION])
+        node = preemption.Node("shared-h100", {"nvidia.com/gpu": 8},
+                               (preemption.Pod(f"{OTHER_TENANT}/train", 0, {"nvidia.com/gpu": 8}),))
+        evicted = preemption.victims_on_node(preemption.Pod("p", CHART_PRIORITY_CLASSES[name], {"nvidia.com/gpu": 8}), node)
+        assert evicted == list(node.pods), "the class evicts the other tenant's pod once admitted"
+        return Sent("create", "CREATE", "", "pods", attack)
+
+    return sent
+
+
+def job_pods_at_the_inference_priority(objects: Objects) -> Sent:
+    """The tenant's Job names the class in its pod template: the Job controller creates the pods (and Kueue, with no
+    WorkloadPriorityClass label, gives the Workload the class's value)."""
+    template = {**pod(tolerations=[GPU_TOLERATION])["spec"], "restartPolicy": "Never", "priorityClassName": "inference"}
+    job = suspended("Job", "batch/v1", {"template": {"spec": template}})
+    created_pod = kueue_defaults("pod", pod_of(job, job["spec"]["template"]), job)
+    return Sent("create", "CREATE", "", "pods", created_pod, by=JOB_CONTROLLER, step=("create", "batch", "jobs"))
+
+
+def kai_pod(pool: str = KAI_POOL, scheduler: str | None = SCHEDULER_NAME, queue: str | None = TENANT,
+            annotations: dict[str, str] | None = None, **container: Any) -> dict[str, Any]:
+    """A tenant's bare pod on the KAI fixture as validating admission receives it: gated by Kueue's pod webhook."""
+    spec: dict[str, Any] = {
+        "containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", **container}],
+        "nodeSelector": {POOL_LABEL: pool},
+        "tolerations": [GPU_TOLERATION],
+    }
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    labels = {} if queue is None else {KAI_QUEUE_LABEL: queue}
+    obj = pod(metadata={"labels": labels, "annotations": dict(annotations or {})}, **spec)
+    config = kueue_manager_config(kai_recording())
+    return default_pod(obj, {}, tuple(config["integrations"]["frameworks"]), bool(config["manageJobsWithoutQueueName"]))
+
+
+def kai_pod_sent(**changes: Any) -> Callable[[Objects], Sent]:
+    def sent(objects: Objects) -> Sent:
+        return Sent("create", "CREATE", "", "pods", kai_pod(**changes))
+
+    return sent
+
+
+def job_labelled_with_another_tenants_kai_queue(objects: Objects) -> Sent:
+    """KAI's pod grouper reads the queue label of the pod's top owner before the pod's own."""
+    job = {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": TENANT, "labels": {KAI_QUEUE_LABEL: OTHER_TENANT}},
+        "spec": {"suspend": True, "template": {"spec": {"containers": [{"name": "m", "image": "busybox:1.36"}],
+                                                        "restartPolicy": "Never"}}},
+    }
+    return Sent("create", "CREATE", "batch", "jobs", job)
+
+
+def pod_in_kais_own_namespaces(objects: Objects) -> bool:
+    """A pod in KAI's reservation or scale-adjust namespace, as KAI's binder makes them: a whole GPU outside every
+    tenant's Kueue quota; or one in KAI's own namespace, beside its scheduler."""
+    namespaces = (RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE, SYSTEM_NAMESPACE)
+    writers = [who for who in IDENTITIES if who != VIEWER]
+    return not any(
+        rbac_allows(granted_to(objects, IDENTITIES[who]), IDENTITIES[who], verb, "", "pods", namespace)
+        for who in writers for verb in ("create", "update", "patch", "delete") for namespace in namespaces
+    )
 
 
 def image_registry_spelled_to_escape_the_signature_policy(image: str) -> Callable[[Objects], Sent]:
@@ -752,6 +845,7 @@ class AdmissionAttack:
     sent: Callable[[Objects], Sent]
     policies: tuple[str, ...]
     severity: str
+    stack: str = "multi-pool"  # the render it is tried against
 
 
 OWNERS = "tenant-controller-owners-from-controllers"
@@ -760,7 +854,35 @@ RESUMED = "tenant-jobs-run-as-kueue-admits-them"
 PROMPT = "tenant-pods-stop-promptly"
 PULL_ALWAYS = "tenant-pods-pull-private-images-always"
 OWN_SOURCES = "tenant-external-secrets-name-their-own-sources"
+NO_PRIORITY_CLASS = "tenant-pods-name-no-priority-class"
+KAI_QUEUE = "tenant-kai-queue-is-the-namespaces"
+KAI_POOLS = "tenant-pods-kai-fractions-on-kai-pools"
+FRACTION = {"gpu-fraction": "0.5"}
+KAI_ATTACKS = [
+    AdmissionAttack(name, kai_pod_sent(**changes), (policy,), severity, KAI_STACK)
+    for name, changes, policy, severity in (
+        ("fraction-of-more-than-one-gpu", {"annotations": {"gpu-fraction": "1.5"}}, KAI_POOLS, "MEDIUM"),
+        ("fraction-of-a-whole-gpu", {"annotations": {"gpu-fraction": "1"}}, KAI_POOLS, "MEDIUM"),
+        ("fraction-in-scientific-notation-past-one", {"annotations": {"gpu-fraction": "2e0"}}, KAI_POOLS, "MEDIUM"),
+        ("gpu-memory-past-the-gpus", {"annotations": {"gpu-memory": "24577"}}, KAI_POOLS, "MEDIUM"),
+        ("fractions-on-several-gpus", {"annotations": {**FRACTION, "gpu-fraction-num-devices": "4"}}, KAI_POOLS, "MEDIUM"),
+        ("another-tenants-kai-queue-on-a-pod", {"queue": OTHER_TENANT, "annotations": FRACTION}, KAI_QUEUE, "HIGH"),
+        ("the-root-kai-queue-on-a-pod", {"queue": ROOT_QUEUE, "annotations": FRACTION}, KAI_QUEUE, "HIGH"),
+        ("kai-pod-without-a-queue-label", {"queue": None, "annotations": FRACTION}, KAI_POOLS, "HIGH"),
+        ("kai-fraction-on-a-pool-kueue-counts-whole-gpus", {"pool": WHOLE_GPU_POOL, "annotations": FRACTION}, KAI_POOLS,
+         "HIGH"),
+        ("default-scheduler-pod-on-a-kai-pool",
+         {"scheduler": None, "queue": None, "resources": {"limits": {"nvidia.com/gpu": "1"}}}, KAI_POOLS, "HIGH"),
+        ("fraction-annotation-without-kai", {"pool": WHOLE_GPU_POOL, "scheduler": None, "annotations": FRACTION},
+         KAI_POOLS, "HIGH"),
+    )
+]
 ADMISSION_ATTACKS = [
+    # The highest of KAI's classes; the policy refuses any name alike, so one row stands for each.
+    AdmissionAttack("pod-at-kais-inference-priority-evicts-other-tenants-pods", pod_at_a_priority_class("inference"),
+                    (NO_PRIORITY_CLASS,), "HIGH"),
+    AdmissionAttack("job-pods-at-the-inference-priority-evict-other-tenants-pods", job_pods_at_the_inference_priority,
+                    (NO_PRIORITY_CLASS,), "HIGH"),
     AdmissionAttack(
         "gpu-through-nvidia-visible-devices-in-the-pod-spec", nvidia_env_in_pod, ("tenant-pods-no-nvidia-env",), "HIGH"
     ),
@@ -853,6 +975,9 @@ ADMISSION_ATTACKS = [
         (OWN_SOURCES,),
         "LOW",
     ),
+    *KAI_ATTACKS,
+    AdmissionAttack("another-tenants-kai-queue-on-the-top-owner", job_labelled_with_another_tenants_kai_queue,
+                    (KAI_QUEUE,), "HIGH", KAI_STACK),
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
 BY_POLICY = [(a, p) for a in ADMISSION_ATTACKS for p in a.policies]
@@ -878,19 +1003,19 @@ def without_policies(names: tuple[str, ...]) -> Callable[[Objects], Objects]:
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_is_refused_whoever_sends_it(attack, who):
-    assert admission_refuses(rendered(), attack, who), attack.policies
+    assert admission_refuses(rendered(attack.stack), attack, who), attack.policies
 
 
 @pytest.mark.parametrize("attack, who", BY_IDENTITY, ids=[f"{a.name}-as-{who}" for a, who in BY_IDENTITY])
 def test_each_admission_attempt_succeeds_once_its_policies_are_removed(attack, who):
-    objects = without_policies(attack.policies)(rendered())
+    objects = without_policies(attack.policies)(rendered(attack.stack))
     assert not admission_refuses(objects, attack, who), f"{attack.name} is refused by something besides {attack.policies}"
 
 
 @pytest.mark.parametrize("attack, policy", BY_POLICY, ids=[f"{a.name}-by-{p}" for a, p in BY_POLICY])
 def test_each_of_an_attempts_policies_refuses_it_alone(attack, policy):
     others = tuple(p for p in attack.policies if p != policy)
-    objects = without_policies(others)(rendered())
+    objects = without_policies(others)(rendered(attack.stack))
     assert admission_refuses(objects, attack, "tenant-admin"), f"{policy} alone admits {attack.name}"
 
 
@@ -899,9 +1024,9 @@ WRITERS = [who for who in IDENTITIES if who != VIEWER]
 
 @pytest.mark.parametrize("who", WRITERS)
 def test_rbac_lets_every_writing_identity_send_the_requests_so_admission_is_the_guard(who):
-    user, objects = IDENTITIES[who], rendered()
-    objects = granted_to(objects, user)
+    user = IDENTITIES[who]
     for attack in ADMISSION_ATTACKS:
+        objects = granted_to(rendered(attack.stack), user)
         asked = attack.sent(objects).tenant_request()
         if asked is not None:
             assert rbac_allows(objects, user, *asked, TENANT), attack.name
@@ -910,7 +1035,10 @@ def test_rbac_lets_every_writing_identity_send_the_requests_so_admission_is_the_
 def test_rbac_refuses_the_viewer_every_request_admission_also_refuses():
     user, objects = IDENTITIES[VIEWER], rendered()
     asked = [a.sent(objects).tenant_request() for a in ADMISSION_ATTACKS]
-    allowed = [a.name for a, r in zip(ADMISSION_ATTACKS, asked, strict=True) if r and rbac_allows(objects, user, *r, TENANT)]
+    allowed = [
+        a.name for a, r in zip(ADMISSION_ATTACKS, asked, strict=True)
+        if r and rbac_allows(rendered(a.stack), user, *r, TENANT)
+    ]
     assert allowed == []
     # The viewer does read its namespace's pods and jobs: the identity is the tenant's.
     assert rbac_allows(objects, user, "list", "", "pods", TENANT) and rbac_allows(objects, user, "get", "batch", "jobs", TENANT)
@@ -922,6 +1050,7 @@ class Attack:
     stopped: Callable[[Objects], bool]
     guard: str  # what docs/security.md names
     remove_guard: Callable[[Objects], Objects]
+    stack: str = "multi-pool"  # the render it is tried against
 
 
 VAP = "ValidatingAdmissionPolicy"
@@ -1067,21 +1196,29 @@ ATTACKS = [
         "IAM trust: aws:SourceAccount, aws:SourceArn",
         without_trust_condition(f"{CLUSTER}-vpc-flow-logs"),
     ),
+    Attack(
+        "pod-in-kais-reservation-namespace-holds-a-whole-gpu-outside-quota",
+        pod_in_kais_own_namespaces,
+        "RBAC: the tenant's admins and viewers are bound in their own namespace only",
+        tenant_bound_cluster_wide,
+        KAI_STACK,
+    ),
 ]
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_each_attempt_is_stopped(attack):
-    assert attack.stopped(rendered()), attack.guard
+    assert attack.stopped(rendered(attack.stack)), attack.guard
 
 
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
 def test_each_attempt_succeeds_once_its_guard_is_removed(attack):
-    assert not attack.stopped(attack.remove_guard(rendered())), f"{attack.name} is stopped by something besides {attack.guard}"
+    objects = attack.remove_guard(rendered(attack.stack))
+    assert not attack.stopped(objects), f"{attack.name} is stopped by something besides {attack.guard}"
 
 
 def test_every_admission_policy_stops_some_row():
-    policies = {o["metadata"]["name"] for o in rendered() if o["kind"] == VAP}
+    policies = {o["metadata"]["name"] for stack in ("multi-pool", KAI_STACK) for o in rendered(stack) if o["kind"] == VAP}
     assert policies == {p for a in ADMISSION_ATTACKS for p in a.policies}
 
 
@@ -1415,6 +1552,7 @@ def test_every_tenant_admission_policy_fails_closed_and_denies():
         "tenant-pods-stop-promptly",
         "tenant-external-secrets-name-their-own-sources",
         "tenant-pods-pull-private-images-always",
+        "tenant-pods-name-no-priority-class",
     }
     assert tenant_policies <= set(policies)
     for name in tenant_policies:
@@ -1441,3 +1579,10 @@ def test_tenants_create_resource_claims_from_1_34_so_admission_keeps_named_claim
         assert rbac_allows(objects, viewer, "list", "resource.k8s.io", resource, TENANT), resource
         assert not rbac_allows(objects, viewer, "create", "resource.k8s.io", resource, TENANT), resource
     assert not rbac_allows(objects, admin, "create", "resource.k8s.io", "deviceclasses", None)
+
+
+def test_no_priority_class_is_a_global_default_so_tenant_pods_run_at_zero():
+    """The Priority admission plugin writes a `globalDefault` class into every pod that names none, which
+    `tenant-pods-name-no-priority-class` would then refuse."""
+    classes = [o for o in rendered() if o["kind"] == "PriorityClass"]
+    assert classes and not any(o.get("globalDefault") for o in classes)

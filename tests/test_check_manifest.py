@@ -181,6 +181,17 @@ def test_an_nvidia_variable_is_refused_by_the_admission_guard():
     assert report(findings) == EXIT_FINDINGS
 
 
+def test_a_pod_priority_class_in_the_template_is_refused_by_the_admission_guard():
+    job = fine_tune()
+    job["spec"]["template"]["spec"]["priorityClassName"] = "build"
+    findings = lines("dev", "ml-research", job)
+    [policy] = said(findings, "policies")
+    assert policy.startswith("PROBLEM an admission guard refuses it: pods in tenant namespaces name no priorityClassName")
+    assert report(findings) == EXIT_FINDINGS
+    job["spec"]["template"]["spec"]["priorityClassName"] = ""
+    assert said(lines("dev", "ml-research", job), "policies")[0].startswith("admitted by Pod Security")
+
+
 def test_a_missing_queue_label_takes_the_default_queue_and_a_wrong_one_never_runs():
     findings = lines("dev", "ml-research", fine_tune(labels={}))
     assert said(findings, "kueue")[0] == (

@@ -1,7 +1,8 @@
 """Pools scheduled by the KAI Scheduler: its queue rules, the Queues derived from tenants, the guards, one pod's chain.
 
 The render is tests/fixtures/kai/kai-fractional.yaml (multi-pool's cluster and attack-table tenants, a whole-GPU L40S
-pool and `gpu-l4-kai`, eight L4s scheduled by KAI, data-science's alone), rendered once for the module. It lives
+pool and `gpu-l4-kai`, eight L4s scheduled by KAI, data-science's alone), rendered once for this module and the
+attack table (tests/test_attacks.py `kai_recording`), which holds the attempts against KAI's guards. It lives
 outside tests/fixtures/stacks/ so the tests that render every fixture stack do not render it too.
 """
 
@@ -19,7 +20,7 @@ import yaml
 from config.kai import ROOT_QUEUE, plan_kai_queues
 from config.labels import POOL_LABEL
 from models.kai import queues as kai
-from models.kai.constants import RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
+from models.kai.constants import CHART_PRIORITY_CLASSES, RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
 from models.kai.queues import Queue, ResourceQuota
 from models.kai.sharing import device_holder_namespace, mutated
 from models.kubernetes.admission import Request, admission_denials
@@ -33,14 +34,12 @@ from offline.manifest_kai import kai_findings
 from offline.summary import render_summary
 from offline.validate import CustomResourceDefinitions
 
-from .conftest import load, problems_of, render
-from .guards import rbac_allows
+from .conftest import load, problems_of
 from .recorded import kubernetes_objects, releases
-from .test_attacks import IDENTITIES, TENANT, granted_to
+from .test_attacks import IDENTITIES, KAI_FIXTURE, TENANT, kai_recording
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "kai" / "kai-fractional.yaml"
+FIXTURE = KAI_FIXTURE
 KAI_POOL, OTHER_POOL = "gpu-l4-kai", "gpu-l40s"
-KAI_POLICIES = ("tenant-kai-queue-is-the-namespaces", "tenant-pods-kai-fractions-on-kai-pools")
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 P = "gpu-platform:nodePools"
 QUEUE_TYPE = "kubernetes:scheduling.run.ai/v2:Queue"
@@ -58,7 +57,7 @@ def _document() -> dict[str, Any]:
 @functools.cache
 def _rendered() -> tuple[str, str, tuple[str, ...], str, str]:
     """The KAI release, the Kueue release and every Kubernetes object, as JSON (tests get fresh copies), and the summary."""
-    recording = render(document(), "kai-fractional")
+    recording = kai_recording()
     found = releases(recording)
     manifests = tuple(json.dumps(r.inputs) for r in kubernetes_objects(recording))
     summary = render_summary(recording, load(document()))
@@ -306,58 +305,12 @@ def pod(pool: str = KAI_POOL, scheduler: str | None = "kai-scheduler", queue: st
     return default_pod(obj, {}, frameworks, without_queue_name)
 
 
-def job_labelled(queue: str) -> dict[str, Any]:
-    """A Job whose own label names a queue: KAI's pod grouper reads the top owner's label before the pod's."""
-    return {
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "j", "namespace": TENANT, "labels": {"kai.scheduler/queue": queue}},
-        "spec": {"suspend": True, "template": {"spec": {"containers": [{"name": "m", "image": "busybox:1.36"}],
-                                                        "restartPolicy": "Never"}}},
-    }
-
-
 FRACTION = {"gpu-fraction": "0.5"}
-# (row, API group, resource, the object (built when the row runs: it needs the render), the policy that stops it)
-ATTEMPTS = [
-    ("fraction-of-more-than-one-gpu", "", "pods", lambda: pod(annotations={"gpu-fraction": "1.5"}), KAI_POLICIES[1]),
-    ("fraction-of-a-whole-gpu", "", "pods", lambda: pod(annotations={"gpu-fraction": "1"}), KAI_POLICIES[1]),
-    ("fraction-in-scientific-notation-past-one", "", "pods", lambda: pod(annotations={"gpu-fraction": "2e0"}), KAI_POLICIES[1]),
-    ("gpu-memory-past-the-gpus", "", "pods", lambda: pod(annotations={"gpu-memory": "24577"}), KAI_POLICIES[1]),
-    ("fractions-on-several-gpus", "", "pods", lambda: pod(annotations={**FRACTION, "gpu-fraction-num-devices": "4"}),
-     KAI_POLICIES[1]),
-    ("another-tenants-kai-queue-on-a-pod", "", "pods", lambda: pod(queue="llm-training", annotations=FRACTION), KAI_POLICIES[0]),
-    ("the-root-kai-queue-on-a-pod", "", "pods", lambda: pod(queue=ROOT_QUEUE, annotations=FRACTION), KAI_POLICIES[0]),
-    ("another-tenants-kai-queue-on-the-top-owner", "batch", "jobs", lambda: job_labelled("llm-training"), KAI_POLICIES[0]),
-    ("kai-pod-without-a-queue-label", "", "pods", lambda: pod(queue=None, annotations=FRACTION), KAI_POLICIES[1]),
-    ("kai-fraction-on-a-pool-kueue-counts-whole-gpus", "", "pods", lambda: pod(pool=OTHER_POOL, annotations=FRACTION),
-     KAI_POLICIES[1]),
-    ("default-scheduler-pod-on-a-kai-pool", "", "pods",
-     lambda: pod(scheduler=None, queue=None, resources={"limits": {"nvidia.com/gpu": "1"}}), KAI_POLICIES[1]),
-    ("fraction-annotation-without-kai", "", "pods", lambda: pod(pool=OTHER_POOL, scheduler=None, annotations=FRACTION),
-     KAI_POLICIES[1]),
-]
-BY_IDENTITY = [(a, who) for a in ATTEMPTS for who in IDENTITIES]
 
 
 def denials(objs: list[dict[str, Any]], api_group: str, resource: str, obj: dict[str, Any], who: str) -> list[str]:
     request = Request("CREATE", api_group, resource, TENANT, IDENTITIES[who], obj, None, tenant_labels())
     return admission_denials(objs, request)
-
-
-@pytest.mark.parametrize("attempt, who", BY_IDENTITY, ids=[f"{a[0]}-as-{who}" for a, who in BY_IDENTITY])
-def test_each_kai_attempt_is_refused_whoever_sends_it(attempt, who):
-    name, group, resource, build, _ = attempt
-    assert denials(objects(), group, resource, build(), who), name
-
-
-@pytest.mark.parametrize("attempt", ATTEMPTS, ids=[a[0] for a in ATTEMPTS])
-def test_each_kai_attempt_passes_once_its_policy_is_removed(attempt):
-    name, group, resource, build, policy = attempt
-    objs = [
-        o for o in objects()
-        if o["metadata"]["name"] != policy and o.get("spec", {}).get("policyName") != policy
-    ]
-    assert denials(objs, group, resource, build(), "tenant-admin") == [], name
 
 
 @pytest.mark.parametrize("annotations", [FRACTION, {"gpu-fraction": ".25"}, {"gpu-memory": "24576"}, {}])
@@ -378,17 +331,6 @@ def test_kais_own_mutation_of_a_fractional_pod_meets_the_nvidia_variable_guard()
 
 def without_named(objs: list[dict[str, Any]], policy: str) -> list[dict[str, Any]]:
     return [o for o in objs if o["metadata"]["name"] != policy and o.get("spec", {}).get("policyName") != policy]
-
-
-@pytest.mark.parametrize("who", [w for w in IDENTITIES if w != "tenant-viewer"])
-def test_no_tenant_identity_writes_in_kais_reservation_or_scaling_namespaces(who):
-    """Reservation pods hold whole GPUs outside every tenant's Kueue quota; only KAI's binder makes them."""
-    user = IDENTITIES[who]
-    objs = granted_to(objects(), user)
-    for namespace in (RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE, "kai-scheduler"):
-        for verb in ("create", "update", "patch", "delete"):
-            assert not rbac_allows(objs, user, verb, "", "pods", namespace), (verb, namespace)
-    assert not rbac_allows(objs, user, "update", "scheduling.run.ai", "queues", None)
 
 
 # --- one fractional pod, from admission to placement, metrics and cost ---------------------------------------------
@@ -490,3 +432,32 @@ def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvi
         "KAI's admission refuses it: gpu-fraction annotation value must be a positive number smaller than 1.0 [problem]",
     ]
     assert len(nvidia) == 3 and all(line.endswith("(docs/fractional-gpus.md) [problem]") for line in nvidia)
+
+
+def test_the_charts_priority_classes_are_as_vendored_and_none_is_a_default_or_never_preempts():
+    """Tenant pods name none of them (components/admission.py `tenant-pods-name-no-priority-class`): each preempts."""
+    folder = Path(__file__).resolve().parent.parent / "upstream" / "kai-scheduler" / "v0.17.0" / "templates" / "priorityclasses"
+    found = {}
+    for path in sorted(folder.glob("*.yaml")):
+        body = yaml.safe_load("\n".join(line for line in path.read_text().splitlines() if not line.startswith("{{")))
+        assert body["kind"] == "PriorityClass" and "globalDefault" not in body and "preemptionPolicy" not in body
+        found[body["metadata"]["name"]] = body["value"]
+    assert found == {"build": 100, "build-preemptible": 75, "inference": 125, "train": 50}
+    assert found == CHART_PRIORITY_CLASSES
+
+
+def test_kais_operator_and_its_controllers_are_counted_on_the_system_nodes():
+    """models/kai/operator.py at v0.17.0: scheduler 250m/512Mi, binder 50m/200Mi, five more at 50m/256Mi, operator unsized."""
+    plan = load(document()).system_capacity
+    kai_pods = {pod.name: (pod.requests.cpu_m, pod.requests.memory_mib, pod.replicas) for pod in plan.pods
+                if pod.name.startswith("kai-")}
+    assert kai_pods == {
+        "kai-operator": (0, 0, 1), "kai-scheduler": (250, 512, 1), "kai-binder": (50, 200, 1),
+        "kai-pod-grouper": (50, 256, 1), "kai-podgroup-controller": (50, 256, 1), "kai-queue-controller": (50, 256, 1),
+        "kai-admission": (50, 256, 1), "kai-node-scale-adjuster": (50, 256, 1),
+    }
+    without = document()
+    for pool in without["gpu-platform:nodePools"]:
+        pool.pop("scheduler", None)
+        pool.get("sharing", {}).pop("shareBetweenTenants", None)
+    assert not [pod.name for pod in load(without).system_capacity.pods if pod.name.startswith("kai-")]

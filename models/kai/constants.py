@@ -3,7 +3,8 @@
 pkg/common/constants/constants.go: DefaultSchedulerName, DefaultQueueLabel, the GPU-sharing annotations
 (GpuFraction, GpuMemory, GpuFractionsNumDevices, GpuFractionContainerName), DefaultResourceReservationName,
 DefaultScaleAdjustName, UnlimitedResourceQuantity; the Queue API group and version from
-deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml (served and stored: v2).
+deployments/kai-scheduler/crds/scheduling.run.ai_queues.yaml (served and stored: v2); the PriorityClasses of
+deployments/kai-scheduler/templates/priorityclasses/ (vendored under upstream/kai-scheduler/v0.17.0/templates/).
 """
 
 from __future__ import annotations
@@ -48,3 +49,8 @@ QUEUE_KIND = "Queue"
 UNLIMITED = -1
 # The priority a Queue without one gets (DefaultQueuePriority).
 DEFAULT_QUEUE_PRIORITY = 100
+
+# The PriorityClasses the chart creates while `defaultPriorityClasses.enabled` (the default), name -> value
+# (deployments/kai-scheduler/templates/priorityclasses/*.yaml). None sets `preemptionPolicy` or `globalDefault`:
+# each preempts lower-priority pods (PreemptLowerPriority), and a pod naming none is left at 0.
+CHART_PRIORITY_CLASSES = {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .cel import evaluate_in
+from .cel import bind, evaluate_in
 from .labels import selects
 from .rbac import matches
 from .user import User
@@ -68,6 +68,7 @@ class Request:
 def admission_denials(objects: Sequence[Mapping[str, Any]], request: Request) -> list[str]:
     """The messages of every bound ValidatingAdmissionPolicy that refuses `request`."""
     policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
+    activation = bind(request.activation())
     denials = []
     for binding in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"):
         policy = policies.get(binding["spec"]["policyName"])
@@ -81,13 +82,13 @@ def admission_denials(objects: Sequence[Mapping[str, Any]], request: Request) ->
             continue
         if not any(rule_matches(rule, request) for rule in policy["spec"]["matchConstraints"]["resourceRules"]):
             continue
-        unmet = _unmet_conditions(policy["spec"], request)
+        unmet = _unmet_conditions(policy["spec"], activation)
         if unmet is None:
             continue
         if unmet:
             denials += unmet
             continue
-        denials += _violations(policy["spec"], request)
+        denials += _violations(policy["spec"], activation)
     return denials
 
 
@@ -97,12 +98,12 @@ def _namespace_matches(selector: Mapping[str, Any], request: Request) -> bool:
     return selects(selector, request.namespace_labels)
 
 
-def _unmet_conditions(spec: Mapping[str, Any], request: Request) -> list[str] | None:
+def _unmet_conditions(spec: Mapping[str, Any], activation: Mapping[str, Any]) -> list[str] | None:
     """None when a matchCondition is false (the policy does not apply); the errors of those that fail to
     evaluate (each refuses the request); [] when every condition holds."""
     errors = []
     for condition in spec.get("matchConditions") or ():
-        verdict = evaluate_in(condition["expression"], request.activation())
+        verdict = evaluate_in(condition["expression"], activation)
         if isinstance(verdict, Exception):
             errors.append(f"matchCondition {condition['name']} fails to evaluate: {verdict}")
         elif not bool(verdict):
@@ -125,8 +126,7 @@ def _resource_matches(pattern: str, resource: str) -> bool:
     return pattern == resource or ("/" in resource and fnmatch.fnmatchcase(resource, pattern))
 
 
-def _violations(spec: Mapping[str, Any], request: Request) -> list[str]:
-    activation = request.activation()
+def _violations(spec: Mapping[str, Any], activation: Mapping[str, Any]) -> list[str]:
     variables: dict[str, Any] = {}
     for variable in spec.get("variables") or ():
         value = evaluate_in(variable["expression"], {**activation, "variables": variables})
