@@ -297,8 +297,7 @@ def test_without_headroom_no_placeholder_holds_gpus_on_the_multi_pool_fixture():
 # --- the command line ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.stack_files
-def test_a_commitment_discount_outside_zero_to_one_is_refused_in_one_line(tmp_path: Path, capsys):
+def test_a_commitment_discount_outside_zero_to_one_is_refused_in_one_line(tmp_path: Path, capsys, shipped_project):
     from offline.__main__ import main
 
     code = main(["simulate", "--stack", "dev", "--workload", "workloads/design-surge.yaml", "--commitment-discount", "1.5",
