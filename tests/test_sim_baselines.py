@@ -201,9 +201,10 @@ def test_the_documented_prod_baseline_is_the_nodes_it_buys_for_the_alibaba_trace
     ]
     hours = 1065
     assert seconds(load_.duration) == hours * 3600
+    # The static column; tests/test_doc_figures.py reads the simulated one back against the run's figures.
     text = project_path("docs", "simulation.md").read_text()
-    assert f"| GPU-hours provisioned | {(8 + 16) * hours:,} | 40,439 |" in text
-    assert f"| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | 110,562 |" in text
+    assert f"\n| GPU-hours provisioned | {(8 + 16) * hours:,} | " in text
+    assert f"\n| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | " in text
 
 
 # --- each mechanism switched off changes that mechanism -----------------------------------------------------
