@@ -24,7 +24,7 @@
 #                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
 #                             the table in docs/simulation.md)
 #   make doc-figures          the prod + Alibaba run docs/simulation.md quotes (SEEDS=5, static baseline, ablations;
-#                             5-9 minutes): docs/simulation-prod-alibaba.json and the page's tables written from it
+#                             5 to 12 minutes): docs/simulation-prod-alibaba.json and the page's tables written from it
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv

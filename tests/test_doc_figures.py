@@ -19,7 +19,7 @@ from sim.variants import ABLATIONS
 
 from .conftest import project_path
 
-REGENERATE = "run `make doc-figures` (5-9 minutes) to rerun the documented replication and rewrite both"
+REGENERATE = "run `make doc-figures` (5 to 12 minutes) to rerun the documented replication and rewrite both"
 STATIC, SIMULATED = "static", "simulated"
 MINUTES = "min"
 
