@@ -27,6 +27,8 @@
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
 #                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
 #                             the table in docs/simulation.md)
+#   make doc-figures          the prod + Alibaba run docs/simulation.md quotes (SEEDS=5, static baseline, ablations;
+#                             5 to 12 minutes): docs/simulation-prod-alibaba.json and the page's tables written from it
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -36,7 +38,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims clean plan
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims doc-figures clean plan
 
 # A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -130,6 +132,12 @@ bench-sim: $(VENV)/.installed
 # Every claim's variants over its seeds in a process pool; a few minutes on 2 cores. Same stacks, same bytes.
 claims: $(VENV)/.installed
 	$(PY) -m offline claims --write-docs
+
+# The documented prod + Alibaba replication (offline/doc_figures.py), its quoted figures into the committed JSON and
+# the tables of docs/simulation.md (tests/test_doc_figures.py reads them back). The run itself goes to
+# build/sim-prod-alibaba-gpu-2023/; `$(PY) -m offline.doc_figures --from-report R --write-docs` reuses a report.json.
+doc-figures: $(VENV)/.installed
+	$(PY) -m offline.doc_figures --write-docs
 
 # Regenerate the config reference in docs/configuration.md from the models' descriptions.
 docs: $(VENV)/.installed

@@ -70,15 +70,15 @@ def claims_json(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=1, allow_nan=False) + "\n"
 
 
-def doc_with_table(page: str, table: str) -> str:
-    """`page` with the text between the claims-table markers replaced by `table`."""
-    start, end = page.index(BEGIN) + len(BEGIN), page.index(END)
-    return page[:start] + "\n" + table + page[end:]
+def doc_with_table(page: str, table: str, begin: str = BEGIN, end: str = END) -> str:
+    """`page` with the text between the markers (the claims table's by default) replaced by `table`."""
+    start, stop = page.index(begin) + len(begin), page.index(end)
+    return page[:start] + "\n" + table + page[stop:]
 
 
-def doc_table(page: str) -> str:
-    """The claims table as the page quotes it (between its markers)."""
-    return page[page.index(BEGIN) + len(BEGIN): page.index(END)].lstrip("\n")
+def doc_table(page: str, begin: str = BEGIN, end: str = END) -> str:
+    """The table as the page quotes it between the markers (the claims table's by default)."""
+    return page[page.index(begin) + len(begin): page.index(end)].lstrip("\n")
 
 
 def main(out_dir: Path, write_docs: bool, only: Sequence[str] = (), workers: int | None = None) -> int:

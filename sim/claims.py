@@ -265,28 +265,35 @@ def claims_data(claims: Sequence[Claim], runs: Mapping[str, Mapping[str, Sequenc
     }
 
 
-def _number(value: float, unit: str) -> str:
+def _number(value: float, unit: str, decimals: int | None = None, signed: bool = False) -> str:
+    """`value` as the tables print it: `decimals` places when given, else by unit and size; "change" and
+    `signed` put a sign on anything that does not round to zero; "min" is a figure in seconds shown in minutes."""
     if unit == "change":
-        text = _number(value, "")
-        if text.lstrip("-").replace(",", "").replace(".", "").strip("0") == "":
-            return text.lstrip("-")  # rounds to zero: no sign
-        return ("+" if value > 0 else "") + text
+        return _number(value, "", decimals, signed=True)
     if unit == "min":
-        return f"{value / 60:,.1f}"
-    if unit == "USD" and abs(value) < 100:
-        return f"{value:,.2f}"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    return f"{value:,.1f}"
+        value, unit, decimals = value / 60, "", 1 if decimals is None else decimals
+    if decimals is not None:
+        text = f"{value:,.{decimals}f}"
+    elif unit == "USD" and abs(value) < 100:
+        text = f"{value:,.2f}"
+    elif abs(value) >= 100:
+        text = f"{value:,.0f}"
+    else:
+        text = f"{value:,.1f}"
+    if not signed:
+        return text
+    if text.lstrip("-").replace(",", "").replace(".", "").strip("0") == "":
+        return text.lstrip("-")  # rounds to zero: no sign
+    return ("+" if value > 0 else "") + text
 
 
-def figure_text(figure: Mapping[str, Any], unit: str) -> str:
+def figure_text(figure: Mapping[str, Any], unit: str, decimals: int | None = None, signed: bool = False) -> str:
     """`12.3 (11.9 to 12.7)`: the mean and its 95 % interval; the interval left out when every seed agrees."""
     if figure.get("mean") is None:
         return "-"
-    text = _number(figure["mean"], unit)
+    text = _number(figure["mean"], unit, decimals, signed)
     if figure.get("low") is not None:
-        low, high = _number(figure["low"], unit), _number(figure["high"], unit)
+        low, high = _number(figure["low"], unit, decimals, signed), _number(figure["high"], unit, decimals, signed)
         if (low, high) != (text, text):
             text += f" ({low} to {high})"
     return text

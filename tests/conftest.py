@@ -133,6 +133,37 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         walkthrough.close()
 
 
+# A project of the frozen copies (tests/fixtures/shipped/), for command-line tests that need *a* stack named dev
+# or prod, not the operator's: the in-process CLI reads it through `load_stack`, and a subprocess through
+# STAND_IN_CLI with the directory as its first argument. Such a test does not read the root stack files, so it
+# carries no `stack_files` mark and the README walk-through does not run it again.
+@pytest.fixture
+def shipped_project(tmp_path_factory, monkeypatch) -> Path:
+    from offline.stack import load_stack
+
+    directory = tmp_path_factory.mktemp("shipped-project")
+    for path in sorted(SHIPPED_STACKS_DIR.glob("*.yaml")):
+        (directory / f"Pulumi.{path.stem}.yaml").write_text(path.read_text())
+    stand_in = functools.partial(load_stack, project_dir=directory)
+    monkeypatch.setattr("offline.stack.load_stack", stand_in)
+    monkeypatch.setattr("offline.__main__.load_stack", stand_in)
+    return directory
+
+
+# `python -c STAND_IN_CLI <project dir> <command> [args]` is `python -m offline <command> [args]` reading its stacks
+# from <project dir>; STAND_IN_PATCH is its first part, for a script that runs the CLI its own way.
+STAND_IN_PATCH = """
+import functools, runpy, sys
+from pathlib import Path
+import offline.stack
+offline.stack.load_stack = functools.partial(offline.stack.load_stack, project_dir=Path(sys.argv.pop(1)))
+"""
+STAND_IN_CLI = STAND_IN_PATCH + """
+sys.argv = ["python -m offline", *sys.argv[1:]]
+runpy.run_module("offline", run_name="__main__", alter_sys=True)
+"""
+
+
 def short(urn: str) -> str:
     """The logical name at the end of a URN."""
     return urn.rsplit("::", 1)[-1]

@@ -19,6 +19,7 @@ from offline import check_manifest
 from offline.check_manifest import unjudgeable
 from offline.manifest_files import MAX_DEPTH, MAX_NODES, Unreadable, read_manifest
 
+from .conftest import STAND_IN_CLI
 from .test_doc_snippets import stack_crds
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -94,8 +95,7 @@ def _limits() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (512 * 2**20, 512 * 2**20))
 
 
-@pytest.mark.stack_files
-def test_every_hostile_file_is_refused_with_one_line_and_exit_2_in_bounded_cpu_and_memory(tmp_path):
+def test_every_hostile_file_is_refused_with_one_line_and_exit_2_in_bounded_cpu_and_memory(tmp_path, shipped_project):
     paths = []
     for name, (content, _) in HOSTILE.items():
         path = tmp_path / name
@@ -110,7 +110,8 @@ def test_every_hostile_file_is_refused_with_one_line_and_exit_2_in_bounded_cpu_a
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     run = subprocess.run(
-        [sys.executable, "-m", "offline", "check-manifest", "--stack", "dev", "--tenant", "ml-research", *map(str, paths)],
+        [sys.executable, "-c", STAND_IN_CLI, str(shipped_project), "check-manifest", "--stack", "dev", "--tenant",
+         "ml-research", *map(str, paths)],
         cwd=PROJECT, capture_output=True, text=True, timeout=60, preexec_fn=_limits, check=False,
     )
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

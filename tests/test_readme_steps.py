@@ -45,9 +45,18 @@ from .stack_file_readers import MARKER, marked_tests, reading_tests
 # The stack the README's steps start from and edit; another one if the user has removed it.
 SOURCE_STACK = "dev"
 NEW_STACK = "staging"
-# Everything in the project but what a checkout does not carry: virtualenvs, renders, git, caches,
-# mutmut's working copy.
-NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", "__pycache__", ".*_cache", "*.pyc", "mutants")
+# Everything in the project but what a checkout does not carry: virtualenvs, renders, git, tool caches,
+# mutmut's working copy. The project's compiled modules come along (copytree keeps the sources' times, so
+# Python finds them current and the copy's process does not compile the project again); the tests' do not,
+# since pytest's rewritten modules keep the path they were compiled from, which tracebacks would show.
+_NOT_COPIED = shutil.ignore_patterns(".venv*", "build", ".git", ".*_cache", "mutants")
+
+
+def not_copied(directory: str, names: list[str]) -> set[str]:
+    ignored = set(_NOT_COPIED(directory, names))
+    if Path(directory).resolve() == project_path("tests") or project_path("tests") in Path(directory).resolve().parents:
+        ignored |= {name for name in names if name == "__pycache__" or name.endswith(".pyc")}
+    return ignored
 T = "gpu-platform:tenants"
 # A tenant's CPU-pool quota keys, the model's field for each, and what a tenant without them asks for.
 CPU_FIELDS = {"cpu": "cpu", "memoryGiB": "memory_gib"}
@@ -208,7 +217,7 @@ def start_walkthrough() -> Walkthrough:
     """Copy the project, follow both README sections in the copy, and start its stack checks."""
     workdir = Path(tempfile.mkdtemp(prefix="readme-steps-"))
     project = workdir / "project"
-    shutil.copytree(project_path(), project, ignore=NOT_COPIED)
+    shutil.copytree(project_path(), project, ignore=not_copied)
 
     stacks = stack_names(project)
     source = SOURCE_STACK if SOURCE_STACK in stacks else stacks[0]

@@ -17,7 +17,7 @@ from offline.builtin_kinds import built_in_findings
 from offline.render import kubernetes_objects
 from offline.stack import SECURE_PLACEHOLDER, load_stack, stack_config_from_mapping
 
-from .conftest import fixture_document, load, project_path, render_fixture
+from .conftest import STAND_IN_CLI, STAND_IN_PATCH, fixture_document, load, project_path, render_fixture
 
 
 @pytest.fixture
@@ -47,24 +47,23 @@ def test_an_unknown_stack_is_a_clear_error(project_of, capsys):
     assert "no stack 'staging': Pulumi.staging.yaml does not exist (stacks: dev, prod)" in capsys.readouterr().err
 
 
-@pytest.mark.stack_files
-def test_python_m_offline_exits_2_with_the_error_and_no_traceback():
-    # A stack name no project has, so the real project directory serves without being written to.
+def test_python_m_offline_exits_2_with_the_error_and_no_traceback(shipped_project):
     result = subprocess.run(
-        [sys.executable, "-m", "offline", "check", "--stack", "no-such-stack"],
+        [sys.executable, "-c", STAND_IN_CLI, str(shipped_project), "check", "--stack", "no-such-stack"],
         cwd=project_path(),
         capture_output=True,
         text=True,
         check=False,
     )
     assert result.returncode == 2
-    assert result.stderr.startswith("error: no stack 'no-such-stack': Pulumi.no-such-stack.yaml does not exist")
+    assert result.stderr.startswith(
+        "error: no stack 'no-such-stack': Pulumi.no-such-stack.yaml does not exist (stacks: dev, prod)"
+    )
     assert "Traceback" not in result.stderr
 
 
 # Runs the CLI in this process's place and reports which Pulumi packages it loaded.
-_LOADED_PULUMI = """
-import runpy, sys
+_LOADED_PULUMI = STAND_IN_PATCH + """
 sys.argv = ["python -m offline", *sys.argv[1:]]
 try:
     runpy.run_module("offline", run_name="__main__", alter_sys=True)
@@ -74,12 +73,11 @@ print("loaded", *sorted(m for m in sys.modules if m.split(".")[0] in ("pulumi", 
 """
 
 
-@pytest.mark.stack_files
 @pytest.mark.parametrize("command", ["check", "kubernetes-version"])
-def test_checking_a_stack_never_loads_pulumi(command):
+def test_checking_a_stack_never_loads_pulumi(command, shipped_project):
     # `check` runs where no Pulumi SDK or provider may be installed (a pre-commit hook, a tenant's laptop).
     result = subprocess.run(
-        [sys.executable, "-c", _LOADED_PULUMI, command, "--stack", "dev"],
+        [sys.executable, "-c", _LOADED_PULUMI, str(shipped_project), command, "--stack", "dev"],
         cwd=project_path(), capture_output=True, text=True, check=False,
     )
     assert result.stdout.splitlines()[-2:] == ["exit 0", "loaded"], result.stdout + result.stderr

@@ -201,9 +201,10 @@ def test_the_documented_prod_baseline_is_the_nodes_it_buys_for_the_alibaba_trace
     ]
     hours = 1065
     assert seconds(load_.duration) == hours * 3600
+    # The static column; tests/test_doc_figures.py reads the simulated one back against the run's figures.
     text = project_path("docs", "simulation.md").read_text()
-    assert f"| GPU-hours provisioned | {(8 + 16) * hours:,} | 40,439 |" in text
-    assert f"| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | 110,562 |" in text
+    assert f"\n| GPU-hours provisioned | {(8 + 16) * hours:,} | " in text
+    assert f"\n| cost USD | {round((P4D + X48 + 2 * X12) * hours):,} | " in text
 
 
 # --- each mechanism switched off changes that mechanism -----------------------------------------------------
@@ -297,8 +298,7 @@ def test_without_headroom_no_placeholder_holds_gpus_on_the_multi_pool_fixture():
 # --- the command line ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.stack_files
-def test_a_commitment_discount_outside_zero_to_one_is_refused_in_one_line(tmp_path: Path, capsys):
+def test_a_commitment_discount_outside_zero_to_one_is_refused_in_one_line(tmp_path: Path, capsys, shipped_project):
     from offline.__main__ import main
 
     code = main(["simulate", "--stack", "dev", "--workload", "workloads/design-surge.yaml", "--commitment-discount", "1.5",

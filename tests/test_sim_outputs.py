@@ -192,8 +192,7 @@ def test_an_invalid_workload_still_exits_2(tmp_path: Path, capsys):
     assert "invalid workload" in capsys.readouterr().err
 
 
-@pytest.mark.stack_files
-def test_the_command_line_refuses_a_bad_seed_list_in_one_line_with_exit_2(tmp_path: Path, capsys):
+def test_the_command_line_refuses_a_bad_seed_list_in_one_line_with_exit_2(tmp_path: Path, capsys, shipped_project):
     from offline.__main__ import main
 
     code = main(["simulate", "--stack", "dev", "--workload", "workloads/design-surge.yaml", "--seeds", "9-2",

@@ -1,0 +1,249 @@
+"""`make doc-figures` (`python -m offline.doc_figures`): the prod + Alibaba figures docs/simulation.md quotes.
+
+Runs the documented replication, `make simulate STACK=prod WORKLOAD=workloads/alibaba-gpu-2023.yaml
+BASELINE=static ABLATIONS=1 SEEDS=5` (`--from-report` reads a report.json that run already wrote, after
+checking it is that run), and writes only the figures the page quotes, each a mean with its 95 % interval,
+with the seeds and the command, to docs/simulation-prod-alibaba.json; with `--write-docs` it also rewrites
+the page's tables from that file, between their markers, as `make claims` does for the claims table
+(offline/claims.py `doc_with_table`; the numbers are formatted by sim/claims.py `figure_text`).
+tests/test_doc_figures.py reads every number of those tables back against the JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sim import measures as m
+from sim.claims import figure_text
+from sim.variants import ABLATIONS, SIMULATED, STATIC
+
+from .claims import claims_json, doc_table, doc_with_table
+from .project import PROJECT_DIR
+
+DOCS_JSON = Path("docs") / "simulation-prod-alibaba.json"
+DOCS_PAGE = Path("docs") / "simulation.md"
+REGENERATE = "make doc-figures"
+STACK = "prod"
+WORKLOAD = "workloads/alibaba-gpu-2023.yaml"
+SEEDS = 5
+COMMAND = f"make simulate STACK={STACK} WORKLOAD={WORKLOAD} BASELINE=static ABLATIONS=1 SEEDS={SEEDS}"
+# The same run through the CLI, as the make target passes it.
+SIMULATE_ARGS = ("simulate", "--stack", STACK, "--workload", WORKLOAD, "--baseline", "static", "--ablations",
+                 "--seeds", str(SEEDS))
+OUT_DIR = Path("build") / "sim-prod-alibaba-gpu-2023"
+DIGITS = 4  # places kept in the JSON: well below anything the page prints
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row of a static-against-simulated table: one or more metric ids of the run's measures, shown
+    with `decimals` places ("min": seconds shown in minutes), several joined by " / "."""
+
+    label: str
+    metrics: tuple[str, ...]
+    decimals: int = 0
+    unit: str = ""
+    bold: bool = False
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    rows: tuple[Row, ...]
+
+
+TRACE_SUMMARY = Table("trace-summary", (
+    Row("GPU-hours provisioned", (m.PROVISIONED,)),
+    Row("GPU-hours allocated", (m.ALLOCATED,)),
+    Row("of which useful (finished, running at the end, or a service's running time)", (m.USEFUL,)),
+    Row("of which lost (job runs restarted from zero, services starting again)", (m.LOST,)),
+    Row("allocation %", (m.ALLOCATION_PCT,), 1),
+    Row("Kueue wait p50 / p95 (min)", (m.WAIT_P50, m.WAIT_P95), unit="min"),
+    Row("workloads finished", (m.FINISHED,)),
+    Row("never started by the end", (m.NEVER_STARTED,)),
+    Row("of which never admissible", (m.NEVER_ADMISSIBLE,)),
+    Row("preemptions", (m.PREEMPTIONS,), 1),
+    Row("cost USD", (m.COST,)),
+    Row("USD per allocated GPU-hour", (m.USD_PER_ALLOCATED,), 2),
+    Row("USD per useful GPU-hour", (m.USD_PER_USEFUL,), 2, bold=True),
+))
+MEASURED = Table("measured", (
+    Row("GPU-hours provisioned", (m.PROVISIONED,)),
+    Row("allocated", (m.ALLOCATED,)),
+    Row("useful", (m.USEFUL,)),
+    Row("lost: expiry", (m.lost("expiry"),)),
+    Row("lost: interruption", (m.lost("interruption"),)),
+    Row("lost: preemption", (m.lost("preemption"),)),
+    Row("service hours down after evictions", (m.SERVICE_DOWN,)),
+    Row("of which after preemption", (m.service_down("preemption"),)),
+    Row("of which after expiry", (m.service_down("expiry"),), 1),
+    Row("held by the headroom", (m.HEADROOM,)),
+    Row("idle", (m.IDLE,)),
+    Row("cost USD", (m.COST,)),
+    Row("of which the headroom's", (m.COST_HEADROOM,)),
+    Row("USD per allocated GPU-hour", (m.USD_PER_ALLOCATED,), 2),
+    Row("USD per useful GPU-hour", (m.USD_PER_USEFUL,), 2, bold=True),
+    Row("P(Kueue wait > 0)", (m.WAIT_POSITIVE,), 3),
+    Row("Kueue wait mean (min)", (m.WAIT_MEAN,), unit="min"),
+    Row("mean Kueue queue length", (m.QUEUE_LENGTH,), 1),
+    Row("finished", (m.FINISHED,)),
+    Row("never started by the end", (m.NEVER_STARTED,)),
+    Row("never admissible (`quota`: best-effort work has no nominal quota to run on without borrowing)",
+        (m.never_admissible("quota"),)),
+))
+TWO_COLUMN = (TRACE_SUMMARY, MEASURED)
+COLUMNS = (STATIC, SIMULATED)
+# The ablation table: per variant, each figure and its difference from the full platform, seed by seed.
+ABLATION_FIGURES = (
+    (m.USD_PER_USEFUL, "USD per useful GPU-hour", 2, ""),
+    (m.USEFUL, "useful GPU-hours", 0, ""),
+    (m.START_P95, "time to start p95 (min)", 0, "min"),
+)
+ABLATION_VARIANTS = (SIMULATED, *ABLATIONS)
+TABLES = ("trace-summary", "measured", "ablations")
+
+
+def markers(table: str) -> tuple[str, str]:
+    return (f"<!-- doc-figures:{table}: generated by `{REGENERATE}` from {DOCS_JSON}; do not edit by hand -->",
+            f"<!-- /doc-figures:{table} -->")
+
+
+def _rounded(figure: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: round(value, DIGITS) if isinstance(value, float) else value for key, value in figure.items()}
+
+
+def quoted_metrics() -> tuple[str, ...]:
+    """Every metric id the two-column tables quote, in first-quoted order."""
+    seen: dict[str, None] = {}
+    for table in TWO_COLUMN:
+        for row in table.rows:
+            seen.update(dict.fromkeys(row.metrics))
+    return tuple(seen)
+
+
+def run_problems(report: Mapping[str, Any]) -> list[str]:
+    """Why `report` is not the documented run (empty when it is)."""
+    problems = []
+    if report.get("stack") != STACK or report.get("workload") != Path(WORKLOAD).stem:
+        problems.append(f"stack {report.get('stack')!r}, workload {report.get('workload')!r}: not {STACK}, {WORKLOAD}")
+    if report.get("seeds") != list(range(SEEDS)):
+        problems.append(f"seeds {report.get('seeds')}: not 0-{SEEDS - 1}")
+    if report.get("commitment_discount") != 0:
+        problems.append(f"commitment discount {report.get('commitment_discount')}: not 0")
+    missing = [v for v in (*COLUMNS, *ABLATIONS) if v not in report.get("variants", {})]
+    if missing:
+        problems.append(f"variants missing: {', '.join(missing)}")
+    return problems
+
+
+def figures_data(report: Mapping[str, Any]) -> dict[str, Any]:
+    """docs/simulation-prod-alibaba.json from the run's report.json: the quoted figures only."""
+    variants = report["variants"]
+    metrics = quoted_metrics()
+    return {
+        "command": COMMAND,
+        "regenerate": REGENERATE,
+        "stack": STACK,
+        "workload": WORKLOAD,
+        "seeds": list(report["seeds"]),
+        "commitment_discount": report["commitment_discount"],
+        "variants": {
+            name: {metric: _rounded(variants[name]["measures"]["run"][metric]) for metric in metrics} for name in COLUMNS
+        },
+        "ablations": {
+            name: {
+                "figures": {metric: _rounded(variants[name]["measures"]["run"][metric]) for metric, *_ in ABLATION_FIGURES},
+                "delta_vs_simulated": {
+                    metric: _rounded(variants[name]["delta_vs_simulated"][metric])
+                    for metric, *_ in ABLATION_FIGURES if name != SIMULATED
+                },
+            }
+            for name in ABLATION_VARIANTS
+        },
+    }
+
+
+def _two_column(table: Table, data: Mapping[str, Any]) -> str:
+    lines = ["| | static | simulated |", "|---|---|---|"]
+    for row in table.rows:
+        cells = [" / ".join(figure_text(data["variants"][column][metric], row.unit, row.decimals) for metric in row.metrics)
+                 for column in COLUMNS]
+        if row.bold:
+            lines.append(f"| **{row.label}** | " + " | ".join(f"**{cell}**" for cell in cells) + " |")
+        else:
+            lines.append(f"| {row.label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _variant_label(name: str) -> str:
+    return "full platform" if name == SIMULATED else name.replace("-", " ")
+
+
+def _ablations(data: Mapping[str, Any]) -> str:
+    header = " | ".join(f"{label} | difference" for _, label, _, _ in ABLATION_FIGURES)
+    lines = [f"| variant | {header} |", "|---" * (1 + 2 * len(ABLATION_FIGURES)) + "|"]
+    for name in ABLATION_VARIANTS:
+        row = data["ablations"][name]
+        cells = []
+        for metric, _, decimals, unit in ABLATION_FIGURES:
+            cells.append(figure_text(row["figures"][metric], unit, decimals))
+            delta = row["delta_vs_simulated"].get(metric)
+            cells.append(figure_text(delta, unit, decimals, signed=True) if delta is not None else "")
+        lines.append(f"| {_variant_label(name)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render_tables(data: Mapping[str, Any]) -> dict[str, str]:
+    """Each table of the page, in markdown, from the JSON alone."""
+    return {"trace-summary": _two_column(TRACE_SUMMARY, data), "measured": _two_column(MEASURED, data),
+            "ablations": _ablations(data)}
+
+
+def doc_tables(page: str) -> dict[str, str]:
+    """Each table as the page quotes it, between its markers."""
+    return {name: doc_table(page, *markers(name)) for name in TABLES}
+
+
+def page_with_tables(page: str, tables: Mapping[str, str]) -> str:
+    for name in TABLES:
+        page = doc_with_table(page, tables[name], *markers(name))
+    return page
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m offline.doc_figures", description=__doc__.splitlines()[0])
+    parser.add_argument("--from-report", type=Path, help="a report.json of the documented run, instead of running it")
+    parser.add_argument("--write-docs", action="store_true", help=f"also rewrite the tables in {DOCS_PAGE}")
+    args = parser.parse_args(argv)
+    report_path = args.from_report
+    if report_path is None:
+        from .__main__ import main as cli
+
+        code = cli([*SIMULATE_ARGS, "--out", str(OUT_DIR)])
+        if code != 0:
+            return code
+        report_path = OUT_DIR / "report.json"
+    report = json.loads(report_path.read_text())
+    problems = run_problems(report)
+    if problems:
+        print(f"error: {report_path} is not `{COMMAND}`: " + "; ".join(problems), file=sys.stderr)
+        return 2
+    data = figures_data(report)
+    (PROJECT_DIR / DOCS_JSON).write_text(claims_json(data))
+    written = [str(DOCS_JSON)]
+    if args.write_docs:
+        page = PROJECT_DIR / DOCS_PAGE
+        page.write_text(page_with_tables(page.read_text(), render_tables(data)))
+        written.append(str(DOCS_PAGE))
+    print(f"{report_path} -> {' and '.join(written)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
