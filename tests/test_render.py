@@ -57,7 +57,8 @@ def test_python_m_offline_exits_2_with_the_error_and_no_traceback(shipped_projec
     )
     assert result.returncode == 2
     assert result.stderr.startswith(
-        "error: no stack 'no-such-stack': Pulumi.no-such-stack.yaml does not exist (stacks: dev, prod)"
+        "error: no stack 'no-such-stack': Pulumi.no-such-stack.yaml does not exist "
+        "(stacks: dev, fleet-manager, fleet-worker-usw2, prod)"
     )
     assert "Traceback" not in result.stderr
 
