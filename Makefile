@@ -19,6 +19,10 @@
 #   make simulate [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [BASELINE=static] [SEEDS=10] [WITHOUT="headroom ..."]
 #                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
+#   make simulate-fleet WORKERS="prod tests/fixtures/fleet/prod-eu.yaml" [WORKLOAD=...] [SEEDS=5] [SPLIT=first]
+#                 [DISPATCHER=incremental]
+#                             a fleet of worker stacks behind one MultiKueue queue against the same clusters each
+#                             with its own queues: build/sim-fleet-WORKERS-WORKLOAD/report.json, report.md
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): events/s, simulated h/s
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
 #                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
@@ -32,7 +36,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims clean
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate simulate-fleet bench-sim claims clean
 
 # A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -104,6 +108,14 @@ simulate: $(VENV)/.installed
 	$(PY) -m offline simulate --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(if $(BASELINE),--baseline $(BASELINE)) \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(foreach feature,$(WITHOUT),--without $(feature)) $(if $(ABLATIONS),--ablations) \
 	  $(if $(DISCOUNT),--commitment-discount $(DISCOUNT))
+
+WORKERS ?= prod tests/fixtures/fleet/prod-eu.yaml
+FLEET_WORKLOAD ?= workloads/alibaba-gpu-2023.yaml
+# A fleet (docs/fleet-simulation.md): WORKERS are stack names or stack files; the fleet and its baseline (each cluster
+# with its own queues) on the same seeds; SPLIT=first homes all work on the first worker (a burst one region sees).
+simulate-fleet: $(VENV)/.installed
+	$(PY) -m offline simulate-fleet --workers "$$(echo $(WORKERS) | tr ' ' ',')" --workload $(FLEET_WORKLOAD) \
+	  --seed $(SEED) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(SPLIT),--split $(SPLIT)) $(if $(DISPATCHER),--dispatcher $(DISPATCHER))
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed
