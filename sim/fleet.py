@@ -19,7 +19,8 @@ eviction goes out at once, without the worker's requeue backoff.
 The baseline (`home_only`) is the same clusters with the same capacity and the same arrivals, each workload
 sent only to its home cluster with no latency: each cluster with its own queues, as two unrelated platforms
 are. A workload's home is the `split` rule's, the same on both sides: `alternate` gives a stream's n-th
-arrival to worker n mod the number of workers (a trace's tasks counted per QoS class); `first` homes
+arrival of a tenant to worker n mod the number of workers (a trace's tasks counted per QoS class and tenant, so
+each tenant's work is split evenly); `first` homes
 everything on the first worker (a burst one region sees).
 
 The fleet's figures come from one ledger assembled from the workers' (`fleet_ledger`): each workload's
@@ -288,7 +289,7 @@ class Fleet:
         self.windows: dict[tuple[str, int], Window] = {}
         self.lost_at: dict[str, float] = {}
         self._next_key = 0
-        self._turns: dict[str, int] = {}
+        self._turns: dict[tuple[str, str], int] = {}
 
     # --- what sim/arrivals.py calls --------------------------------------------------------------
     @property
@@ -301,8 +302,9 @@ class Fleet:
 
     def submit(self, group: Group) -> None:
         """A workload arrives at the manager: homed by the split rule, dispatched."""
-        turn = self._turns.get(group.stream, 0)
-        self._turns[group.stream] = turn + 1
+        stream = (group.stream, group.tenant)
+        turn = self._turns.get(stream, 0)
+        self._turns[stream] = turn + 1
         home = self.order[turn % len(self.order)] if self.scenario.split == ALTERNATE else self.order[0]
         dispatched = Dispatched(group, home)
         self.workloads[group.key] = dispatched
