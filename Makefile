@@ -24,6 +24,10 @@
 #                             the cheapest stack that meets the service levels, by simulation (docs/capacity-planning.md):
 #                             build/plan-STACK-WORKLOAD/plan.md, plan.json, frontier.png, the planned stack file and its diff
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): CPU s, scaling, peak RSS
+#   make simulate-fleet WORKERS="prod tests/fixtures/fleet/prod-eu.yaml" [WORKLOAD=...] [SEEDS=5] [SPLIT=first]
+#                 [DISPATCHER=incremental]
+#                             a fleet of worker stacks behind one MultiKueue queue against the same clusters each
+#                             with its own queues: build/sim-fleet-WORKERS-WORKLOAD/report.json, report.md
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
 #                             and claims.md, and the committed copy the docs quote (docs/simulation-claims.json and
 #                             the table in docs/simulation.md)
@@ -38,7 +42,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate bench-sim claims doc-figures clean plan
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate simulate-fleet bench-sim claims doc-figures clean plan
 
 # A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -124,6 +128,13 @@ plan: $(VENV)/.installed
 	$(PY) -m offline plan --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(foreach slo,$(SLO),--slo '$(slo)') \
 	  $(if $(TRIALS),--trials $(TRIALS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VERIFY_SEEDS),--verify-seeds $(VERIFY_SEEDS)) \
 	  $(if $(RANGE),--range $(RANGE)) $(if $(FLOOR),--floor $(FLOOR)) $(if $(TIGHTEN),--tighten $(TIGHTEN)) $(if $(RESUME),--resume)
+WORKERS ?= prod tests/fixtures/fleet/prod-eu.yaml
+FLEET_WORKLOAD ?= workloads/alibaba-gpu-2023.yaml
+# A fleet (docs/fleet-simulation.md): WORKERS are stack names or stack files; the fleet and its baseline (each cluster
+# with its own queues) on the same seeds; SPLIT=first homes all work on the first worker (a burst one region sees).
+simulate-fleet: $(VENV)/.installed
+	$(PY) -m offline simulate-fleet --workers "$$(echo $(WORKERS) | tr ' ' ',')" --workload $(FLEET_WORKLOAD) \
+	  --seed $(SEED) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(SPLIT),--split $(SPLIT)) $(if $(DISPATCHER),--dispatcher $(DISPATCHER))
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.
 bench-sim: $(VENV)/.installed

@@ -122,6 +122,19 @@ def main(argv: list[str] | None = None) -> int:
                           help="also run each mechanism switched off in turn, on the same seeds, and compare")
     simulate.add_argument("--commitment-discount", default="0", metavar="SHARE",
                           help="off the static baseline's on-demand prices, e.g. 0.3 (stated in the report; default 0)")
+    fleet = commands.add_parser("simulate-fleet", help="a fleet of worker stacks behind one MultiKueue queue against "
+                                "the same clusters each with its own queues (docs/fleet-simulation.md)")
+    fleet.add_argument("--workers", required=True, help="worker stacks, comma-separated: names or stack file paths")
+    fleet.add_argument("--workload", type=Path, required=True)
+    fleet.add_argument("--seed", type=int, default=0)
+    fleet.add_argument("--seeds", help="replications: a count from --seed (10) or a range (3-12)")
+    fleet.add_argument("--dispatcher", choices=["all-at-once", "incremental"], default="all-at-once")
+    fleet.add_argument("--step-size", type=int, default=3, help="the incremental dispatcher's stepSize (default 3)")
+    fleet.add_argument("--dispatch-latency", type=float, default=2.0, metavar="SECONDS",
+                       help="manager to worker and back, each way (default 2)")
+    fleet.add_argument("--split", choices=["alternate", "first"], default="alternate",
+                       help="each workload's home cluster: alternate across the workers, or all on the first")
+    fleet.add_argument("--out", type=Path, help="output directory (default build/sim-fleet-<workers>-<workload>)")
     commands.add_parser("metrics-inventory", help="regenerate upstream/metrics-inventory.json from upstream/metrics/")
     claims = commands.add_parser("claims", help="the design's five claims from replications: build/claims/claims.json, .md")
     claims.add_argument("--claim", action="append", default=[], help="run only this claim (repeatable)")
@@ -165,6 +178,19 @@ def main(argv: list[str] | None = None) -> int:
         from .claims import main as claims_main
 
         return claims_main(args.out, args.write_docs, args.claim)
+
+    if args.command == "simulate-fleet":
+        from sim.cli import seed_list
+
+        from .simulate_fleet import main as fleet_main
+
+        try:
+            fleet_seeds = seed_list(args.seeds, args.seed) if args.seeds else [args.seed]
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_INVALID_CONFIG
+        return fleet_main(args.workers.split(","), args.workload, args.out, seeds=fleet_seeds, dispatcher=args.dispatcher,
+                          step_size=args.step_size, latency=args.dispatch_latency, split=args.split)
 
     if args.command == "validate":
         from .validate import main as validate_main
