@@ -16,7 +16,8 @@ which GPU of a node a pod takes:
     dra          not run: see DRA_NOT_EXPRESSIBLE
     kai          S KAI_UNITS_PER_GPU: a fraction as KAI's `gpu-fraction`, accounted in GPU memory, on one GPU
                  and node chosen by models/kai/placement.py (gpupack and nodeplacement binpack, KAI's
-                 defaults); the fractions on one GPU belong to one tenant (the platform's isolation rule)
+                 defaults). KAI keeps no tenant apart on a GPU: fractions of any tenants with quota on the pool
+                 share one, so a pool of several tenants needs `shareBetweenTenants` (docs/fractional-gpus.md)
 
 Whole-GPU pods take S units per GPU on GPUs nothing else holds, in every mode but time-slice. Quotas on the
 pools' flavors are scaled by S (`shared_config`), so Kueue counts what a pod holds: with KAI, a fraction's
@@ -71,8 +72,9 @@ ASSUMPTIONS = {
     "ceil(fraction x replicas) slices; no memory isolation, shared between tenants (shareBetweenTenants).",
     MIG: "MIG devices made on demand on GPUs that support MIG: a fraction takes the smallest profile covering it in "
     "compute and memory; other GPUs whole. Fixed layouts would do worse.",
-    KAI: "KAI Scheduler fractions by GPU memory on the trace's pools: gpupack and binpack (KAI's defaults), one "
-    "tenant's fractions per GPU; Kueue counts each fraction's share, not its reservation pod's whole GPU.",
+    KAI: "KAI Scheduler fractions by GPU memory on the trace's pools: gpupack and binpack (KAI's defaults); "
+    "fractions of different tenants share a GPU (shareBetweenTenants); Kueue counts each fraction's share, not its "
+    "reservation pod's whole GPU.",
 }
 
 
@@ -195,7 +197,6 @@ class _NodeGpus:
     used: list[int]  # units per GPU (KAI: MiB)
     memory: list[int]  # MIG memory slices per GPU
     whole: list[bool]  # a whole-GPU pod holds it
-    owner: list[str | None]  # the tenant whose fractions share it (KAI)
 
 
 @dataclass
@@ -212,7 +213,7 @@ class GpuSharing:
         state = self.nodes.get(node.id)
         if state is None:
             count = node.instance.gpus
-            state = self.nodes[node.id] = _NodeGpus([0] * count, [0] * count, [False] * count, [None] * count)
+            state = self.nodes[node.id] = _NodeGpus([0] * count, [0] * count, [False] * count)
         return state
 
     def _applies(self, node: Node) -> bool:
@@ -238,10 +239,7 @@ class GpuSharing:
         state, (used, memory) = self._gpus(node), self._request(node, pod)
         capacity = self._capacity(node)
         if self.mode == KAI:
-            tenant = pod.group.tenant
-            usable = [taken or (owner is not None and owner != tenant) for taken, owner in zip(state.whole, state.owner,
-                                                                                                strict=True)]
-            return placement.choose_gpu(state.used, usable, used, capacity, self.strategy)
+            return placement.choose_gpu(state.used, state.whole, used, capacity, self.strategy)
         fitting = [i for i in range(len(state.used)) if not state.whole[i] and state.used[i] + used <= capacity
                    and state.memory[i] + memory <= node.pool.plan.gpu.memory_slices]
         return max(fitting, key=lambda i: (state.used[i], -i)) if fitting else None  # the fullest GPU that fits
@@ -267,9 +265,8 @@ class GpuSharing:
         shares = []
         for node, state in zip(ordered, states, strict=True):
             request, _ = self._request(node, pod)
-            shares.append(fraction and any(
-                not state.whole[i] and state.owner[i] in (None, pod.group.tenant)
-                and placement.fits_shared_gpu(state.used[i], request, self._capacity(node)) for i in range(len(state.used))))
+            shares.append(fraction and any(not state.whole[i] and placement.fits_shared_gpu(
+                state.used[i], request, self._capacity(node)) for i in range(len(state.used))))
         scores = placement.node_scores([placement.idle_gpus(s.used, s.whole) for s in states],
                                        [len(s.used) for s in states], shares, self.strategy)
         best = placement.best_node(scores)
@@ -287,7 +284,6 @@ class GpuSharing:
             used, memory = self._request(node, pod)
             state.used[index] += used
             state.memory[index] += memory
-            state.owner[index] = pod.group.tenant
             self.held[pod] = [(index, used, memory)]
             return
         wanted = pod.units // node.pool.slices_per_gpu
@@ -308,8 +304,6 @@ class GpuSharing:
                 continue
             state.used[index] -= used
             state.memory[index] -= memory
-            if state.used[index] == 0:
-                state.owner[index] = None
 
     def free_shares(self, node: Node) -> tuple[float, ...]:
         """Each GPU's free share (0 to 1); under time-slicing the node's free slices filled onto its GPUs in order."""

@@ -84,13 +84,15 @@ def test_rounding_up_leaves_the_third_fraction_waiting_where_kai_fits_all_three(
     assert place(kai, two_gpu_node(sharing.KAI), [pod(50), pod(30), pod(60)]) == [0, 0, 1]
 
 
-def test_another_tenants_fraction_never_shares_a_gpu_under_kai():
+def test_kai_puts_another_tenants_fraction_on_the_same_gpu_and_a_released_one_frees_its_share():
     node = two_gpu_node(sharing.KAI)
     tracker = sharing.GpuSharing(sharing.KAI, frozenset({A100}))
-    assert place(tracker, node, [pod(50), pod(30, tenant="llm-training"), pod(40, tenant="data-science")]) == [0, 1, None]
+    # KAI keeps no tenant apart: 0.3 of llm-training joins experiments' 0.5 on GPU 0; 0.4 opens GPU 1.
+    assert place(tracker, node, [pod(50), pod(30, tenant="llm-training"), pod(40, tenant="data-science")]) == [0, 0, 1]
     tracker.release(node, node.pods[0])
-    # GPU 0 is empty again: no tenant owns it.
-    assert place(tracker, node, [pod(40, tenant="data-science")]) == [0]
+    # GPU 0 holds 0.3, GPU 1 0.4: binpack takes the fuller GPU 1 for 0.6, which fits it exactly.
+    assert place(tracker, node, [pod(60, tenant="data-science")]) == [1]
+    assert tracker.free_shares(node) == (pytest.approx(0.7), pytest.approx(0.0))
 
 
 def test_mig_takes_the_smallest_profile_covering_compute_and_memory_and_packs_a_gpu_to_seven_slices():
