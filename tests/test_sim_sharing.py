@@ -14,6 +14,8 @@ from models.karpenter.provisioning import InstanceOption
 from sim import measures as m
 from sim import sharing
 from sim.admission import kueue_for
+from sim.cli import EXIT_INVALID
+from sim.cli import run as simulate_cli
 from sim.experiment import measure
 from sim.ledger import Fragments, Ledger
 from sim.run import simulate
@@ -162,3 +164,13 @@ def test_the_trace_fractions_hold_their_share_of_a_gpu_on_the_fixture(mode, held
     # The pool's headroom (multi-pool.yaml: 6 GPUs, 3 placeholders of 2) starts a p4d (8 GPUs). Three whole GPUs
     # and the headroom's 6 need a second; under KAI the fractions take two GPUs (0.5 + 0.3, then 0.6), which fit.
     assert measure(result)["pools"][A100][m.LAUNCHED] == nodes
+
+
+def test_sharing_dra_is_refused_in_one_line_saying_why(capsys, tmp_path):
+    code = simulate_cli(fixture_config("multi-pool"), "multi-pool", project_path("workloads/alibaba-gpu-2023.yaml"),
+                        tmp_path, seed=0, baseline=None, project_dir=project_path(), sharing=sharing.DRA)
+    error = capsys.readouterr().err
+    assert code == EXIT_INVALID
+    assert error.count("\n") == 1
+    assert error.startswith("--sharing dra: dra-driver-nvidia-gpu v0.4.1 allocates whole devices")
+    assert not list(tmp_path.iterdir())

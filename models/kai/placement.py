@@ -16,7 +16,9 @@ per-GPU memory from the `nvidia.com/gpu.memory` label (pkg/scheduler/api/node_in
    (pkg/scheduler/conf_util/scheduler_conf_util.go `defaultSchedulerConf`), whose score is a shared GPU's
    used memory share and 0 for an idle GPU (pkg/scheduler/plugins/gpupack/gpupack.go): the fullest shared
    GPU that fits, an idle GPU only when none does. `gpuspread` scores 1 - used share and 1 for an idle GPU
-   (pkg/scheduler/plugins/gpuspread/gpuspread.go): an idle GPU first, then the emptiest shared one.
+   (pkg/scheduler/plugins/gpuspread/gpuspread.go): an idle GPU first, then the emptiest shared one. The
+   operator enables one of the two from the SchedulingShard's placement strategy, binpack by default
+   (pkg/apis/kai/v1/schedulingshard_types.go).
    Equal scores keep Go's map order (random); here the lower GPU index goes first.
 3. The first candidate is taken (pkg/scheduler/gpu_sharing/gpuSharing.go `GetNodePreferableGpuForSharing`);
    an idle GPU becomes a new shared GPU group, and the binder holds it with one reservation pod requesting
