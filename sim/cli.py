@@ -71,14 +71,16 @@ def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path |
         workload = read.workload
         check(config, workload, locator=read.locator, project_dir=project_dir)
         check_runnable(config, workload, locator=read.locator, without=without)
-        scenario = Scenario(config, workload, str(workload_path), project_dir, without=without, commitment_discount=discount,
-                            sharing=modes[0] if modes else None)
+        first = modes[0] if modes else None
+        scenario = Scenario(config, workload, str(workload_path), project_dir, without=without | gpu_sharing.switched_off(first),
+                            commitment_discount=discount, sharing=first)
         names = [SIMULATED] + ([STATIC] if baseline == STATIC else [])
         names += [name for name in ABLATIONS if ablations and not VARIANTS[name].without <= without]
         started = time.perf_counter()
         scenarios = {name: scenario if name == SIMULATED else scenario.variant(name) for name in names}
         for mode in modes[1:]:
-            scenarios[gpu_sharing.sharing_name(mode)] = scenario.replace(name=gpu_sharing.sharing_name(mode), sharing=mode)
+            scenarios[gpu_sharing.sharing_name(mode)] = scenario.replace(
+                name=gpu_sharing.sharing_name(mode), sharing=mode, without=scenario.without | gpu_sharing.switched_off(mode))
         runs = {name: run_many(variant, seeds, workers) for name, variant in scenarios.items()}
         wall = time.perf_counter() - started
     except WorkloadError as err:

@@ -45,6 +45,7 @@ from models.kai import placement
 
 from .ledger import Fragments
 from .state import Node, Pod
+from .variants import HEADROOM
 from .variants import SHARING_ALL as ALL
 from .variants import SHARING_MODES as MODES
 from .workload import Workload
@@ -65,6 +66,16 @@ TIME_SLICE_REPLICAS = 4
 KAI_UNITS_PER_GPU = 100
 
 
+# Mechanisms a mode cannot run with: the platform refuses warm-start headroom on a KAI pool (its placeholders are
+# the default scheduler's to preempt; KAI would never get their GPUs back).
+WITHOUT = {KAI: frozenset({HEADROOM})}
+
+
+def switched_off(mode: str | None) -> frozenset[str]:
+    """The mechanisms `mode` runs without (sim/variants.py MECHANISMS)."""
+    return WITHOUT.get(mode or "", frozenset())
+
+
 # What each mode assumes, in the report's words.
 ASSUMPTIONS = {
     WHOLE: "Fractional trace tasks take a whole GPU each (sampled for fragmentation).",
@@ -73,8 +84,8 @@ ASSUMPTIONS = {
     MIG: "MIG devices made on demand on GPUs that support MIG: a fraction takes the smallest profile covering it in "
     "compute and memory; other GPUs whole. Fixed layouts would do worse.",
     KAI: "KAI Scheduler fractions by GPU memory on the trace's pools: gpupack and binpack (KAI's defaults); "
-    "fractions of different tenants share a GPU (shareBetweenTenants); Kueue counts each fraction's share, not its "
-    "reservation pod's whole GPU.",
+    "fractions of different tenants share a GPU (shareBetweenTenants); quota counts each fraction's share, not its "
+    "reservation pod's whole GPU; no warm headroom (the platform refuses it on a KAI pool).",
 }
 
 
