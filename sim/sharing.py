@@ -20,10 +20,12 @@ which GPU of a node a pod takes:
                  share one, so a pool of several tenants needs `shareBetweenTenants` (docs/fractional-gpus.md)
 
 Whole-GPU pods take S units per GPU on GPUs nothing else holds, in every mode but time-slice. Quotas on the
-pools' flavors are scaled by S (`shared_config`), so Kueue counts what a pod holds: with KAI, a fraction's
-share of its GPU, not the reservation pod's whole GPU (what the platform's integration must make Kueue
-count). The engine asks `GpuSharing` whether a pod fits a node and which node a KAI pod goes to
-(sim/engine.py `_fits`, `_bind_pending`); Karpenter's packing and consolidation still count a node's units.
+pools' flavors are scaled by S (`shared_config`), so quota counts what a pod holds: with KAI, a fraction's
+share of its GPU, not the reservation pod's whole GPU. The platform counts that share in the tenant's KAI
+Queue (docs/fractional-gpus.md); the simulator counts it in Kueue's model of the tenant's ClusterQueue.
+The engine asks `GpuSharing` whether a pod fits a node and which node a KAI pod goes to (sim/engine.py
+`_fits`, `_bind_pending`); Karpenter's packing (as KAI's node-scale-adjuster asks for ceil(sum of the
+pending fractions) GPUs) and consolidation count a node's units.
 Every sample interval the free share of each GPU and the sizes of the tasks waiting for each pool go to the
 ledger (`Fragments`), from which sim/measures.py computes fragmentation.
 """
