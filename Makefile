@@ -109,11 +109,12 @@ SEED ?= 0
 # A workload through the stack's derived config (sim/): report.json, report.md and PNG plots; BASELINE=static adds the
 # fair static baseline (DISCOUNT=0.3: a commitment discount off its on-demand prices); SEEDS=10 (or 3-12) replicates,
 # each figure a mean with its 95% interval; WITHOUT="borrowing spot ..." runs as if those mechanisms were off
-# (sim/variants.py MECHANISMS); ABLATIONS=1 adds each mechanism off in turn, on the same seeds.
+# (sim/variants.py MECHANISMS); ABLATIONS=1 adds each mechanism off in turn, on the same seeds; SHARING=kai (or
+# whole, time-slice, mig, all) shares GPUs among the trace's fractional tasks (docs/fractional-gpus-measured.md).
 simulate: $(VENV)/.installed
 	$(PY) -m offline simulate --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(if $(BASELINE),--baseline $(BASELINE)) \
 	  $(if $(SEEDS),--seeds $(SEEDS)) $(foreach feature,$(WITHOUT),--without $(feature)) $(if $(ABLATIONS),--ablations) \
-	  $(if $(DISCOUNT),--commitment-discount $(DISCOUNT))
+	  $(if $(DISCOUNT),--commitment-discount $(DISCOUNT)) $(if $(SHARING),--sharing $(SHARING))
 
 # The service levels a plan meets unless SLO= names others (docs/capacity-planning.md has the grammar); each a
 # SCOPE.METRIC<=BOUND without spaces. TRIALS x SEEDS is the search's budget in runs.

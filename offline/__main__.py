@@ -39,7 +39,7 @@ from pathlib import Path
 
 from config import ConfigError, PlatformConfig
 from config.errors import counted
-from sim.variants import MECHANISMS
+from sim.variants import MECHANISMS, SHARING_ALL, SHARING_MODES
 
 from .project import PROJECT_DIR
 from .stack import StackConfig, StackNotFound, load_config, load_stack
@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     simulate.add_argument("--ablations", action="store_true",
                           help="also run each mechanism switched off in turn, on the same seeds, and compare")
+    simulate.add_argument("--sharing", choices=[*SHARING_MODES, SHARING_ALL],
+                          help="how the trace's fractional tasks share GPUs (docs/fractional-gpus-measured.md); all: "
+                          "every mode on the same seeds, compared with whole GPUs")
     simulate.add_argument("--commitment-discount", default="0", metavar="SHARE",
                           help="off the static baseline's on-demand prices, e.g. 0.3 (stated in the report; default 0)")
     fleet = commands.add_parser("simulate-fleet", help="a fleet of worker stacks behind one MultiKueue queue against "
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INVALID_CONFIG
         return simulate_main(config, args.stack, args.workload, args.out, seed=args.seed, baseline=args.baseline,
                              project_dir=PROJECT_DIR, without=frozenset(args.without), seeds=seeds,
-                             ablations=args.ablations, discount=discount)
+                             ablations=args.ablations, discount=discount, sharing=args.sharing)
     if args.command == "kubernetes-version":
         print(config.cluster.kubernetes_version)
         return 0

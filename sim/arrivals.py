@@ -7,7 +7,7 @@ from pathlib import Path
 
 from config.fair_share import TenantPlan
 
-from . import rng
+from . import rng, sharing
 from .engine import Simulation
 from .state import Group
 from .trace import TraceStats, TraceTask, inflate, mean_gpus, read_alibaba_2023
@@ -93,7 +93,11 @@ def schedule_trace(sim: Simulation, source: TraceSource, project_dir: Path) -> T
         tenant = sim.tenants[target.tenants[turn % len(target.tenants)]]
         flavors = _flavors(tenant, target.flavors)
         slices = max(sim.flavors[name].slices_per_gpu for name in flavors)
-        mapped.append(_Mapped(task, target, tenant, flavors, task.units(slices), slices))
+        units = task.units(slices)
+        if sim.gpu_sharing is not None:
+            pool = max((sim.flavors[name].pool for name in flavors), key=lambda plan: plan.slices_per_gpu)
+            units = sharing.task_units(sim.gpu_sharing.mode, pool, slices, task.gpus, task.gpu_milli)
+        mapped.append(_Mapped(task, target, tenant, flavors, units, slices))
     stats = replace(stats, unmapped=unmapped, services=sum(1 for m in mapped if m.target.replay == SERVICE_REPLAY))
     if source.inflation is not None:
         mapped, stats = _inflate(sim, mapped, source.inflation.ratio, stats)

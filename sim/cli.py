@@ -9,6 +9,7 @@ from pathlib import Path
 
 from config import PlatformConfig
 
+from . import sharing as gpu_sharing
 from .experiment import ABLATIONS, SIMULATED, STATIC, VARIANTS, Scenario, paired_deltas, replicate, run_many
 from .report import COMPARED, render_report, report_data, report_json
 from .workload import WorkloadError, read_workload
@@ -33,9 +34,10 @@ def seed_list(text: str, first: int = 0) -> list[int]:
         raise ValueError(f"--seeds {text!r}: give a count (10) or a range of seeds (3-12)") from None
 
 
-def default_out_dir(stack: str, workload_path: Path, without: frozenset[str]) -> Path:
+def default_out_dir(stack: str, workload_path: Path, without: frozenset[str], sharing: str | None = None) -> Path:
     """build/sim-<stack>-<workload>, and a directory of its own for each what-if, so none overwrites the normal run."""
     suffix = "".join(f"-without-{feature}" for feature in sorted(without))
+    suffix += f"-sharing-{sharing}" if sharing else ""
     return Path("build") / f"sim-{stack}-{workload_path.stem}{suffix}"
 
 
@@ -53,21 +55,32 @@ def commitment_discount(text: str) -> float:
 
 def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path | None, *, seed: int, baseline: str | None,
         project_dir: Path, without: frozenset[str] = frozenset(), seeds: list[int] | None = None,
-        workers: int | None = None, ablations: bool = False, discount: float = 0.0) -> int:
+        workers: int | None = None, ablations: bool = False, discount: float = 0.0, sharing: str | None = None) -> int:
     """The stack as configured, and on the same seeds the static baseline (`baseline="static"`) and each mechanism
-    switched off in turn (`ablations`), into one report."""
+    switched off in turn (`ablations`), into one report. `sharing`: how fractional trace tasks share GPUs (one of
+    sim/sharing.py MODES), or `all`: every runnable mode on the same seeds, whole GPUs as `simulated`."""
     seeds = seeds or [seed]
-    out_dir = out_dir or default_out_dir(stack, workload_path, without)
+    out_dir = out_dir or default_out_dir(stack, workload_path, without, sharing)
+    try:
+        modes = gpu_sharing.RUNNABLE if sharing == gpu_sharing.ALL else (gpu_sharing.runnable(sharing),) if sharing else ()
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return EXIT_INVALID
     try:
         read = read_workload(workload_path)
         workload = read.workload
         check(config, workload, locator=read.locator, project_dir=project_dir)
         check_runnable(config, workload, locator=read.locator, without=without)
-        scenario = Scenario(config, workload, str(workload_path), project_dir, without=without, commitment_discount=discount)
+        first = modes[0] if modes else None
+        scenario = Scenario(config, workload, str(workload_path), project_dir, without=without | gpu_sharing.switched_off(first),
+                            commitment_discount=discount, sharing=first)
         names = [SIMULATED] + ([STATIC] if baseline == STATIC else [])
         names += [name for name in ABLATIONS if ablations and not VARIANTS[name].without <= without]
         started = time.perf_counter()
         scenarios = {name: scenario if name == SIMULATED else scenario.variant(name) for name in names}
+        for mode in modes[1:]:
+            scenarios[gpu_sharing.sharing_name(mode)] = scenario.replace(
+                name=gpu_sharing.sharing_name(mode), sharing=mode, without=scenario.without | gpu_sharing.switched_off(mode))
         runs = {name: run_many(variant, seeds, workers) for name, variant in scenarios.items()}
         wall = time.perf_counter() - started
     except WorkloadError as err:
@@ -78,7 +91,8 @@ def run(config: PlatformConfig, stack: str, workload_path: Path, out_dir: Path |
         return EXIT_INVALID
     data = report_data(stack, workload_path.stem, workload, seeds,
                        {name: (replicate(outcomes), outcomes) for name, outcomes in runs.items()},
-                       assumptions={name: variant.assumptions for name, variant in scenarios.items()},
+                       assumptions={name: variant.assumptions + ([gpu_sharing.ASSUMPTIONS[variant.sharing]] if variant.sharing
+                                                                 else []) for name, variant in scenarios.items()},
                        deltas={name: paired_deltas(outcomes, runs[SIMULATED], COMPARED)
                                for name, outcomes in runs.items() if name != SIMULATED},
                        commitment_discount=discount)

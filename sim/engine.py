@@ -69,6 +69,7 @@ from .ledger import (
     Withdrawn,
 )
 from .queueing import Kueue, QueuedWorkload
+from .sharing import GpuSharing
 from .state import Group, Node, Pod, Pool
 from .workload import Workload, seconds
 
@@ -115,6 +116,7 @@ class Simulation:
             **{family: LaunchTime(o.median_seconds, o.p95_seconds) for family, o in workload.launch_to_ready.items()},
         }
         self.s3_models: set[str] = set()  # deployments whose servers stream weights from S3
+        self.gpu_sharing: GpuSharing | None = None  # which GPU of a node a pod holds, under a sharing mode (sim/sharing.py)
 
     # --- workloads ------------------------------------------------------------------------------
     @property
@@ -258,6 +260,7 @@ class Simulation:
             and node.pool.name == flavor.pool.name
             and self._kind_matches(node, flavor)
             and node.free >= pod.units
+            and (self.gpu_sharing is None or self.gpu_sharing.fits(node, pod))
         )
 
     def _kind_matches(self, node: Node, flavor: FlavorPlan) -> bool:
@@ -282,7 +285,10 @@ class Simulation:
                         self._evict_placeholder(victim)
                     self._bind(pod, target, preempted=True)
                 continue
-            node = min(candidates, key=lambda n: (n.used / n.units, n.id))
+            if self.gpu_sharing is not None:
+                node = self.gpu_sharing.choose(candidates, pod)
+            else:
+                node = min(candidates, key=lambda n: (n.used / n.units, n.id))
             self._bind(pod, node)
         self.pending_pods = left
         if left and not self._provision_requested:
@@ -329,6 +335,8 @@ class Simulation:
         pod.node_id = node.id
         pod.bound_at = self.now
         node.pods.append(pod)
+        if self.gpu_sharing is not None:
+            self.gpu_sharing.bind(node, pod)
         if pod in node.nominated:
             node.nominated.remove(pod)
         self._pod_event(node)
@@ -365,6 +373,8 @@ class Simulation:
         assert node is not None
         self._close_hold(pod)
         node.pods.remove(pod)
+        if self.gpu_sharing is not None:
+            self.gpu_sharing.release(node, pod)
         pod.node = None
         self._pod_event(node)
 

@@ -47,6 +47,7 @@ class Scenario:
     static_baseline: bool = False
     without: frozenset[str] = frozenset()
     commitment_discount: float = 0.0  # off the static baseline's on-demand prices, stated in the report
+    sharing: str | None = None  # how the trace's fractional tasks share GPUs (sim/sharing.py); None: whole, unsampled
 
     def variant(self, name: str) -> Scenario:
         """This scenario as the variant `name` of VARIANTS."""
@@ -95,7 +96,7 @@ def outcome(result: Result) -> dict[str, Any]:
 def run_one(scenario: Scenario, seed: int) -> dict[str, Any]:
     result = simulate(scenario.config, scenario.workload, kueue_for, source=scenario.source, seed=seed,
                       static_baseline=scenario.static_baseline, project_dir=scenario.project_dir, without=scenario.without,
-                      commitment_discount=scenario.commitment_discount)
+                      commitment_discount=scenario.commitment_discount, sharing=scenario.sharing)
     return outcome(result)
 
 

@@ -11,6 +11,8 @@ derives every figure from them, so "provisioned GPU-hours" or "lost GPU-hours" h
                 (the HPA's decision that created a replica)
     GPUs        Held: one pod's hold of its GPUs on one node during one attempt of its workload
     traffic     Served: one HPA sync period of a deployment's fluid request queue
+    sharing     Fragments: a pool's free share of each GPU and the GPUs each waiting task asks for, sampled
+                (only in a run with a sharing mode, sim/sharing.py)
 """
 
 from __future__ import annotations
@@ -142,6 +144,16 @@ class Served(NamedTuple):
     max_replicas: int
 
 
+class Fragments(NamedTuple):
+    """One sample of a pool under a sharing mode: what each Ready node's GPUs have free, and what waits for them."""
+
+    pool: str
+    at: float
+    seconds: float  # the sample interval this sample stands for
+    nodes: tuple[tuple[float, ...], ...]  # per node, each GPU's free share (0 to 1)
+    waiting: tuple[float, ...]  # GPUs each pod waiting for the pool asks for (a fraction below 1)
+
+
 @dataclass
 class Ledger:
     end: float  # simulated seconds of the run
@@ -159,3 +171,4 @@ class Ledger:
     scale_ups: list[ScaleUp] = field(default_factory=list)
     held: list[Held] = field(default_factory=list)
     served: list[Served] = field(default_factory=list)
+    fragments: list[Fragments] = field(default_factory=list)

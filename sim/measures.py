@@ -20,6 +20,15 @@ figure of its own. The definitions:
     wait          Kueue's: creation to first admission; time to start: creation to every pod Running, and how
                   many started only after the NodePool limit had left a pod of theirs without a node
     queue length  time-average of workloads pending in Kueue
+    fragmented    (a run with a sharing mode, sim/sharing.py) GPU-hours of free GPU capacity that the tasks waiting
+                  at each sample cannot use: the fragmentation of Weng et al., "Beware of Fragmentation" (USENIX
+                  ATC'23, section 3) with the waiting tasks as the target workload, each equally likely.
+                  For a node and a task asking for d GPUs: all of the node's free share when the task fits on no
+                  GPU of it (d < 1) or on too few whole free GPUs (d >= 1); else the free share of the GPUs it
+                  cannot use (d < 1: each GPU with less than d free; d >= 1: each partly used GPU). Summed over
+                  the Ready nodes of the trace's pools at each sample, times the sample interval; with nothing
+                  waiting, nothing is fragmented. free: the same nodes' free GPU-hours; fragmentation_pct: the share
+                  of them fragmented
     never         a workload that can never run (sim/admissibility.py) counts under never_admissible.<reason>
                   and in no wait; one still waiting at the end counts under never_started.<why>
 
@@ -77,6 +86,9 @@ START_P50 = "start.p50_s"
 START_P95 = "start.p95_s"
 START_BLOCKED = "start.blocked_by_limit"
 UNSTARTED_PCT = "start.unstarted_pct"
+FRAGMENTED = "gpu_hours.fragmented"
+FREE = "gpu_hours.free"
+FRAGMENTATION_PCT = "fragmentation_pct"
 NEVER_ADMITTED = "never_admitted"
 NEVER_STARTED = "never_started"
 NEVER_ADMISSIBLE = "never_admissible"
@@ -153,6 +165,8 @@ def compute(ledger: Ledger, scope: Scope) -> Measures:
     tenants: dict[str, dict[str, Any]] = {name: {} for name in scope.tenants}
     _gpu_hours(ledger, created, run, pools, tenants)
     tiers = _waits(ledger, created, scope, run, tenants)
+    if ledger.fragments:
+        _fragmentation(ledger, run, pools)
     deployments = _serving(ledger, created, scope, run)
     return {"run": run, "pools": pools, "tenants": tenants, "tiers": tiers, "deployments": deployments}
 
@@ -237,6 +251,44 @@ def _restarting(hold: facts.Held, started: dict[tuple[int, int], float],
         return 0.0, None
     running = started.get((hold.key, hold.attempt), hold.end)
     return hold.gpus * max(0.0, min(running, hold.end) - hold.start) / 3600, cause
+
+
+# A GPU share this close to a request counts as equal: shares are ratios of whole units, computed two ways.
+_SHARE_TOLERANCE = 1e-9
+
+
+def fragmented_share(free: Sequence[float], request: float) -> float:
+    """Weng et al.'s F_n(m): the free GPU share of a node (`free`, per GPU) that a task asking for `request` GPUs
+    cannot use."""
+    total = sum(free)
+    if request < 1:
+        if not any(share + _SHARE_TOLERANCE >= request for share in free):
+            return total
+        return sum(share for share in free if share + _SHARE_TOLERANCE < request)
+    whole = sum(1 for share in free if share + _SHARE_TOLERANCE >= 1)
+    if whole + _SHARE_TOLERANCE < request:
+        return total
+    return sum(share for share in free if share + _SHARE_TOLERANCE < 1)
+
+
+def _fragmentation(ledger: Ledger, run: dict[str, Any], pools: dict[str, dict[str, Any]]) -> None:
+    for scope in (run, *pools.values()):
+        scope.update({FRAGMENTED: 0.0, FREE: 0.0})
+    for sample in ledger.fragments:
+        hours = sample.seconds / 3600
+        shapes: dict[float, int] = defaultdict(int)
+        for request in sample.waiting:
+            shapes[request] += 1
+        waiting = len(sample.waiting)
+        fragmented = sum(count / waiting * fragmented_share(node, request)
+                         for request, count in shapes.items() for node in sample.nodes)
+        free = sum(sum(node) for node in sample.nodes)
+        for scope in (run, pools[sample.pool]):
+            scope[FRAGMENTED] += fragmented * hours
+            scope[FREE] += free * hours
+    for scope in (run, *pools.values()):
+        if FRAGMENTED in scope:
+            scope[FRAGMENTATION_PCT] = _ratio(scope[FRAGMENTED], scope[FREE], 100)
 
 
 @dataclass(frozen=True)

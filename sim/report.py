@@ -278,6 +278,22 @@ def _seeds(seeds: Sequence[int]) -> str:
     return f"{len(seeds)} seeds ({seeds[0]} to {seeds[-1]}); each figure the mean and its 95 % Student-t interval"
 
 
+SHARING_PREFIX = "sharing-"
+
+
+def sharing_rows(variants: Mapping[str, Any]) -> list[list[str]]:
+    """One row per sharing mode run (`simulated` and each `sharing-<mode>`), every figure from report.json."""
+    rows = []
+    for name, variant in variants.items():
+        if name != "simulated" and not name.startswith(SHARING_PREFIX):
+            continue
+        run = variant["measures"]["run"]
+        rows.append([name, _fmt(run.get(m.ALLOCATION_PCT)), _fmt(run.get(m.USEFUL), 0), _fmt(run.get(m.USD_PER_USEFUL), 2),
+                     _minutes(run.get(m.START_P50)), _minutes(run.get(m.START_P95)), _count(run.get(m.NEVER_STARTED)),
+                     _fmt(run.get(m.FRAGMENTATION_PCT)), _fmt(run.get(m.FRAGMENTED), 0)])
+    return rows
+
+
 def render_report(data: Mapping[str, Any]) -> str:
     """report.md from report.json's data."""
     simulated = data["variants"]["simulated"]
@@ -311,7 +327,19 @@ def render_report(data: Mapping[str, Any]) -> str:
         ]
     else:
         sections += ["## Headline\n", table(["", "simulated"], [[label, _headline_cell(run, k, d)] for k, label, d in HEADLINE])]
-    ablations = [(name, variant) for name, variant in data["variants"].items() if name not in ("simulated", "static")]
+    ablations = [(name, variant) for name, variant in data["variants"].items()
+                 if name not in ("simulated", "static") and not name.startswith(SHARING_PREFIX)]
+    if m.FRAGMENTED in run:
+        sections += [
+            "## Sharing modes\n",
+            "How the trace's fractional tasks share GPUs, on the same seeds (docs/fractional-gpus-measured.md); "
+            "fragmentation: the free GPU capacity of the trace's pools that the waiting tasks cannot use.\n",
+            table(["mode", "allocation %", "useful GPU-hours", "USD per useful GPU-hour", "time to start p50 (min)",
+                   "time to start p95 (min)", "never started", "fragmentation %", "fragmented GPU-hours"],
+                  sharing_rows(data["variants"])),
+            "\n".join(f"- {name}: {variant['assumptions'][-1]}" for name, variant in data["variants"].items()
+                      if name == "simulated" or name.startswith(SHARING_PREFIX)) + "\n",
+        ]
     if ablations:
         sections += [
             "## One mechanism off at a time\n",

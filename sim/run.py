@@ -8,6 +8,7 @@ from pathlib import Path
 
 from config import PlatformConfig
 
+from . import sharing as gpu_sharing
 from . import variants
 from .arrivals import schedule_jobs, schedule_trace
 from .baseline import largest_pods
@@ -43,14 +44,21 @@ def simulate(
     project_dir: Path = Path("."),
     without: frozenset[str] = frozenset(),
     commitment_discount: float = 0.0,
+    sharing: str | None = None,
 ) -> Result:
     """One run. `static_baseline` buys each tenant's usable nominal quota as fixed nodes and switches off what the
-    static baseline leaves out (sim/variants.py STATIC_WITHOUT); `without` switches mechanisms off one by one."""
+    static baseline leaves out (sim/variants.py STATIC_WITHOUT); `without` switches mechanisms off one by one.
+    `sharing`: how the trace's fractional tasks share GPUs (sim/sharing.py MODES); None: whole GPUs, unsampled."""
+    pools = gpu_sharing.trace_pools(config, workload) if sharing is not None else ()
+    if sharing is not None:
+        config = gpu_sharing.shared_config(config, gpu_sharing.runnable(sharing), pools)
     check(config, workload, source, project_dir=project_dir)
     if static_baseline:
         without = without | variants.STATIC_WITHOUT
     options = Options(seed, static_baseline, without, commitment_discount)
     sim = Simulation(config, workload, kueue(config, variants.BORROWING in without), options)
+    if sharing is not None:
+        sim.gpu_sharing = gpu_sharing.start(sim, sharing, pools, seconds(workload.sample_interval))
     if static_baseline or variants.AUTOSCALING in without:
         sim.launch_fixed_capacity(largest_pods(config, workload, project_dir))
     sim.place_headroom()

@@ -73,6 +73,11 @@ STATIC_ASSUMPTIONS = (
 )
 
 
+# How a trace's fractional tasks share GPUs (sim/sharing.py says what each means); `all` runs every runnable one.
+SHARING_MODES = ("whole", "time-slice", "mig", "dra", "kai")
+SHARING_ALL = "all"
+
+
 def ablation(mechanism: str) -> str:
     """The variant's name with one mechanism off: `without-borrowing`."""
     return f"without-{mechanism}"
