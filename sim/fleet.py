@@ -164,7 +164,7 @@ class WorkerModelKueue(ModelKueue):
         for key in self._deferred:
             workload = self.workloads.get(key)
             if workload is not None and key not in self.admitted:
-                self.queues[workload.cluster_queue].push(workload)
+                self.queues[workload.cluster_queue].push(workload, self.shapes[workload])
         return decisions
 
     def _requeue_evicted(self, key: int, now: float) -> None:
