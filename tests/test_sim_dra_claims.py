@@ -41,8 +41,9 @@ def mig_config() -> PlatformConfig:
 @functools.cache
 def memory_config() -> PlatformConfig:
     """Three whole-GPU DRA pools: two 1-GPU g6e.xlarge nodes (L40S, 44.99Gi), one p5.4xlarge (H100, 79.65Gi),
-    one g6.12xlarge of four L4s (22.49Gi). Template big-mem: one GPU of memory >= 40Gi. Tenant ml-research holds
-    2 GPUs on the L40S flavor, 1 on the H100 flavor, and 4 of DeviceClass ada on the L4 flavor."""
+    one g6.12xlarge of four L4s (22.49Gi). Template big-mem: one GPU of memory >= 40Gi; l4-pair: two devices of
+    the administrator's DeviceClass l4 (productName NVIDIA L4). Tenant ml-research holds 2 GPUs on the L40S
+    flavor, 1 on the H100 flavor, and 4 of DeviceClass l4 on the L4 flavor."""
     document = copy.deepcopy(_mig_document())
     document["gpu-platform:nodePools"] = [
         {"name": "gpu-l40s-dra", "instanceTypes": ["g6e.xlarge"], "capacityTypes": ["on-demand"], "gpus": 2,
@@ -55,7 +56,10 @@ def memory_config() -> PlatformConfig:
     document["gpu-platform:gpu"]["dra"] = {
         "enabled": True,
         "deviceClasses": [{"name": "l4", "productName": "NVIDIA L4"}],
-        "claimTemplates": [{"name": "big-mem", "namespace": "ml-research", "minMemoryGiB": 40}],
+        "claimTemplates": [
+            {"name": "big-mem", "namespace": "ml-research", "minMemoryGiB": 40},
+            {"name": "l4-pair", "namespace": "ml-research", "deviceClass": "l4", "count": 2},
+        ],
     }
     research = next(t for t in document["gpu-platform:tenants"] if t["name"] == "ml-research")
     research["gpu"] = {
@@ -135,6 +139,20 @@ def test_a_claim_by_memory_lands_on_both_pools_that_match_and_never_on_the_l4s()
     ]
 
 
+def test_a_claim_of_an_administrators_class_takes_its_devices_two_per_pod_on_the_l4_node() -> None:
+    # Charged 2 devices of l4 a pod against 4: jobs 1, 2 admitted at 0 and both fit the one node's four L4s;
+    # job 3 waits for quota until 600 s.
+    result = _run(memory_config(), [{"name": "pair", "tenant": "ml-research", "claimTemplate": "l4-pair",
+                                     "arrivals": {"at": ["0s"] * 3}, "duration": {"fixed": "10m"}}], duration="1h")
+    ledger = result.sim.ledger
+    assert [(a.key, a.flavor, a.at) for a in ledger.admitted] == [
+        (1, "l4-dra-on-demand", 0.0), (2, "l4-dra-on-demand", 0.0), (3, "l4-dra-on-demand", 600.0),
+    ]
+    assert [(h.key, h.pool, h.gpus, h.start, h.end) for h in ledger.held] == [
+        (1, "gpu-l4-dra", 2.0, 0.0, 600.0), (2, "gpu-l4-dra", 2.0, 0.0, 600.0), (3, "gpu-l4-dra", 2.0, 600.0, 1200.0),
+    ]
+
+
 def _problems(tmp_path: Path, config: PlatformConfig, stream: str) -> list[str]:
     path = tmp_path / "w.yaml"
     path.write_text(f'start: "2026-06-01T00:00:00Z"\nduration: 1h\njobs:\n{stream}')
@@ -176,6 +194,12 @@ def test_a_stream_whose_template_matches_none_of_its_pools_is_refused_naming_wha
     )
     assert "gpu-l4-dra: productName NVIDIA L4, architecture Ada Lovelace, cudaComputeCapability 8.9.0, memory 22.49Gi" in line
     assert line.endswith("list a flavor of a pool that matches, or use a template its pools match")
+    # The class alone excludes the L40S: a template of DeviceClass l4 matches nothing on flavor l40s-dra-on-demand.
+    stream = ("  - name: pair\n    tenant: ml-research\n    claimTemplate: l4-pair\n    flavors: [l40s-dra-on-demand]\n"
+              "    arrivals: {at: [0s]}\n    duration: {fixed: 4m}\n")
+    [line] = _problems(tmp_path, memory_config(), stream)
+    assert line.startswith("w.yaml:6: jobs[pair].claimTemplate: 'l4-pair': no DRA pool among flavors l40s-dra-on-demand "
+                           "of tenant ml-research publishes devices that match its selectors (class l4; ")
 
 
 def test_a_stream_gives_gpus_per_pod_or_a_claim_template_not_both() -> None:
