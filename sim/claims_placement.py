@@ -10,7 +10,8 @@ claim made from it, so the template's `count` devices of its DeviceClass, each m
 - kube-scheduler's DRA plugin binds the pod only to a node that publishes `count` free devices of the class
   matching every selector, all in one claim on that node. Which devices a node of a DRA pool publishes, and
   which match: config/dra_devices.py (`pool_devices`, `in_class`, `device_matches`), the same evaluation that
-  proves the stack's selectors. Among several matching kinds the first published is taken first.
+  proves the stack's selectors. Among several matching kinds the simulator takes the first published
+  first; which equal matches the scheduler's allocator picks is not modelled.
 - A DRA pool is an EKS managed node group of fixed size (config/capacity.py `node_group_size`): Karpenter
   launches nothing for a pod with claims, so its nodes stand from the start, on-demand, of the group's first
   type, and are never consolidated or expired; they cost their price all run long.
