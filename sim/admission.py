@@ -66,7 +66,7 @@ class ModelKueue:
         self.shapes: dict[Workload, Shape] = {}
 
     def submit(self, queued: QueuedWorkload) -> None:
-        per_pod = _units(self.units, queued.flavors, queued.units_per_pod)
+        per_pod = dict(queued.charge) or _units(self.units, queued.flavors, queued.units_per_pod)
         workload = Workload(
             str(queued.key),
             queued.cluster_queue,
@@ -76,17 +76,17 @@ class ModelKueue:
         )
         self.workloads[queued.key] = workload
         # Everything the flavor search reads of a workload follows from these fields.
-        shape = (queued.cluster_queue, queued.priority, queued.flavors, queued.pods, queued.units_per_pod)
+        shape = (queued.cluster_queue, queued.priority, queued.flavors, queued.pods, queued.units_per_pod, *queued.charge)
         self.shapes[workload] = shape
         self.queues[queued.cluster_queue].push(workload, shape)
 
     def never_admits(self, queued: QueuedWorkload) -> bool:
         """No flavor of the workload's ClusterQueue can hold it even with the whole borrowingLimit lent
         (models/kueue best_case_admission): Kueue leaves it pending for good."""
-        shape = (queued.cluster_queue, queued.pods, queued.units_per_pod, queued.flavors)
+        shape = (queued.cluster_queue, queued.pods, queued.units_per_pod, queued.flavors, *queued.charge)
         known = self._never.get(shape)
         if known is None:
-            per_pod = _units(self.units, queued.flavors, queued.units_per_pod)
+            per_pod = dict(queued.charge) or _units(self.units, queued.flavors, queued.units_per_pod)
             pod_set = PodSet("main", queued.pods, per_pod, node_affinity=self._affinity(queued.flavors))
             try:
                 best_case_admission([pod_set], self.manifests[queued.cluster_queue], self.node_labels)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from config.fair_share import TenantPlan
 
-from . import rng, sharing
+from . import claims_placement, rng, sharing
 from .engine import Simulation
 from .state import Group
 from .trace import TraceStats, TraceTask, inflate, mean_gpus, read_alibaba_2023
@@ -58,16 +58,24 @@ def job_group(sim: Simulation, stream: JobStream, run: float) -> Group:
     """One job of the stream as a Kueue workload: its tenant's tier unless it names one, its flavors in order."""
     tenant = sim.tenants[stream.tenant]
     tier = stream.priority or tenant.config.priority
+    claim, units, flavors = None, stream.gpus_per_pod, _flavors(tenant, stream.flavors)
+    if stream.claim_template is not None:
+        template = claims_placement.find_template(sim.config, tenant, stream.claim_template)
+        assert template is not None  # sim/workload_check.py refuses a stream naming no template of the tenant's
+        claim = claims_placement.shape(sim.config, template)
+        units, flavors = claim.count, claims_placement.claim_flavors(sim.config, tenant, stream.flavors, claim)
+    assert units is not None
     return sim.new_group(
         tenant=tenant.name,
         tier=tier,
         priority=sim.config.queueing.priorities[tier],
         size=stream.pods,
-        units_per_pod=stream.gpus_per_pod,
-        flavors=_flavors(tenant, stream.flavors),
+        units_per_pod=units,
+        flavors=flavors,
         run_seconds=run,
         stream=stream.name,
         do_not_disrupt=sim.workload.do_not_disrupt,
+        claim=claim,
     )
 
 

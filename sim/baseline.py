@@ -99,7 +99,8 @@ def largest_pods(config: PlatformConfig, workload: Workload, project_dir: Path) 
             found[flavor.pool.name] = max(found.get(flavor.pool.name, 0), gpus)
 
     for stream in workload.jobs:
-        pod(tenant_flavors(tenants[stream.tenant], stream.flavors), stream.gpus_per_pod)
+        if stream.gpus_per_pod is not None:  # a claim's pods run on the DRA pools' standing nodes
+            pod(tenant_flavors(tenants[stream.tenant], stream.flavors), stream.gpus_per_pod)
     for load in workload.inference:
         declared = {d.name: d for d in tenants[load.tenant].config.inference}
         spec = declared.get(load.deployment) or load.spec

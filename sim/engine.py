@@ -38,7 +38,7 @@ from models.karpenter.provisioning import (
 )
 from models.kueue import requeue_wait_seconds
 
-from . import admissibility, rng, variants, warm_start
+from . import admissibility, claims_placement, rng, variants, warm_start
 from .baseline import FixedNodes, default_kind, fixed_capacity, kind_without
 from .clock import Clock
 from .events import Record
@@ -142,7 +142,8 @@ class Simulation:
 
     def submit(self, group: Group) -> None:
         """Queue the group in Kueue, stamped now (its creation, or its eviction when requeued)."""
-        queued = QueuedWorkload(group.key, group.tenant, group.priority, self.now, group.size, group.units_per_pod, group.flavors)
+        queued = QueuedWorkload(group.key, group.tenant, group.priority, self.now, group.size, group.units_per_pod, group.flavors,
+                                group.claim.charge if group.claim else ())
         if not group.submitted:
             group.submitted = True
             self.created(group, admissibility.never_runs(self, group, queued))
@@ -261,6 +262,7 @@ class Simulation:
             and self._kind_matches(node, flavor)
             and node.free >= pod.units
             and (self.gpu_sharing is None or self.gpu_sharing.fits(node, pod))
+            and (pod.group.claim is None or claims_placement.fits(node, pod))
         )
 
     def _kind_matches(self, node: Node, flavor: FlavorPlan) -> bool:
@@ -299,8 +301,10 @@ class Simulation:
         """`_fits` but for the free room: a node the pod could use once pods are evicted from it."""
         flavor = pod.group.flavor
         assert flavor is not None
+        # A claim's pod preempts nothing: the DRA pools' standing nodes hold no headroom placeholders.
         return (
             node.ready and not node.deleting and node.pool.name == flavor.pool.name and self._kind_matches(node, flavor)
+            and pod.group.claim is None
         )
 
     def place_headroom(self) -> None:
@@ -334,6 +338,8 @@ class Simulation:
         pod.node = node
         pod.node_id = node.id
         pod.bound_at = self.now
+        if pod.group.claim is not None:
+            pod.devices = claims_placement.allocate(node, pod)
         node.pods.append(pod)
         if self.gpu_sharing is not None:
             self.gpu_sharing.bind(node, pod)
@@ -600,6 +606,10 @@ class Simulation:
             by_name = {option.name: option for option in pool.options}
             for name in fixed.instance_types:
                 self._launch(pool, by_name[name], fixed.capacity_type, ready_now=True)
+
+    def launch_standing(self, pool: Pool, instance: InstanceOption, kind: str) -> Node:
+        """A node of a fixed-size node group (a DRA pool's: sim/claims_placement.py), Ready at the start."""
+        return self._launch(pool, instance, kind, ready_now=True)
 
     # --- the end --------------------------------------------------------------------------------
     def close(self) -> None:

@@ -22,6 +22,7 @@ class QueuedWorkload:
     pods: int
     units_per_pod: int  # in the flavor's units (GPUs, slices, or MIG layouts)
     flavors: tuple[str, ...]  # flavors its node selector allows, in the ClusterQueue's order
+    charge: tuple[tuple[str, int], ...] = ()  # a claim's per-pod charge (resource, devices); () : units_per_pod
 
 
 @dataclass(frozen=True)

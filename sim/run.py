@@ -8,8 +8,8 @@ from pathlib import Path
 
 from config import PlatformConfig
 
+from . import claims_placement, variants
 from . import sharing as gpu_sharing
-from . import variants
 from .arrivals import schedule_jobs, schedule_trace
 from .baseline import largest_pods
 from .engine import Options, Simulation
@@ -61,6 +61,7 @@ def simulate(
         sim.gpu_sharing = gpu_sharing.start(sim, sharing, pools, seconds(workload.sample_interval))
     if static_baseline or variants.AUTOSCALING in without:
         sim.launch_fixed_capacity(largest_pods(config, workload, project_dir))
+    claims_placement.stand_up(sim)
     sim.place_headroom()
     schedule_jobs(sim)
     stats = [schedule_trace(sim, trace, project_dir) for trace in workload.traces if trace.format == ALIBABA_GPU_2023]

@@ -8,12 +8,16 @@ here counts: what happened goes to the ledger (sim/ledger.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from config.capacity import GpuPoolPlan
 from config.fair_share import FlavorPlan
 from models.karpenter.disruption import Budget
 from models.karpenter.provisioning import InstanceOption
 from models.kubernetes.duration import duration_seconds
+
+if TYPE_CHECKING:
+    from .claims_placement import ClaimShape
 
 NEVER = "Never"
 
@@ -139,6 +143,7 @@ class Group:
     service: bool = False  # a trace's service: its running time before an eviction counts towards run_seconds
     ran: float = 0.0  # a service's running seconds in its attempts that ended
     do_not_disrupt: bool = False  # its pods carry karpenter.sh/do-not-disrupt: they block eviction
+    claim: ClaimShape | None = None  # its pods take devices through a claim template (sim/claims_placement.py)
 
 
 @dataclass(eq=False)
@@ -150,3 +155,4 @@ class Pod:
     node_id: int | None = None  # the node it was last bound to, kept after it leaves
     bound_at: float | None = None
     ready_at: float | None = None
+    devices: tuple[tuple[int, int], ...] = ()  # a claim's devices on its node: (kind of the pool's, how many)

@@ -166,13 +166,26 @@ class JobStream(ConfigModel):
     flavors: list[str] | None = Field(
         None, description="Flavors the jobs may run on (a node selector); every flavor of the tenant when unset."
     )
-    gpus_per_pod: int = Field(
-        ge=1, le=64, description="GPUs each pod requests, in the flavor's units (slices on a time-sliced flavor)."
+    gpus_per_pod: int | None = Field(
+        None, ge=1, le=64,
+        description="GPUs each pod requests, in the flavor's units (slices on a time-sliced flavor); or claimTemplate.",
+    )
+    claim_template: str | None = Field(
+        None,
+        description="Instead of gpusPerPod: a ResourceClaimTemplate of the tenant's namespace (`gpu.dra.claimTemplates`); "
+        "each pod holds one claim made from it, so the template's devices, on a DRA pool whose devices match its "
+        "selectors (sim/claims_placement.py).",
     )
     pods: int = Field(1, ge=1, le=64, description="Pods per job, admitted and started together (a gang).")
     arrivals: Arrivals = Field(description="When jobs arrive.")
     duration: Durations = Field(description="How long each job runs.")
     until: Offset | None = Field(None, description="No arrivals after this offset; the workload's end when unset.")
+
+    @model_validator(mode="after")
+    def _one_request(self) -> JobStream:
+        if (self.gpus_per_pod is None) == (self.claim_template is None):
+            raise ValueError("give exactly one of gpusPerPod (a device-plugin request) or claimTemplate (a DRA claim)")
+        return self
 
 
 class TraceClass(ConfigModel):

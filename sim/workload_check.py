@@ -26,7 +26,7 @@ from config import PlatformConfig
 from config.errors import did_you_mean
 from models.karpenter.provisioning import LAUNCH_TO_READY
 
-from . import admissibility, warm_start
+from . import admissibility, claims_placement, warm_start
 from .admission import kueue_for
 from .arrivals import job_group
 from .engine import Options, Simulation
@@ -60,9 +60,16 @@ def check_runnable(config: PlatformConfig, workload: Workload, source: str = "wo
     for index, stream in enumerate(workload.jobs):
         group = job_group(sim, stream, 0.0)
         queued = QueuedWorkload(group.key, group.tenant, group.priority, 0.0, group.size, group.units_per_pod,
-                                group.flavors)
+                                group.flavors, group.claim.charge if group.claim else ())
         reason = admissibility.never_runs(sim, group, queued)
         where = ("jobs", index)
+        if group.claim is not None:
+            if reason == admissibility.QUOTA:
+                found.add((*where, "claimTemplate"), f"{stream.claim_template}: {stream.pods} pod(s) each charged "
+                          f"{', '.join(f'{n} {r}' for r, n in group.claim.charge)} is more than tenant {stream.tenant} can "
+                          f"ever be given on {', '.join(group.flavors)}; Kueue leaves the jobs pending for good: ask for "
+                          "less, or raise the tenant's quota in the class")
+            continue  # the template's count fits one node of each matching pool (config/claims.py)
         slices = max(sim.flavors[name].slices_per_gpu for name in group.flavors) if group.flavors else 1
         shape = (f"{stream.pods} pod{'s' if stream.pods > 1 else ''} of {stream.gpus_per_pod} "
                  f"{'GPUs' if slices == 1 else 'slices'}")
@@ -119,7 +126,7 @@ def _names(config: PlatformConfig, workload: Workload, found: _Problems) -> None
         found.add(where, f"{name!r} is not a tenant of the stack ({', '.join(tenants)}){did_you_mean(name, tenants)}")
         return False
 
-    def flavors(where: tuple[str | int, ...], names: Sequence[str], wanted: list[str] | None) -> None:
+    def flavors(where: tuple[str | int, ...], names: Sequence[str], wanted: list[str] | None, one_kind: bool = True) -> None:
         own = [quota.flavor.name for name in names if name in tenants for quota in tenants[name].quotas]
         for index, flavor in enumerate(wanted or []):
             if flavor not in own:
@@ -127,7 +134,8 @@ def _names(config: PlatformConfig, workload: Workload, found: _Problems) -> None
                 found.add((*where, index), f"{flavor!r} is not a flavor of tenant {whose} ({', '.join(dict.fromkeys(own))})"
                           f"{did_you_mean(flavor, own)}")
         chosen = sorted({name for name in own if wanted is None or name in wanted})
-        if len({units[name] for name in chosen}) > 1:
+        # A claim's charge is its class's devices whatever the flavor's unit.
+        if one_kind and len({units[name] for name in chosen}) > 1:
             found.add(where, f"{', '.join(chosen)} hand out different units (whole GPUs, time slices, MIG layouts); "
                       "a pod requests one kind, so list flavors of one kind")
 
@@ -158,7 +166,11 @@ def _names(config: PlatformConfig, workload: Workload, found: _Problems) -> None
             found.add((*where, "name"), f"{stream.name!r} names another stream too; each stream draws its own arrivals "
                       "and durations by its name: rename one")
         if tenant((*where, "tenant"), stream.tenant):
-            flavors((*where, "flavors"), [stream.tenant], stream.flavors)
+            flavors((*where, "flavors"), [stream.tenant], stream.flavors, one_kind=stream.claim_template is None)
+            if stream.claim_template is not None:
+                refused = claims_placement.problem(config, tenants[stream.tenant], stream.claim_template, stream.flavors)
+                if refused is not None:
+                    found.add((*where, refused[0]), refused[1])
         tier((*where, "priority"), stream.priority)
     for index, trace in enumerate(workload.traces):
         for qos, target in trace.classes.items():

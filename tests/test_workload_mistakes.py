@@ -95,9 +95,11 @@ CASES = [
     ("a misspelt priority", "    gpusPerPod: 4\n", "    gpusPerPod: 4\n    priority: standrd\n",
      ["33: jobs[research-training].priority: 'standrd' is not a tier of queueing.priorities (production, standard, "
       "best-effort); did you mean standard?"]),
-    ("a missing key", "    gpusPerPod: 2\n", "",
-     ["20: jobs[research-batch].gpusPerPod: required but not set (GPUs each pod requests, in the flavor's units (slices "
-      "on a time-sliced flavor).)"]),
+    ("a missing key", "    arrivals: {perHour: 3}\n", "",
+     ["20: jobs[research-batch].arrivals: required but not set (When jobs arrive.)"]),
+    ("no request", "    gpusPerPod: 2\n", "",
+     ["20: jobs[research-batch]: give exactly one of gpusPerPod (a device-plugin request) or claimTemplate (a DRA "
+      "claim)"]),
     ("both kinds of arrivals", "arrivals: {perHour: 3}", "arrivals: {perHour: 3, at: [1h]}",
      ["24: jobs[research-batch].arrivals: give exactly one of perHour (Poisson) or at (listed offsets)"]),
     ("a huge rate", "arrivals: {perHour: 3}", "arrivals: {perHour: 5000000}",
