@@ -225,6 +225,13 @@ _IN_LINE = re.compile(rb"[^\x00]")
 _OVERFLOW = 255  # the id every shape of a queue past its 254th shares: never skipped in bulk, looked at one by one
 
 
+def _order_key(item: tuple[int, float, str, Workload]) -> tuple[int, float, str]:
+    """A queue entry's place without its workload: names are unique among a queue's live workloads, and a
+    lookup of a workload no longer queued (deleted, its key submitted again) must find nothing, not compare
+    two workload objects."""
+    return item[0], item[1], item[2]
+
+
 class Pending:
     """One ClusterQueue's pending workloads, in the order and under the requeue rules of models/kueue's PendingQueue
     (`queue_order`, `back_in_line`, `keeps_head`; pkg/cache/queue/cluster_queue.go), laid out so that a run of
@@ -263,7 +270,7 @@ class Pending:
         return self.shape_ids[shape]
 
     def _index(self, workload: Workload) -> int | None:
-        index = bisect_left(self.items, queue_order(workload))
+        index = bisect_left(self.items, queue_order(workload)[:3], key=_order_key)
         if index < len(self.items) and self.items[index][3] is workload:
             return index
         return None
@@ -271,7 +278,7 @@ class Pending:
     def push(self, workload: Workload, shape: Shape) -> None:
         """In line at its place in the queue's order."""
         item = queue_order(workload)
-        index = bisect_left(self.items, item)
+        index = bisect_left(self.items, item[:3], key=_order_key)
         shape_id = self._id(shape)
         self.items.insert(index, item)
         self.ids.insert(index, shape_id)
@@ -281,6 +288,8 @@ class Pending:
 
     def remove(self, workload: Workload) -> None:
         """Out of the queue (admitted, or deleted while pending)."""
+        if self.sticky is workload:
+            self.sticky = None  # a deleted preemptor no longer holds its queue's head
         index = self._index(workload)
         if index is None:
             return
