@@ -25,7 +25,7 @@
 #                             build/plan-STACK-WORKLOAD/plan.md, plan.json, frontier.png, the planned stack file and its diff
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): CPU s, scaling, peak RSS
 #   make simulate-fleet WORKERS="prod tests/fixtures/fleet/prod-eu.yaml" [WORKLOAD=...] [SEEDS=5] [SPLIT=first]
-#                 [DISPATCHER=incremental]
+#                 [DISPATCHER=incremental]   (or MANAGER=<manager stack>: its gpu-platform:fleet workers)
 #                             a fleet of worker stacks behind one MultiKueue queue against the same clusters each
 #                             with its own queues: build/sim-fleet-WORKERS-WORKLOAD/report.json, report.md
 #   make claims               the design's five claims from replications (sim/claims.py): build/claims/claims.json
@@ -134,7 +134,8 @@ FLEET_WORKLOAD ?= workloads/alibaba-gpu-2023.yaml
 # A fleet (docs/fleet-simulation.md): WORKERS are stack names or stack files; the fleet and its baseline (each cluster
 # with its own queues) on the same seeds; SPLIT=first homes all work on the first worker (a burst one region sees).
 simulate-fleet: $(VENV)/.installed
-	$(PY) -m offline simulate-fleet --workers "$$(echo $(WORKERS) | tr ' ' ',')" --workload $(FLEET_WORKLOAD) \
+	$(PY) -m offline simulate-fleet $(if $(MANAGER),--stack $(MANAGER),--workers "$$(echo $(WORKERS) | tr ' ' ',')") \
+	  --workload $(FLEET_WORKLOAD) \
 	  --seed $(SEED) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(SPLIT),--split $(SPLIT)) $(if $(DISPATCHER),--dispatcher $(DISPATCHER))
 
 # The simulator's cost on prod with the Alibaba trace replayed 1x, 4x and 16x; figures, not a test.

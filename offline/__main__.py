@@ -127,7 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                           help="off the static baseline's on-demand prices, e.g. 0.3 (stated in the report; default 0)")
     fleet = commands.add_parser("simulate-fleet", help="a fleet of worker stacks behind one MultiKueue queue against "
                                 "the same clusters each with its own queues (docs/fleet-simulation.md)")
-    fleet.add_argument("--workers", required=True, help="worker stacks, comma-separated: names or stack file paths")
+    fleet_from = fleet.add_mutually_exclusive_group(required=True)
+    fleet_from.add_argument("--workers", help="worker stacks, comma-separated: names or stack file paths")
+    fleet_from.add_argument("--stack", help="a manager stack: its gpu-platform:fleet workers and workerLostTimeout")
     fleet.add_argument("--workload", type=Path, required=True)
     fleet.add_argument("--seed", type=int, default=0)
     fleet.add_argument("--seeds", help="replications: a count from --seed (10) or a range (3-12)")
@@ -192,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_INVALID_CONFIG
-        return fleet_main(args.workers.split(","), args.workload, args.out, seeds=fleet_seeds, dispatcher=args.dispatcher,
-                          step_size=args.step_size, latency=args.dispatch_latency, split=args.split)
+        return fleet_main(args.workers.split(",") if args.workers else [], args.workload, args.out, seeds=fleet_seeds,
+                          dispatcher=args.dispatcher, step_size=args.step_size, latency=args.dispatch_latency,
+                          split=args.split, manager=args.stack)
 
     if args.command == "validate":
         from .validate import main as validate_main

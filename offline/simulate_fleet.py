@@ -3,7 +3,8 @@ stacks behind one MultiKueue manager queue against the same clusters each with i
 same seeds; report.json and report.md in build/sim-fleet-<workers>-<workload>/.
 
 A worker is a stack name (`Pulumi.<name>.yaml`) or a stack file's path; its MultiKueueCluster name is the stack's
-name (the file's stem) and its region the stack's `aws:region`.
+name (the file's stem) and its region the stack's `aws:region`. `--stack <manager>` instead reads the workers from a
+manager stack's `gpu-platform:fleet` (config/fleet.py), with its `workerLostTimeout`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from config import ConfigError
 from config.errors import counted
-from models.kueue.multikueue_dispatch import ALL_AT_ONCE, INCREMENTAL
+from config.fleet import KEY
+from models.kueue.multikueue_dispatch import ALL_AT_ONCE, DEFAULT_WORKER_LOST_TIMEOUT_SECONDS, INCREMENTAL
 from sim.fleet import FleetError, FleetScenario, Worker, check_fleet
 from sim.fleet_report import fleet_json, fleet_report, render_fleet, run_fleet
 from sim.workload import WorkloadError, read_workload
@@ -40,10 +42,29 @@ def load_worker(entry: str, project_dir: Path = PROJECT_DIR) -> Worker:
     return Worker(stack.stack, config.region, config)
 
 
+def manager_fleet(stack: str, project_dir: Path = PROJECT_DIR) -> tuple[list[str], float]:
+    """A manager stack's workers (its `gpu-platform:fleet.workers`, the MultiKueueConfig's cluster order) and its
+    `workerLostTimeout` in seconds; `FleetError` for a stack that is not a manager. The dispatcher is Kueue's
+    default, AllAtOnce, as the manager's Configuration leaves it (config/fleet.py `manager_multikueue`)."""
+    config = load_config(load_stack(stack, project_dir))
+    fleet = config.fleet
+    if fleet.role != "manager":
+        raise FleetError(f"--stack {stack}: {KEY}.role is {fleet.role}, not manager: give a manager stack, whose "
+                         "`workers` the fleet runs, or name the workers with --workers")
+    return list(fleet.workers), float(fleet.worker_lost_timeout_seconds)
+
+
 def main(workers: list[str], workload_path: Path, out_dir: Path | None, *, seeds: list[int], dispatcher: str,
-         step_size: int, latency: float, split: str, processes: int | None = None) -> int:
+         step_size: int, latency: float, split: str, processes: int | None = None, manager: str | None = None,
+         project_dir: Path = PROJECT_DIR) -> int:
+    worker_lost_timeout = DEFAULT_WORKER_LOST_TIMEOUT_SECONDS
     try:
-        fleet = tuple(load_worker(entry) for entry in workers)
+        if manager is not None:
+            workers, worker_lost_timeout = manager_fleet(manager, project_dir)
+        fleet = tuple(load_worker(entry, project_dir) for entry in workers)
+    except FleetError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_INVALID
     except StackNotFound as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INVALID
@@ -58,8 +79,9 @@ def main(workers: list[str], workload_path: Path, out_dir: Path | None, *, seeds
     started = time.perf_counter()
     try:
         workload = read_workload(workload_path).workload
-        scenario = FleetScenario(fleet, workload, str(workload_path), PROJECT_DIR, split=split,
-                                 dispatcher=DISPATCHERS[dispatcher], step_size=step_size, latency=latency)
+        scenario = FleetScenario(fleet, workload, str(workload_path), project_dir, split=split,
+                                 dispatcher=DISPATCHERS[dispatcher], step_size=step_size, latency=latency,
+                                 worker_lost_timeout=worker_lost_timeout)
         check_fleet(scenario)
         runs = run_fleet(scenario, seeds, processes)
     except FleetError as err:

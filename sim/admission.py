@@ -143,9 +143,20 @@ class ModelKueue:
         preempt) joins its cycle with that assignment, without a search: it still takes its place in the
         cycle's order, as in Kueue. A cycle whose heads are all such ones changes nothing and is not run, and
         a run of such cycles is taken in one step (`Pending.known_run`, `Pending.skip`), so every cycle that
-        is run has the heads the loop would reach one iteration at a time."""
+        is run has the heads the loop would reach one iteration at a time.
+
+        A workload admitted and then preempted within the call (the simulator never saw it run) leaves its queue
+        until the call ends, as every other victim does (the engine requeues those after the call): in Kueue a
+        preempted workload is requeued only once its job is stopped and its quota reservation cleared, a
+        workload update that comes after the scheduling cycle that preempted it
+        (pkg/controller/jobframework/reconciler.go@v0.19.2 stops an evicted job, then clears the reservation;
+        pkg/controller/core/workload_controller.go@v0.19.2 requeues it, with a backoff only after a
+        waitForPodsReady or AdmissionCheck eviction, none after a preemption). Requeued within the call
+        instead, a victim ordered ahead of its preemptor (fair sharing orders by share, then priority) takes
+        back the quota just freed, and is preempted again, for ever within one instant."""
         admitted: dict[int, Admission] = {}
         preempted: list[int] = []
+        requeued: list[int] = []
         queues = list(self.queues.values())
         while True:
             if not any(queue.sticky_in_line() for queue in queues):
@@ -191,7 +202,8 @@ class ModelKueue:
                 if victim in admitted:
                     # Admitted and preempted within this call: the simulator never saw it run; it waits again.
                     del admitted[victim]
-                    self._requeue_evicted(victim, now)
+                    self._unreserve(victim)
+                    requeued.append(victim)
                     changed = True
                 elif victim in self.admitted:
                     self.evict(victim)
@@ -199,22 +211,25 @@ class ModelKueue:
                     changed = True
             if not changed:
                 break
-        return Decisions(tuple(preempted), tuple(admitted.values()))
+        for key in requeued:
+            workload = self.workloads[key]
+            workload.evicted = False
+            workload.timestamp = now
+            self.queues[workload.cluster_queue].push(workload, self.shapes[workload])
+        return Decisions(tuple(preempted), tuple(admitted.values()), tuple(requeued))
 
     def _known(self, shape: Shape) -> bool:
         """The flavor search found NoFit for this shape at the current usage."""
         known = self.no_fit.get(shape)
         return known is not None and known[0] == self.version
 
-    def _requeue_evicted(self, key: int, now: float) -> None:
+    def _unreserve(self, key: int) -> None:
+        """A workload admitted within this call is preempted: its quota freed, it is in no queue until the call ends."""
         workload = self.workloads[key]
         self.admitted.discard(key)
         self.snapshot.remove_workload(workload)
         self.version += 1
         self._quota_changed(workload.cluster_queue)
-        workload.evicted = False
-        workload.timestamp = now
-        self.queues[workload.cluster_queue].push(workload, self.shapes[workload])
 
     def pending(self) -> dict[str, int]:
         return {name: len(queue) for name, queue in self.queues.items() if len(queue)}

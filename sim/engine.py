@@ -174,6 +174,8 @@ class Simulation:
             self.submit(victim)
         for admission in decisions.admitted:
             self._admit(self.groups[admission.key], self.flavors[admission.flavor])
+        if decisions.requeued:
+            self.request_cycle()
         self._bind_pending()
 
     def _admit(self, group: Group, flavor: FlavorPlan) -> None:

@@ -148,34 +148,6 @@ def check_fleet(scenario: FleetScenario) -> None:
         check(worker.config, scenario.workload, scenario.source, project_dir=scenario.project_dir)
 
 
-class WorkerModelKueue(ModelKueue):
-    """sim/admission.py's Kueue with one guard for a fleet's workers: a workload admitted and preempted again and
-    again within one scheduling call (a victim re-admitted ahead of its preemptor, which then preempts it again:
-    seen with fair sharing when copies of one workload hold quota on two workers) waits for the worker's next
-    cycle instead, so one instant cannot loop for ever. Real Kueue spreads the same churn over cycles, since an
-    eviction takes time; the victim keeps its place in the queue (its timestamp is the eviction's)."""
-
-    REPEATS = 3  # requeues of one workload within one call before it waits for the next cycle
-
-    def schedule(self, now: float) -> Decisions:
-        self._repeats: dict[int, int] = {}
-        self._deferred: list[int] = []
-        decisions = super().schedule(now)
-        for key in self._deferred:
-            workload = self.workloads.get(key)
-            if workload is not None and key not in self.admitted:
-                self.queues[workload.cluster_queue].push(workload, self.shapes[workload])
-        return decisions
-
-    def _requeue_evicted(self, key: int, now: float) -> None:
-        super()._requeue_evicted(key, now)
-        self._repeats[key] = self._repeats.get(key, 0) + 1
-        if self._repeats[key] > self.REPEATS and key not in self._deferred:
-            workload = self.workloads[key]
-            self.queues[workload.cluster_queue].remove(workload)
-            self._deferred.append(key)
-
-
 class WorkerKueue:
     """The worker's Kueue (sim/admission.py) behind the seam, holding back the admissions of copies the manager
     has not chosen: their quota is reserved on the worker, but no job (no pods) exists there yet."""
@@ -218,7 +190,7 @@ class WorkerKueue:
         for key in decisions.preempted:
             if self.held.pop(key, None) is None:
                 self.fleet.evicted(self.worker, key)
-        return Decisions(decisions.preempted, tuple(admitted))
+        return Decisions(decisions.preempted, tuple(admitted), decisions.requeued)
 
     def choose(self, key: int) -> bool:
         """The manager created the job for copy `key` here: its reserved admission goes to the engine (True),
@@ -269,7 +241,7 @@ class Fleet:
         self.sims: dict[str, Simulation] = {}
         self.kueues: dict[str, WorkerKueue] = {}
         for worker in scenario.workers:
-            kueue = WorkerKueue(WorkerModelKueue(worker.config, False), worker.name, self)
+            kueue = WorkerKueue(ModelKueue(worker.config, False), worker.name, self)
             sim = Simulation(worker.config, workload, cast(Any, kueue), Options(seed))
             sim.clock = self.clock
             sim.ledger = facts.Ledger(self.clock.end)

@@ -36,10 +36,13 @@ class Admission:
 @dataclass(frozen=True)
 class Decisions:
     """What scheduling decided: workloads preempted (their quota already released; they are neither admitted
-    nor queued, the simulator stops and requeues them), and admissions, in order."""
+    nor queued, the simulator stops and requeues them), and admissions, in order. `requeued`: workloads
+    admitted and preempted within the same scheduling call, back in their queues when it ended; the caller
+    runs another call for them, as their requeue triggers one in Kueue."""
 
     preempted: tuple[int, ...]
     admitted: tuple[Admission, ...]
+    requeued: tuple[int, ...] = ()
 
 
 class Kueue(Protocol):

@@ -265,3 +265,54 @@ def test_the_loop_admits_and_preempts_what_kueues_loop_does_head_by_head(dev_con
         for victim in decisions.preempted:
             live.remove(victim)
         assert fast.pending() == {name: len(q) for name, q in reference.queues.items() if len(q)}, step
+
+
+# prod as shipped, H100 (h100-on-demand) quotas: llm-training nominal 16 (fairShareWeight 2), inference 8 (lends 4),
+# data-science 8 (borrowingLimit 8), experiments 0 (borrowingLimit 8, fairShareWeight 0.5); one cohort tree holds
+# 16 + 8 + 8 = 32 H100s. Thirteen single-pod workloads queued at one instant (key, ClusterQueue, flavor, priority,
+# GPUs); every admission in one scheduling call:
+PREEMPTEE_AHEAD = (
+    (6, "llm-training", "h100-on-demand", 1000, 1), (7, "inference", "h100-on-demand", 1000, 2),
+    (9, "llm-training", "h100-on-demand", 100, 1), (10, "llm-training", "h100-on-demand", 500, 1),
+    (13, "llm-training", "h100-on-demand", 100, 1), (14, "experiments", "a100-spot", 500, 8),
+    (16, "inference", "h100-on-demand", 100, 1), (17, "llm-training", "h100-on-demand", 500, 1),
+    (18, "experiments", "h100-on-demand", 100, 1), (20, "inference", "h100-on-demand", 500, 4),
+    (24, "llm-training", "h100-on-demand", 1000, 8), (25, "data-science", "h100-on-demand", 100, 4),
+    (28, "data-science", "h100-on-demand", 100, 8),
+)
+
+
+@pytest.fixture(scope="module")
+def prod_config():
+    return load(shipped_document("prod"))
+
+
+def test_a_workload_preempted_in_the_call_that_admitted_it_waits_for_the_next_call(prod_config):
+    """The cycles admit 24, 7, 25, 14 | 6, 28, 20, 18 | 10, 16 | 17 | 13 (14 on A100s): all 32 H100s, llm-training
+    12, inference 7, data-science 12, experiments' 18 one. Then llm-training's 9 (its 13th GPU, within its nominal
+    16) has no room and preempts experiments' 18. Fair sharing's order puts experiments' 18 ahead of 9 in the
+    next cycle: requeued within the call, 18 took back the GPU and 9 preempted it again, for ever. Requeued when
+    the call ends (as Kueue requeues a victim once its reservation is cleared, after the cycle that preempted it),
+    18 leaves the GPU to 9 and waits; the next call finds no room for it and changes nothing."""
+
+    unreserved: list[int] = []
+
+    class Counted(ModelKueue):
+        def _unreserve(self, key: int) -> None:
+            unreserved.append(key)
+            if len(unreserved) > 3:
+                raise AssertionError(f"preempted again and again within one call: {unreserved}")
+            super()._unreserve(key)
+
+    kueue = Counted(prod_config, False)
+    for key, queue, flavor, priority, gpus in PREEMPTEE_AHEAD:
+        kueue.submit(QueuedWorkload(key, queue, priority, 0.0, 1, gpus, (flavor,)))
+    decisions = kueue.schedule(0.0)
+    assert unreserved == [18]
+    assert decisions.preempted == ()
+    assert decisions.requeued == (18,)
+    assert sorted(a.key for a in decisions.admitted) == [6, 7, 9, 10, 13, 14, 16, 17, 20, 24, 25, 28]
+    assert kueue.pending() == {"experiments": 1}
+    again = kueue.schedule(0.0)
+    assert (again.preempted, again.admitted, again.requeued) == ((), (), ())
+    assert kueue.pending() == {"experiments": 1}

@@ -37,7 +37,7 @@ from sim.fleet_report import fleet_ledger, measure
 from sim.measures import WAIT_MEAN
 from sim.workload import load_workload
 
-from .conftest import load, shipped_document
+from .conftest import SHIPPED_STACKS_DIR, load, shipped_document
 
 FLEET_DIR = Path(__file__).resolve().parent / "fixtures" / "fleet"
 WORKERS = ("a", "b", "c", "d", "e")
@@ -160,3 +160,61 @@ def test_a_fleet_whose_workers_disagree_on_tenants_is_refused(workers, three_job
     odd = Worker("odd", "us-east-1", load(doc))
     with pytest.raises(FleetError, match=r"^worker odd: tenants .* differ from worker prod's"):
         check_fleet(FleetScenario((workers[0], odd), three_jobs))
+
+
+@pytest.fixture(scope="module")
+def fragmented(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fleet") / "fragmented.yaml"
+    path.write_text(yaml.safe_dump({
+        "description": "a job its quota admits and no node holds", "start": "2026-06-01T06:00:00Z", "duration": "4h",
+        "sampleInterval": "10m", "spot": {"interruptionsPerNodeHour": 0},
+        "launchToReady": {"p4d": {"medianSeconds": 300, "p95Seconds": 300}},
+        "jobs": [{"name": "five", "tenant": "llm-training", "flavors": ["a100-spot"], "gpusPerPod": 5,
+                  "arrivals": {"at": ["10m", "10m"]}, "duration": {"fixed": "3h"}},
+                 {"name": "six", "tenant": "llm-training", "flavors": ["a100-spot"], "gpusPerPod": 6,
+                  "arrivals": {"at": ["20m"]}, "duration": {"fixed": "10m"}}],
+    }))
+    return load_workload(path)
+
+
+def test_a_job_no_node_holds_is_dispatched_again_at_once_where_one_cluster_backs_off(workers, fragmented):
+    """prod alone behind the manager. Two 5-GPU jobs (copies at 602, created at 606) take one 8-GPU A100 node each
+    (Ready at 907, run until 907 + 10800 = 11707): the NodePool's limit of 16 GPUs is reached with 3 free on each.
+    The 6-GPU job arriving at 1200 fits llm-training's quota (10 + 6 = 16) and no node: admitted on prod (job
+    created at 1206), its pod Pending until waitForPodsReady evicts it after 2700 s (node launch and
+    registration, setup, server startup). MultiKueue sets its check to Retry and the manager requeues it with no
+    backoff: copy at +4, job created at +8, so admitted at 1206 + k (2700 + 8) until a node frees at 11707, where
+    the admission of 9330 binds. One cluster with its own queue requeues it after waitForPodsReady's backoff,
+    60 s doubling: admitted at 1200, 3900 + 60, 6660 + 120, 9480 + 240."""
+    fleet = _run(FleetScenario(workers[:1], fragmented, split=FIRST))
+    assert _admissions(fleet)[3] == [1206.0, 3914.0, 6622.0, 9330.0]
+    ledger, _ = fleet_ledger(fleet)
+    assert [(f.key, f.at) for f in ledger.started if f.key <= 3] == [(1, 907.0), (2, 907.0), (3, 11707.0)]
+    baseline = _run(FleetScenario(workers[:1], fragmented, split=FIRST).baseline())
+    assert _admissions(baseline)[3] == pytest.approx([1200.0, 3960.0, 6780.0, 9720.0], abs=0.1)
+
+
+def test_a_manager_stack_gives_the_fleet_its_workers_and_lost_timeout(tmp_path, capsys):
+    from offline.simulate_fleet import main, manager_fleet
+
+    shipped_project = tmp_path / "project"
+    shipped_project.mkdir()
+    for stack in ("fleet-manager", "fleet-worker-usw2"):
+        text = (SHIPPED_STACKS_DIR / f"{stack}.yaml").read_text()
+        (shipped_project / f"Pulumi.{stack}.yaml").write_text(text.replace("workerLostTimeout: 15m", "workerLostTimeout: 7m"))
+    assert manager_fleet("fleet-manager", shipped_project) == (["fleet-worker-usw2"], 420.0)
+    with pytest.raises(FleetError, match=r"^--stack fleet-worker-usw2: gpu-platform:fleet.role is worker, not manager"):
+        manager_fleet("fleet-worker-usw2", shipped_project)
+    workload = tmp_path / "two-jobs.yaml"
+    workload.write_text(yaml.safe_dump({
+        "description": "two jobs", "start": "2026-06-01T06:00:00Z", "duration": "1h", "sampleInterval": "10m",
+        "jobs": [{"name": "j", "tenant": "ml-research", "flavors": ["l40s-on-demand"], "gpusPerPod": 1,
+                  "arrivals": {"at": ["5m", "6m"]}, "duration": {"fixed": "10m"}}],
+    }))
+    common = dict(seeds=[0], dispatcher="all-at-once", step_size=3, latency=2.0, split="alternate", processes=1,
+                  project_dir=shipped_project)
+    assert main([], workload, tmp_path / "out", manager="fleet-worker-usw2", **common) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert main([], workload, tmp_path / "out", manager="fleet-manager", **common) == 0
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "fleet-worker-usw2 (us-west-2)" in report
