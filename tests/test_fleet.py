@@ -1,8 +1,9 @@
 """A MultiKueue fleet: the manager and worker as shipped (frozen copies), the fleet check, and MultiKueue's
 behaviour at Kueue v0.19.2 (models/kueue/multikueue.py) following one TrainJob and one worker outage.
 
-The worker renders once and the manager once per module; the manager's StackReference is answered with
-the worker's rendered outputs, as `python -m offline render` does (offline/fleet.py).
+The worker renders once and the manager once per session (tests/conftest.py `shared_render`, which
+tests/test_stacks.py's second render of the same content reuses); the manager's StackReference is answered
+with the worker's rendered outputs, as `python -m offline render` does (offline/fleet.py).
 """
 
 from __future__ import annotations
