@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+from pulumi.runtime import known_types, rpc
 from pulumi.runtime import mocks as sdk_mocks
 from pulumi.runtime import resource as sdk_resource
-from pulumi.runtime import rpc
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -238,6 +238,12 @@ def _run(
     # monitor never reads it, so the walk is skipped while the program runs here.
     capture = sdk_resource._get_stack_trace
     sdk_resource._get_stack_trace = _no_stack_trace
+    # The SDK asks whether a value holds an unknown some ten thousand times a render; its
+    # `rpc.contains_unknowns` defines a recursive closure on each call, a reference cycle (function,
+    # cell, annotations) that only the cyclic collector frees: most of a render's cyclic garbage. The
+    # same walk as module-level functions leaves none; output.py and rpc.py look it up on rpc each call.
+    sdk_contains_unknowns = rpc.contains_unknowns
+    rpc.contains_unknowns = _contains_unknowns
     # A render allocates several hundred thousand short-lived objects (outputs, futures, tasks) that
     # reference counting frees; at CPython's default thresholds the cyclic collector still runs a full
     # collection every few thousand allocations, a third to a half of a render's time, longer as a test
@@ -249,6 +255,7 @@ def _run(
     finally:
         gc.set_threshold(*thresholds)
         sdk_resource._get_stack_trace = capture
+        rpc.contains_unknowns = sdk_contains_unknowns
 
     if monitor.duplicate_urns:
         raise DuplicateUrnError(sorted(set(monitor.duplicate_urns)))
@@ -260,6 +267,25 @@ def _run(
         if is_secret:
             recording.secret_outputs.add(name)
     return recording
+
+
+def _contains_unknowns(val: Any) -> bool:
+    """pulumi/pulumi v3.272.0 sdk/python/lib/pulumi/runtime/rpc.py `contains_unknowns`, without its closure."""
+    return _holds_unknown(val, set())
+
+
+def _holds_unknown(value: Any, seen_ids: set[int]) -> bool:
+    if known_types.is_unknown(value):
+        return True
+    value_id = id(value)
+    if value_id in seen_ids:
+        return False
+    seen_ids.add(value_id)
+    if isinstance(value, dict):
+        return any(_holds_unknown(value[key], seen_ids) for key in value)
+    if isinstance(value, list):
+        return any(_holds_unknown(item, seen_ids) for item in value)
+    return False
 
 
 async def _resolve(value: Any) -> tuple[Any, bool]:

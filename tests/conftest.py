@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 import functools
 import gc
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,22 @@ def render(document: dict[str, Any], stack: str = "test", account: Account | Non
 def render_fixture(name: str) -> Recording:
     """The fixture rendered as a stack of its own name; shared by every test, so never change it."""
     return render(fixture_document(name), name)
+
+
+def shared_render(
+    stack: str, values: Mapping[str, str], secret_keys: Sequence[str], stack_outputs: Mapping[str, Mapping[str, Any]]
+) -> Recording:
+    """`stack` rendered from `values` with its StackReferences answered by `stack_outputs`, once per session
+    for every test that renders the same content (a root stack file and its frozen copy hold the same config);
+    shared, so never change it."""
+    return _shared_render(
+        stack, json.dumps(dict(values), sort_keys=True), tuple(secret_keys), json.dumps(stack_outputs, sort_keys=True)
+    )
+
+
+@functools.cache
+def _shared_render(stack: str, values: str, secret_keys: tuple[str, ...], stack_outputs: str) -> Recording:
+    return run_program(stack, json.loads(values), list(secret_keys), stack_outputs=json.loads(stack_outputs))
 
 
 @pytest.fixture(params=FIXTURES)

@@ -1,8 +1,9 @@
 """A MultiKueue fleet: the manager and worker as shipped (frozen copies), the fleet check, and MultiKueue's
 behaviour at Kueue v0.19.2 (models/kueue/multikueue.py) following one TrainJob and one worker outage.
 
-The worker renders once and the manager once per module; the manager's StackReference is answered with
-the worker's rendered outputs, as `python -m offline render` does (offline/fleet.py).
+The worker renders once and the manager once per session (tests/conftest.py `shared_render`, which
+tests/test_stacks.py's second render of the same content reuses); the manager's StackReference is answered
+with the worker's rendered outputs, as `python -m offline render` does (offline/fleet.py).
 """
 
 from __future__ import annotations
@@ -28,14 +29,14 @@ from models.kueue.constants import QUEUE_NAME_LABEL
 from models.kueue.integrations import framework_of
 from models.kueue.scheduler import ADMITTED, apply, schedule
 from models.kueue.workload import Workload, pod_sets
-from offline.engine import Recording, run_program
+from offline.engine import Recording
 from offline.fleet import fleet_check
 from offline.manifest_cluster import Cluster, rendered_objects
 from offline.stack import stack_config_from_mapping
 from offline.summary import render_summary
 from offline.validate import CustomResourceDefinitions
 
-from .conftest import load, project_path, shipped_document
+from .conftest import load, project_path, shared_render, shipped_document
 from .guards import rbac_allows
 
 MANAGER, WORKER = "fleet-manager", "fleet-worker-usw2"
@@ -45,7 +46,7 @@ TRAINJOB_CONTROLLER = "trainer.kubeflow.org/trainjob-controller"
 
 def _render(stack: str, outputs: dict[str, Any]) -> Recording:
     config = stack_config_from_mapping(stack, shipped_document(stack))
-    return run_program(stack, config.values, config.secret_keys, stack_outputs=outputs)
+    return shared_render(stack, config.values, config.secret_keys, outputs)
 
 
 @pytest.fixture(scope="module")

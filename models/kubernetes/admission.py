@@ -22,6 +22,8 @@ kubernetes/kubernetes v1.35.0, staging/src/k8s.io/apiserver/pkg/admission/plugin
 from __future__ import annotations
 
 import fnmatch
+import functools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,8 +70,8 @@ class Request:
 def admission_denials(objects: Sequence[Mapping[str, Any]], request: Request) -> list[str]:
     """The messages of every bound ValidatingAdmissionPolicy that refuses `request`."""
     policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"}
-    activation = bind(request.activation())
-    denials = []
+    activation = json.dumps(request.activation(), sort_keys=True)
+    denials: list[str] = []
     for binding in (o for o in objects if o["kind"] == "ValidatingAdmissionPolicyBinding"):
         policy = policies.get(binding["spec"]["policyName"])
         if policy is None or "Deny" not in binding["spec"]["validationActions"]:
@@ -82,14 +84,30 @@ def admission_denials(objects: Sequence[Mapping[str, Any]], request: Request) ->
             continue
         if not any(rule_matches(rule, request) for rule in policy["spec"]["matchConstraints"]["resourceRules"]):
             continue
-        unmet = _unmet_conditions(policy["spec"], activation)
-        if unmet is None:
-            continue
-        if unmet:
-            denials += unmet
-            continue
-        denials += _violations(policy["spec"], activation)
+        denials += _policy_denials(json.dumps(policy["spec"], sort_keys=True), activation)
     return denials
+
+
+# A policy's verdict on a request is a pure function of the two (JSON text here), and a table of attempts
+# asks the same policy about the same request many times (every identity, every subset of policies):
+# the CEL is evaluated once per pair.
+@functools.lru_cache(maxsize=4096)
+def _policy_denials(spec_json: str, activation_json: str) -> tuple[str, ...]:
+    """What a policy whose `matchConstraints` match says of the request: () when it admits it or a
+    matchCondition is false, else the messages of the failed conditions or of the failed validations."""
+    spec, activation = json.loads(spec_json), _bound(activation_json)
+    unmet = _unmet_conditions(spec, activation)
+    if unmet is None:
+        return ()
+    if unmet:
+        return tuple(unmet)
+    return tuple(_violations(spec, activation))
+
+
+@functools.lru_cache(maxsize=64)
+def _bound(activation_json: str) -> dict[str, Any]:
+    """A request's activation as CEL values, converted once for every policy that reads it."""
+    return bind(json.loads(activation_json))
 
 
 def _namespace_matches(selector: Mapping[str, Any], request: Request) -> bool:
