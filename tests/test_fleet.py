@@ -111,6 +111,13 @@ def test_each_worker_connects_through_the_secret_its_external_secret_writes_from
     }
     assert worker.outputs["clusterEndpoint"].endswith(".us-west-2.eks.amazonaws.com")
     assert multikueue.kubeconfig_problems(kubeconfig) == []
+    # Kueue builds its client with client-go's RESTConfigFromKubeConfig, which reads the current context: it must
+    # name a context whose cluster is the worker's and whose user carries the token.
+    contexts = {entry["name"]: entry["context"] for entry in kubeconfig["contexts"]}
+    users = {entry["name"]: entry["user"] for entry in kubeconfig["users"]}
+    context = contexts[kubeconfig["current-context"]]
+    assert context["cluster"] == entry["name"] == WORKER
+    assert users[context["user"]] == {"token": "a-service-account-token"}
 
 
 def test_the_token_store_reads_the_fleets_tokens_only_for_kueue_system(manager):
