@@ -62,10 +62,7 @@ def main(workers: list[str], workload_path: Path, out_dir: Path | None, *, seeds
         if manager is not None:
             workers, worker_lost_timeout = manager_fleet(manager, project_dir)
         fleet = tuple(load_worker(entry, project_dir) for entry in workers)
-    except FleetError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return EXIT_INVALID
-    except StackNotFound as err:
+    except (FleetError, StackNotFound) as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_INVALID
     except ConfigError as err:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from .constants import (
@@ -74,6 +74,25 @@ def _chain(queues: Mapping[str, Queue], name: str) -> list[Queue]:
     return chain
 
 
+def _first_past(
+    queues: Mapping[str, Queue],
+    name: str,
+    allocated: Mapping[str, Mapping[str, float]],
+    requested: Mapping[str, float],
+    bound: Callable[[ResourceQuota], float],
+) -> str | None:
+    """The first `<queue>/<resource>`, nearest queue first, whose `bound` the request would pass, else None."""
+    for queue in _chain(queues, name):
+        for resource in RESOURCES:
+            ceiling = bound(queue.share(resource))
+            wanted = requested.get(resource, 0)
+            if ceiling == UNLIMITED or not wanted:
+                continue
+            if ceiling < allocated.get(queue.name, {}).get(resource, 0) + wanted:
+                return f"{queue.name}/{resource}"
+    return None
+
+
 def over_limit(
     queues: Mapping[str, Queue], name: str, allocated: Mapping[str, Mapping[str, float]], requested: Mapping[str, float]
 ) -> str | None:
@@ -81,15 +100,7 @@ def over_limit(
 
     `allocated[queue][resource]`: what the queue already holds, its children's allocations included.
     """
-    for queue in _chain(queues, name):
-        for resource in RESOURCES:
-            limit = queue.share(resource).limit
-            wanted = requested.get(resource, 0)
-            if limit == UNLIMITED or not wanted:
-                continue
-            if limit < allocated.get(queue.name, {}).get(resource, 0) + wanted:
-                return f"{queue.name}/{resource}"
-    return None
+    return _first_past(queues, name, allocated, requested, lambda share: share.limit)
 
 
 def non_preemptible_over_quota(
@@ -99,15 +110,7 @@ def non_preemptible_over_quota(
     requested: Mapping[str, float],
 ) -> str | None:
     """The first `<queue>/<resource>` whose deserved quota a non-preemptible request would pass, else None."""
-    for queue in _chain(queues, name):
-        for resource in RESOURCES:
-            deserved = queue.share(resource).quota
-            wanted = requested.get(resource, 0)
-            if deserved == UNLIMITED or not wanted:
-                continue
-            if deserved < allocated_non_preemptible.get(queue.name, {}).get(resource, 0) + wanted:
-                return f"{queue.name}/{resource}"
-    return None
+    return _first_past(queues, name, allocated_non_preemptible, requested, lambda share: share.quota)
 
 
 def allocatable(
