@@ -58,6 +58,7 @@ class ModelKueue:
         self.units = {flavor.name: dict(flavor.resources_per_unit) for flavor in config.flavors}
         self.workloads: dict[int, Workload] = {}
         self.admitted: set[int] = set()
+        self.evicting: set[int] = set()  # preempted, their quota held until the simulator has stopped them
         # Usage changes so far, and the NoFit found per workload shape at a given count: a workload of the
         # same shape would find the same while usage is unchanged (the model is deterministic), so the flavor
         # search is not run again for it. Only the simulator's speed depends on this.
@@ -105,6 +106,7 @@ class ModelKueue:
         )
 
     def release(self, key: int) -> None:
+        self.evicting.discard(key)
         workload = self.workloads.pop(key, None)
         if workload is None:
             return
@@ -117,7 +119,12 @@ class ModelKueue:
         else:
             self.queues[workload.cluster_queue].remove(workload)
 
+    def release_evicted(self, key: int) -> None:
+        """The preempted workload's job has stopped: its reservation is cleared and its quota freed."""
+        self.evict(key)
+
     def evict(self, key: int) -> None:
+        self.evicting.discard(key)
         workload = self.workloads.pop(key)
         del self.shapes[workload]
         self.admitted.discard(key)
@@ -145,15 +152,17 @@ class ModelKueue:
         a run of such cycles is taken in one step (`Pending.known_run`, `Pending.skip`), so every cycle that
         is run has the heads the loop would reach one iteration at a time.
 
-        A workload admitted and then preempted within the call (the simulator never saw it run) leaves its queue
-        until the call ends, as every other victim does (the engine requeues those after the call): in Kueue a
-        preempted workload is requeued only once its job is stopped and its quota reservation cleared, a
-        workload update that comes after the scheduling cycle that preempted it
-        (pkg/controller/jobframework/reconciler.go@v0.19.2 stops an evicted job, then clears the reservation;
-        pkg/controller/core/workload_controller.go@v0.19.2 requeues it, with a backoff only after a
-        waitForPodsReady or AdmissionCheck eviction, none after a preemption). Requeued within the call
-        instead, a victim ordered ahead of its preemptor (fair sharing orders by share, then priority) takes
-        back the quota just freed, and is preempted again, for ever within one instant."""
+        A preemption frees nothing within the call: Kueue's scheduler only marks its targets evicted, and their
+        quota stays reserved, the preemptor pending at its queue's head, until the job is stopped and its
+        reservation cleared, workload updates that come after the cycle
+        (pkg/controller/jobframework/reconciler.go@v0.19.2 stops an evicted job and clears the reservation once the
+        job is no longer active; pkg/controller/core/workload_controller.go@v0.19.2 then requeues it, with a backoff
+        only after a waitForPodsReady or AdmissionCheck eviction, none after a preemption). The simulator does both
+        and calls `release_evicted`. A target admitted earlier in the same call (the simulator never saw it run)
+        is reported as `requeued` rather than preempted. Freed within the call instead, two queues whose fair
+        shares tie can take a GPU from each other for ever within one instant (Kueue's strategies allow it:
+        LessThanOrEqualToFinalShare admits a tie, LessThanInitialShare takes the last workload), where upstream
+        each round costs the eviction's round trips."""
         admitted: dict[int, Admission] = {}
         preempted: list[int] = []
         requeued: list[int] = []
@@ -199,37 +208,22 @@ class ModelKueue:
                     changed = changed or not entry.nominated
             for target in cycle.preempted:
                 victim = int(target.workload.name)
+                if victim in self.evicting:
+                    continue  # already being evicted: IssuePreemptions skips a workload evicted before
+                self.evicting.add(victim)
                 if victim in admitted:
-                    # Admitted and preempted within this call: the simulator never saw it run; it waits again.
                     del admitted[victim]
-                    self._unreserve(victim)
                     requeued.append(victim)
-                    changed = True
-                elif victim in self.admitted:
-                    self.evict(victim)
+                else:
                     preempted.append(victim)
-                    changed = True
             if not changed:
                 break
-        for key in requeued:
-            workload = self.workloads[key]
-            workload.evicted = False
-            workload.timestamp = now
-            self.queues[workload.cluster_queue].push(workload, self.shapes[workload])
         return Decisions(tuple(preempted), tuple(admitted.values()), tuple(requeued))
 
     def _known(self, shape: Shape) -> bool:
         """The flavor search found NoFit for this shape at the current usage."""
         known = self.no_fit.get(shape)
         return known is not None and known[0] == self.version
-
-    def _unreserve(self, key: int) -> None:
-        """A workload admitted within this call is preempted: its quota freed, it is in no queue until the call ends."""
-        workload = self.workloads[key]
-        self.admitted.discard(key)
-        self.snapshot.remove_workload(workload)
-        self.version += 1
-        self._quota_changed(workload.cluster_queue)
 
     def pending(self) -> dict[str, int]:
         return {name: len(queue) for name, queue in self.queues.items() if len(queue)}

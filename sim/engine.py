@@ -75,6 +75,14 @@ from .workload import Workload, seconds
 
 # Karpenter's provisioner batches pending pods for 1 s of quiet (BATCH_IDLE_DURATION, at most 10 s).
 PROVISIONING_BATCH_SECONDS = 1.0
+# From Kueue's preemption to the victim's quota freed: the scheduler marks it evicted, the job reconciler
+# suspends its job, the Job (or JobSet) controller deletes its pods, and once the job counts no active pod
+# the reconciler clears the reservation and the workload is requeued (kubernetes-sigs/kueue v0.19.2
+# pkg/controller/jobframework/reconciler.go, eviction: `!job.IsActive()`; a batch Job's `status.active`
+# leaves out terminating pods). Four watch-driven reconciles of a healthy control plane: the simulator
+# takes 2 s. A workload of Kueue's pod integration (a Deployment's pods) holds its quota until its pods
+# have stopped (pod_controller.go IsActive; FastQuotaReleaseInPodIntegration is alpha and off): not modelled.
+PREEMPTION_RELEASE_SECONDS = 2.0
 # How long a consolidation blocked by a budget waits before trying again (Karpenter re-evaluates every 10 s;
 # a minute keeps long budget windows cheap to simulate and moves a decision by under a minute).
 BUDGET_RETRY_SECONDS = 60.0
@@ -142,8 +150,7 @@ class Simulation:
 
     def submit(self, group: Group) -> None:
         """Queue the group in Kueue, stamped now (its creation, or its eviction when requeued)."""
-        queued = QueuedWorkload(group.key, group.tenant, group.priority, self.now, group.size, group.units_per_pod, group.flavors,
-                                group.claim.charge if group.claim else ())
+        queued = self._queued_workload(group, self.now)
         if not group.submitted:
             group.submitted = True
             self.created(group, admissibility.never_runs(self, group, queued))
@@ -151,6 +158,10 @@ class Simulation:
         group.queued = True
         self.kueue.submit(queued)
         self.request_cycle()
+
+    def _queued_workload(self, group: Group, timestamp: float) -> QueuedWorkload:
+        return QueuedWorkload(group.key, group.tenant, group.priority, timestamp, group.size, group.units_per_pod,
+                              group.flavors, group.claim.charge if group.claim else ())
 
     def end_attempt(self, group: Group, cause: str) -> None:
         """The group's current attempt is over (its pods' holds already closed); the next one starts afresh."""
@@ -171,12 +182,25 @@ class Simulation:
             self._stop(victim)
             self.end_attempt(victim, PREEMPTION)
             victim.admitted_at = None
-            self.submit(victim)
+            # Waiting again from its eviction (requeuingStrategy timestamp Eviction), its quota still held.
+            self.ledger.queued.append(Queued(key, self.now))
+            victim.queued = True
+            self.clock.call(PREEMPTION_RELEASE_SECONDS, self._evicted, victim, victim.generation, self.now)
+        for key in decisions.requeued:
+            group = self.groups[key]
+            self.clock.call(PREEMPTION_RELEASE_SECONDS, self._evicted, group, group.generation, self.now)
         for admission in decisions.admitted:
             self._admit(self.groups[admission.key], self.flavors[admission.flavor])
-        if decisions.requeued:
-            self.request_cycle()
         self._bind_pending()
+
+    def _evicted(self, group: Group, generation: int, evicted_at: float) -> None:
+        """A preempted workload's job has stopped: Kueue clears its reservation and queues it again, ordered by
+        its eviction's time. A workload deleted meanwhile released its quota when it went."""
+        if group.generation != generation or group.deleted:
+            return
+        self.kueue.release_evicted(group.key)
+        self.kueue.submit(self._queued_workload(group, evicted_at))
+        self.request_cycle()
 
     def _admit(self, group: Group, flavor: FlavorPlan) -> None:
         group.flavor = flavor

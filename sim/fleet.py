@@ -172,6 +172,9 @@ class WorkerKueue:
         self.inner.evict(key)
         self.fleet.evicted(self.worker, key)
 
+    def release_evicted(self, key: int) -> None:
+        self.inner.release_evicted(key)  # the manager heard of the preemption when it was issued
+
     def never_admits(self, workload: QueuedWorkload) -> bool:
         return self.inner.never_admits(workload)
 

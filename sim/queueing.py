@@ -35,10 +35,10 @@ class Admission:
 
 @dataclass(frozen=True)
 class Decisions:
-    """What scheduling decided: workloads preempted (their quota already released; they are neither admitted
-    nor queued, the simulator stops and requeues them), and admissions, in order. `requeued`: workloads
-    admitted and preempted within the same scheduling call, back in their queues when it ended; the caller
-    runs another call for them, as their requeue triggers one in Kueue."""
+    """What scheduling decided: workloads preempted (Kueue evicted them; their quota stays reserved, the preemptor
+    pending, until the simulator has stopped them and calls `release_evicted`), and admissions, in order.
+    `requeued`: workloads admitted and preempted within the same scheduling call (the simulator never saw them
+    run): their quota is held the same way, and the simulator queues them again once it is released."""
 
     preempted: tuple[int, ...]
     admitted: tuple[Admission, ...]
@@ -54,6 +54,9 @@ class Kueue(Protocol):
 
     def evict(self, key: int) -> None:
         """Evict an admitted workload (waitForPodsReady, a node lost): its quota is freed; it is not requeued."""
+
+    def release_evicted(self, key: int) -> None:
+        """A preempted workload's job has stopped: its quota reservation is cleared; it is not requeued."""
 
     def schedule(self, now: float) -> Decisions:
         """Run scheduling cycles until every queue's head has been tried against the current quota."""

@@ -9,6 +9,7 @@ production 1000, standard 500, best-effort 100; one L40S GPU per unit.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -78,10 +79,15 @@ def test_a_preemptor_waits_as_head_for_its_target_and_those_set_aside_come_back_
     assert admitted_keys(kueue, 5) == []
     kueue.submit(job(5, 4, at=6, priority=PRODUCTION))
     decisions = kueue.schedule(7)
-    # 5 preempts 1 (lower priority, its own queue), stays the head while 1 goes and is admitted; the quota 1
-    # gives back puts 2, 3, 4 back in line, and 4 + 4 + 4 + 4 = 16 holds them all.
+    # 5 preempts 1 (lower priority, its own queue) and stays the head: 1 holds its 16 until its job has stopped.
     assert decisions.preempted == (1,)
-    assert [a.key for a in decisions.admitted] == [5, 2, 3, 4]
+    assert decisions.admitted == ()
+    assert kueue.pending() == {ML: 4}
+    again = kueue.schedule(8)  # still held: 5 finds 1 again, already evicted, and nothing is reported twice
+    assert (again.preempted, again.admitted) == ((), ())
+    kueue.release_evicted(1)
+    # The 16 1 gives back puts 2, 3, 4 back in line behind the head 5, and 4 + 4 + 4 + 4 = 16 holds them all.
+    assert admitted_keys(kueue, 9) == [5, 2, 3, 4]
     assert kueue.pending() == {}
 
 
@@ -187,6 +193,7 @@ class Reference:
         self.kueue = kueue_for(config, False)  # its snapshot and Workload building only
         self.queues = {name: PendingQueue(q.queueing_strategy) for name, q in self.kueue.snapshot.cluster_queues.items()}
         self.admitted: set[int] = set()
+        self.evicting: set[int] = set()
 
     def submit(self, queued: QueuedWorkload) -> None:
         self.kueue.submit(queued)
@@ -194,6 +201,7 @@ class Reference:
 
     def release(self, key: int) -> None:
         workload = self.kueue.workloads.pop(key)
+        self.evicting.discard(key)
         if key in self.admitted:
             self.admitted.discard(key)
             self.kueue.snapshot.remove_workload(workload)
@@ -202,8 +210,11 @@ class Reference:
         else:
             self.queues[workload.cluster_queue].remove(workload)
 
-    def schedule(self, now: float) -> tuple[list[int], list[int]]:
-        admitted, preempted = [], []
+    def release_evicted(self, key: int) -> None:
+        self.release(key)
+
+    def schedule(self, now: float) -> tuple[list[int], list[int], list[int]]:
+        admitted, preempted, requeued = [], [], []
         while nominated := heads(self.queues.values()):
             cycle = schedule(self.kueue.snapshot, nominated)
             apply(self.kueue.snapshot, cycle, now)
@@ -216,35 +227,43 @@ class Reference:
                 else:
                     self.queues[entry.workload.cluster_queue].requeue(entry)
                     changed = changed or not entry.nominated
-            for target in cycle.preempted:
+            for target in cycle.preempted:  # marked evicted, their quota held until released
                 key = int(target.workload.name)
-                self.admitted.discard(key)
-                self.kueue.snapshot.remove_workload(target.workload)
-                for queue in self.queues.values():
-                    queue.queue_inadmissible()
-                if key in admitted:  # admitted and preempted in one call: it waits again, stamped now
+                if key in self.evicting:
+                    continue
+                self.evicting.add(key)
+                if key in admitted:
                     admitted.remove(key)
-                    target.workload.evicted = False
-                    target.workload.timestamp = now
-                    self.queues[target.workload.cluster_queue].push(target.workload)
+                    requeued.append(key)
                 else:
-                    del self.kueue.workloads[key]
                     preempted.append(key)
-                changed = True
             if not changed:
                 break
-        return admitted, preempted
+        return admitted, preempted, requeued
 
 
 def test_the_loop_admits_and_preempts_what_kueues_loop_does_head_by_head(dev_config):
     """Both queues, every tier, both flavors, sizes 1-16: many shapes, long runs of set-aside heads, preemption.
-    A preempted workload is gone from both (the simulator resubmits it under the same key later)."""
+    A preempted workload holds its quota until the next step releases it, then is gone from both (the simulator
+    resubmits it under the same key later); one admitted and preempted in one call is submitted again, stamped
+    with its eviction."""
     chance = random.Random(7)
     fast, reference = kueue_for(dev_config, False), Reference(dev_config)
     live: list[int] = []
+    evicted: list[tuple[int, float]] = []
+    submitted: dict[int, QueuedWorkload] = {}
     key = 0
+    preemptions = requeues = 0
     for step in range(90):
         now = float(step)
+        for victim, at in evicted:
+            fast.release_evicted(victim)
+            reference.release_evicted(victim)
+            if victim in submitted:  # admitted and preempted within one call: queued again
+                again = replace(submitted[victim], timestamp=at)
+                fast.submit(again)
+                reference.submit(again)
+        evicted = []
         for _ in range(chance.choice((0, 1, 3, 6))):
             key += 1
             queue = chance.choice((ML, ML, INFERENCE))
@@ -253,18 +272,25 @@ def test_the_loop_admits_and_preempts_what_kueues_loop_does_head_by_head(dev_con
                          chance.choice((STANDARD, STANDARD, PRODUCTION, BEST_EFFORT)), flavors)
             fast.submit(queued)
             reference.submit(queued)
+            submitted[key] = queued
             live.append(key)
         if live and chance.random() < 0.5:
             gone = live.pop(chance.randrange(len(live)))
             fast.release(gone)
             reference.release(gone)
         decisions = fast.schedule(now)
-        expected_admitted, expected_preempted = reference.schedule(now)
+        expected_admitted, expected_preempted, expected_requeued = reference.schedule(now)
         assert [a.key for a in decisions.admitted] == expected_admitted, step
         assert list(decisions.preempted) == expected_preempted, step
+        assert list(decisions.requeued) == expected_requeued, step
+        preemptions += len(decisions.preempted)
+        requeues += len(decisions.requeued)
         for victim in decisions.preempted:
             live.remove(victim)
+            del submitted[victim]
+        evicted = [(victim, now) for victim in (*decisions.preempted, *decisions.requeued)]
         assert fast.pending() == {name: len(q) for name, q in reference.queues.items() if len(q)}, step
+    assert preemptions > 5  # the run exercises preemption, not only admission
 
 
 # prod as shipped, H100 (h100-on-demand) quotas: llm-training nominal 16 (fairShareWeight 2), inference 8 (lends 4),
@@ -287,32 +313,32 @@ def prod_config():
     return load(shipped_document("prod"))
 
 
-def test_a_workload_preempted_in_the_call_that_admitted_it_waits_for_the_next_call(prod_config):
+def test_a_workload_preempted_in_the_call_that_admitted_it_holds_its_quota_until_released(prod_config):
     """The cycles admit 24, 7, 25, 14 | 6, 28, 20, 18 | 10, 16 | 17 | 13 (14 on A100s): all 32 H100s, llm-training
     12, inference 7, data-science 12, experiments' 18 one. Then llm-training's 9 (its 13th GPU, within its nominal
-    16) has no room and preempts experiments' 18. Fair sharing's order puts experiments' 18 ahead of 9 in the
-    next cycle: requeued within the call, 18 took back the GPU and 9 preempted it again, for ever. Requeued when
-    the call ends (as Kueue requeues a victim once its reservation is cleared, after the cycle that preempted it),
-    18 leaves the GPU to 9 and waits; the next call finds no room for it and changes nothing."""
+    16) has no room and preempts experiments' 18, which the call reports as requeued (never seen running), not
+    preempted. 18 keeps its GPU until its job has stopped, so 9 waits at its queue's head; freed within the call,
+    the two traded the GPU for ever at one instant.
 
-    unreserved: list[int] = []
-
-    class Counted(ModelKueue):
-        def _unreserve(self, key: int) -> None:
-            unreserved.append(key)
-            if len(unreserved) > 3:
-                raise AssertionError(f"preempted again and again within one call: {unreserved}")
-            super()._unreserve(key)
-
-    kueue = Counted(prod_config, False)
-    for key, queue, flavor, priority, gpus in PREEMPTEE_AHEAD:
-        kueue.submit(QueuedWorkload(key, queue, priority, 0.0, 1, gpus, (flavor,)))
+    Once released and queued again, 18 goes first again: at the root, product with 18 stays within its quota (7 + 1
+    of 8) while research with 9 borrows (24 + 1 of 24), and Kueue's fair sharing takes the non-borrowing entry
+    first (FairSharingPrioritizeNonBorrowing); 9, no longer fitting, is skipped and preempts 18 in the next cycle.
+    Kueue's own rules repeat the round at every release: each round costs an eviction, not nothing."""
+    kueue = ModelKueue(prod_config, False)
+    queued = {key: QueuedWorkload(key, queue, priority, 0.0, 1, gpus, (flavor,))
+              for key, queue, flavor, priority, gpus in PREEMPTEE_AHEAD}
+    for workload in queued.values():
+        kueue.submit(workload)
     decisions = kueue.schedule(0.0)
-    assert unreserved == [18]
     assert decisions.preempted == ()
     assert decisions.requeued == (18,)
-    assert sorted(a.key for a in decisions.admitted) == [6, 7, 9, 10, 13, 14, 16, 17, 20, 24, 25, 28]
-    assert kueue.pending() == {"experiments": 1}
-    again = kueue.schedule(0.0)
-    assert (again.preempted, again.admitted, again.requeued) == ((), (), ())
-    assert kueue.pending() == {"experiments": 1}
+    assert sorted(a.key for a in decisions.admitted) == [6, 7, 10, 13, 14, 16, 17, 20, 24, 25, 28]
+    assert kueue.pending() == {"llm-training": 1}
+    held = kueue.schedule(1.0)  # 18's reservation not yet cleared: nothing moves, nothing is reported twice
+    assert (held.preempted, held.admitted, held.requeued) == ((), (), ())
+    for at in (2.0, 4.0):
+        kueue.release_evicted(18)
+        kueue.submit(replace(queued[18], timestamp=at - 2.0))
+        again = kueue.schedule(at)
+        assert (again.preempted, again.admitted, again.requeued) == ((), (), (18,))
+        assert kueue.pending() == {"llm-training": 1}

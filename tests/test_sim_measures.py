@@ -23,6 +23,7 @@ from .test_sim_scenarios import BATCH, LAUNCH, MONDAY, dev
 
 G6E_XLARGE = 1.861  # config/catalog.py, USD per hour, 1 GPU
 G6E_12XLARGE = 10.49264  # 4 GPUs
+RELEASE = 2  # s from a preemption to its victim's quota freed (sim/engine.py PREEMPTION_RELEASE_SECONDS)
 
 
 def workload(**fields: Any) -> Workload:
@@ -45,8 +46,9 @@ def job(name: str, tenant: str, flavor: str, units: int, at: str, run_for: str, 
 def test_a_preempted_borrower_loses_its_run_and_useful_work_is_the_run_that_finishes():
     # ml-research's 16-slice job borrows inference's 4 lendable slices at 0 (nominal 12 + 4) on a g6e.12xlarge
     # (4 GPUs), bound at BATCH + LAUNCH. inference's 12-slice job at 1 h reclaims them: ml-research is
-    # preempted, inference runs on the same node 1 h -> 2 h; ml-research is admitted again at 2 h and
-    # runs its 5 h from zero on the same node, done at 7 h; the node goes 5 min later (consolidateAfter).
+    # preempted and stopped; its quota is freed RELEASE later, when inference is admitted and runs on the same
+    # node for 1 h; ml-research is admitted again at 2 h + RELEASE and runs its 5 h from zero on the same node,
+    # done at 7 h + RELEASE; the node goes 5 min later (consolidateAfter).
     jobs = [job("borrower", "ml-research", "l40s-on-demand", 16, "0s", "5h"),
             job("owner", "inference", "l40s-on-demand", 12, "1h", "1h")]
     figures = measure(run(dev(), workload(jobs=jobs)))
@@ -58,16 +60,17 @@ def test_a_preempted_borrower_loses_its_run_and_useful_work_is_the_run_that_fini
     assert research[m.restarts("preemption")] == 1
     assert inference[m.USEFUL] == pytest.approx(1 * 3)
     assert inference[m.LOST] == 0
-    provisioned = (7 * 3600 + 300 - BATCH) / 3600 * 4
+    provisioned = (7 * 3600 + RELEASE + 300 - BATCH) / 3600 * 4
     assert whole[m.PROVISIONED] == pytest.approx(provisioned)
-    # Idle: 4 GPUs before the first Ready, 1 GPU beside inference's 3 for an hour, 4 GPUs for the 5 minutes before
-    # consolidation: provisioned = allocated + headroom (none) + idle.
-    assert whole[m.IDLE] == pytest.approx((LAUNCH * 4 + 3600 * 1 + 300 * 4) / 3600)
-    assert whole[m.USD_PER_USEFUL] == pytest.approx((7 * 3600 + 300 - BATCH) / 3600 * G6E_12XLARGE / (20 + 3))
+    # Idle: 4 GPUs before the first Ready, 4 while ml-research's quota is released, 1 GPU beside inference's 3 for
+    # an hour, 4 GPUs for the 5 minutes before consolidation: provisioned = allocated + headroom (none) + idle.
+    assert whole[m.IDLE] == pytest.approx((LAUNCH * 4 + RELEASE * 4 + 3600 * 1 + 300 * 4) / 3600)
+    assert whole[m.USD_PER_USEFUL] == pytest.approx(
+        (7 * 3600 + RELEASE + 300 - BATCH) / 3600 * G6E_12XLARGE / (20 + 3))
     # The borrower's Kueue wait is its first admission (at once); its time to start the first Ready. Requeued
-    # after the preemption, it waits in Kueue from 1 h to 2 h of the 8 h: a mean queue length of 1/8.
+    # after the preemption, it waits in Kueue from 1 h to 2 h + RELEASE of the 8 h: a mean queue length just over 1/8.
     assert research[m.WAIT_MEAN] == 0.0 and research[m.START_MEAN] == pytest.approx(bound)
-    assert research[m.QUEUE_LENGTH] == pytest.approx(1 / 8)
+    assert research[m.QUEUE_LENGTH] == pytest.approx((3600 + RELEASE) / (8 * 3600))
 
 
 def test_an_expired_node_throws_away_the_run_of_the_job_on_it():
