@@ -98,8 +98,11 @@ def fraction_container_env_from(config_map_prefix: str, index: int = 0, init: bo
 
 
 def _requests_gpu(container: dict[str, Any]) -> bool:
-    """device_access.go `containerRequestsGPU`: a non-zero `nvidia.com/gpu` or MIG request."""
-    requests = container.get("resources", {}).get("requests", {})
+    """device_access.go `containerRequestsGPU`: a non-zero `nvidia.com/gpu` or MIG request; a limit alone counts, as
+    the API server copies limits into unset requests before admission (kubernetes v1.35.0 pkg/apis/core/v1/
+    defaults.go `SetDefaults_Pod`)."""
+    resources = container.get("resources", {})
+    requests = {**resources.get("limits", {}), **resources.get("requests", {})}
     return any(
         (name == "nvidia.com/gpu" or name.startswith("nvidia.com/mig-")) and str(qty) not in ("0", "")
         for name, qty in requests.items()
