@@ -383,6 +383,11 @@ NVIDIA_CASES = [
      FRACTION_FORM),
     ("fraction-prefix-not-kais-form", mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": "gpus"}), PREFIX),
      FRACTION_FORM),
+    # KAI's form with more after it: `<prefix>-mine-0` is no name the ConfigMap guard keeps from tenants.
+    ("fraction-prefix-past-kais-form",
+     mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": f"{PREFIX}-mine"}), PREFIX), FRACTION_FORM),
+    ("fraction-prefix-with-a-short-random-part",
+     mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": "p-x7k2p9-shared-gpu"}), PREFIX), FRACTION_FORM),
 ]
 
 
@@ -505,6 +510,15 @@ def test_a_fractional_pod_from_admission_to_placement_metrics_and_cost():
     prefix = generated_prefix(written, RANDOM)
     assert prefix == PREFIX
     admitted = mutated(written, prefix)
+    fraction_container, sidecar = admitted["spec"]["containers"]
+    assert fraction_container["env"] == [
+        {"name": key, "valueFrom": {"configMapKeyRef": {"key": key, "name": "p-x7k2p9q-shared-gpu-0"}}}
+        for key in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
+    ]
+    assert fraction_container["envFrom"] == [{"configMapRef": {"name": "p-x7k2p9q-shared-gpu-0-evar", "optional": False}}]
+    assert sidecar["env"] == VOIDED
+    assert admitted["spec"]["volumes"] == [{"name": "p-x7k2p9q-shared-gpu-0-vol",
+                                           "configMap": {"name": "p-x7k2p9q-shared-gpu-0"}}]
     assert denials(objects(), "", "pods", admitted, "tenant-admin") == []
     # 2. Kueue: the pod's nodeSelector rules out the CPU flavor; its cpu and memory are charged to the KAI pool's
     #    flavor, its fraction to nothing Kueue reads.
