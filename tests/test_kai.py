@@ -173,6 +173,9 @@ def test_kais_admission_accepts_what_its_validator_accepts(annotations, whole, r
         ({"warmStart": {"headroom": {"gpus": 4, "gpusPerPod": 4}}},
          f"{P}[gpu-l4-kai]: scheduler: kai cannot take back warm-start headroom (placeholders only the default "
          "scheduler preempts): set warmStart.headroom.gpus: 0"),
+        ({"amiFamily": "bottlerocket"},
+         f"{P}[gpu-l4-kai]: scheduler: kai hands fractions their GPU through NVIDIA_VISIBLE_DEVICES, which bottlerocket's "
+         "container toolkit ignores from tenant containers: set amiFamily: al2023"),
         ({"scheduler": "default", "sharing": {"shareBetweenTenants": True}},
          f"{P}[gpu-l4-kai]: sharing.shareBetweenTenants applies to time-sliced pools and pools with scheduler: kai; "
          "this pool hands out whole GPUs: remove it"),
