@@ -23,8 +23,9 @@ kai-scheduler/KAI-Scheduler v0.17.0:
   gpu_sharing.go `PreBind` for both ConfigMaps): the binder creates the ConfigMap when absent; when one exists
   it patches it: if its owners differ, to the binder's owners and empty data (a JSON merge patch from the found
   object to the desired one drops its keys), else keeping every key and adding none. It sets no labels, only an
-  ownerReference to the pod (no `controller`), so nothing but the writer's identity and the name tells KAI's ConfigMap from a tenant's;
-  the binder deletes both on a failed bind (`Rollback`), the garbage collector when the pod goes.
+  ownerReference to the pod (no `controller`), so nothing but the writer's identity and the name tells KAI's
+  ConfigMap from a tenant's; the binder deletes both on a failed bind (`Rollback`), the garbage collector when the
+  pod goes.
 - pkg/admission/webhook/v1alpha2/deviceaccess/device_access.go (on with the Config's
   `admission.blockNvidiaVisibleDevices`, chart value `global.blockNvidiaVisibleDevices`, off by default;
   cmd/admission/main.go `registerPlugins`): KAI's webhook gives every container but the fraction's that
