@@ -325,8 +325,14 @@ def kai_pod(pool: str = KAI_POOL, scheduler: str | None = SCHEDULER_NAME, queue:
         spec["schedulerName"] = scheduler
     labels = {} if queue is None else {KAI_QUEUE_LABEL: queue}
     obj = pod(metadata={"labels": labels, "annotations": dict(annotations or {})}, **spec)
+    return default_pod(obj, {}, *kai_kueue_settings())
+
+
+@functools.cache
+def kai_kueue_settings() -> tuple[tuple[str, ...], bool]:
+    """The KAI render's Kueue frameworks and manageJobsWithoutQueueName, parsed once."""
     config = kueue_manager_config(kai_recording())
-    return default_pod(obj, {}, tuple(config["integrations"]["frameworks"]), bool(config["manageJobsWithoutQueueName"]))
+    return tuple(config["integrations"]["frameworks"]), bool(config["manageJobsWithoutQueueName"])
 
 
 def kai_pod_sent(**changes: Any) -> Callable[[Objects], Sent]:
@@ -1128,6 +1134,10 @@ def test_kais_fraction_and_a_voided_whole_gpu_are_admitted_whoever_sends_them(wh
     fraction["spec"]["containers"].append(dict(CUDA_SIDECAR))
     for obj in (mutated(fraction, KAI_PREFIX), kai_handed_on(resources=WHOLE_GPU, env=VOIDED)):
         assert admission_denials(objects, request(objects, "CREATE", "", "pods", IDENTITIES[who], object=obj)) == []
+
+
+def test_kais_binder_writes_the_sharing_configmap():
+    objects = rendered(KAI_STACK)
     binder = service_account("kai-scheduler", "binder")
     written = kai_sharing_config_map({"NVIDIA_VISIBLE_DEVICES": "k8s.device-plugin.nvidia.com/gpu=3"})
     assert admission_denials(objects, request(objects, "CREATE", "", "configmaps", binder, object=written)) == []
