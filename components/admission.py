@@ -35,6 +35,9 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
   this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
   envFrom of a ConfigMap with NVIDIA_* keys is left to the toolkit: admission of the pod cannot read it.
+  On KAI pools the toolkit honours NVIDIA_VISIBLE_DEVICES (KAI hands fractions their GPU through it): there every
+  container carries `NVIDIA_VISIBLE_DEVICES=void` but the fraction's, which reads KAI's ConfigMap, and only KAI's
+  binder writes those ConfigMaps (`_kai_nvidia_env`, `tenant-kai-sharing-config-maps-are-kais`).
 - Image registries written in lower case and without a port: Kyverno's image policies match the
   reference as written, so `GHCR.IO/acme-ai/x` or `ghcr.io:443/acme-ai/x` would escape `ghcr.io/acme-ai/*`.
 - Pods name no PriorityClass. kube-scheduler lets a pending pod evict lower-priority pods from a node,
