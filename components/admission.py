@@ -35,6 +35,9 @@ tenant label, whoever sends it (admissionregistration.k8s.io/v1, GA since Kubern
   GPUs a container sees. The nodes' toolkit ignores them from unprivileged containers too (node_pools.py);
   this refuses the ones a pod spec carries, with a message, before a node is involved. An unprefixed
   envFrom of a ConfigMap with NVIDIA_* keys is left to the toolkit: admission of the pod cannot read it.
+  On KAI pools the toolkit honours NVIDIA_VISIBLE_DEVICES (KAI hands fractions their GPU through it): there every
+  container carries `NVIDIA_VISIBLE_DEVICES=void` but the fraction's, which reads KAI's ConfigMap, and only KAI's
+  binder writes those ConfigMaps (`_kai_nvidia_env`, `tenant-kai-sharing-config-maps-are-kais`).
 - Image registries written in lower case and without a port: Kyverno's image policies match the
   reference as written, so `GHCR.IO/acme-ai/x` or `ghcr.io:443/acme-ai/x` would escape `ghcr.io/acme-ai/*`.
 - Pods name no PriorityClass. kube-scheduler lets a pending pod evict lower-priority pods from a node,
@@ -76,13 +79,23 @@ from models.aws_ecr import PRIVATE_REGISTRY_HOST
 from models.aws_eks import SESSION_NAME, access_entry_username
 from models.kai.constants import (
     GPU_FRACTION_ANNOTATION,
+    GPU_FRACTION_CONTAINER_ANNOTATION,
     GPU_FRACTION_NUM_DEVICES_ANNOTATION,
     GPU_MEMORY_ANNOTATION,
     SHARING_ANNOTATIONS,
 )
 from models.kai.constants import QUEUE_LABEL as KAI_QUEUE_LABEL
 from models.kai.constants import SCHEDULER_NAME as KAI_SCHEDULER_NAME
+from models.kai.sharing import BINDER_NAMESPACE as KAI_BINDER_NAMESPACE
+from models.kai.sharing import BINDER_SERVICE_ACCOUNT as KAI_BINDER_SERVICE_ACCOUNT
+from models.kai.sharing import CONFIG_MAP_ANNOTATION as KAI_CONFIG_MAP_ANNOTATION
+from models.kai.sharing import CONFIG_MAP_NAME_PATTERN as KAI_CONFIG_MAP_NAME_PATTERN
+from models.kai.sharing import CONFIG_MAP_PREFIX_END as KAI_CONFIG_MAP_PREFIX_END
+from models.kai.sharing import CONFIG_MAP_PREFIX_PATTERN as KAI_CONFIG_MAP_PREFIX_PATTERN
+from models.kai.sharing import VISIBLE_DEVICES_ENV as KAI_VISIBLE_DEVICES_ENV
+from models.kai.sharing import VOID as KAI_VOID
 from models.kubernetes.controllers import (
+    GARBAGE_COLLECTOR,
     JOB_CONTROLLER,
     KUBE_CONTROLLER_MANAGER,
     NAMESPACE_CONTROLLER,
@@ -90,7 +103,7 @@ from models.kubernetes.controllers import (
     controller_username,
 )
 from models.kubernetes.features import KUBELET_ENSURE_SECRET_PULLED_IMAGES, enabled_by_default, first_enabled
-from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX
+from models.kubernetes.user import SERVICE_ACCOUNT_GROUP_PREFIX, SERVICE_ACCOUNT_USERNAME_PREFIX
 from models.kueue.constants import ADMISSION_SCHEDULING_GATE as KUEUE_SCHEDULING_GATE
 from models.kueue.constants import PRIORITY_CLASS_LABEL as KUEUE_PRIORITY_CLASS_LABEL
 from models.kueue.constants import SUSPENDED_BY_PARENT_ANNOTATION
@@ -206,7 +219,7 @@ def policies(
     return {
         **_platform_owned(deployers),
         **_kueue_holds(),
-        **_pod_contents(),
+        **_pod_contents(kai=bool(kai_pools)),
         **_pod_priority(),
         **_cached_private_images(kubernetes_version),
         **_services(),
@@ -356,19 +369,101 @@ def _kueue_holds() -> dict[str, dict[str, Any]]:
     }
 
 
-def _pod_contents() -> dict[str, dict[str, Any]]:
-    """What a pod's containers may carry: no GPU selection by variable, registries as the supply-chain globs read them."""
+_NO_NVIDIA_ENV_MESSAGE = (
+    f"containers in tenant namespaces may not set {NVIDIA_ENV_PREFIX}* variables (env, or an envFrom prefix): request "
+    "GPUs as resources (nvidia.com/gpu) and the device plugin gives the container exactly those"
+)
+# A container `{c}` whose every NVIDIA_* entry is NVIDIA_VISIBLE_DEVICES as `{form}`, with at least one such entry
+# (the kubelet takes the last of duplicates, so every one must be of the form).
+_ONLY_VISIBLE_DEVICES_AS = (
+    f"(has({{c}}.env) && {{c}}.env.exists(e, e.name == '{KAI_VISIBLE_DEVICES_ENV}') && {{c}}.env.all(e, "
+    f"!e.name.startsWith('{NVIDIA_ENV_PREFIX}') || (e.name == '{KAI_VISIBLE_DEVICES_ENV}' && {{form}})))"
+)
+_VOID = f"has(e.value) && e.value == '{KAI_VOID}'"
+# KAI's reference: the required key NVIDIA_VISIBLE_DEVICES of the pod's own sharing ConfigMap.
+_KAIS_REFERENCE = (
+    "has(e.valueFrom) && has(e.valueFrom.configMapKeyRef) && "
+    "e.valueFrom.configMapKeyRef.name == variables.sharingConfigMap && "
+    f"e.valueFrom.configMapKeyRef.key == '{KAI_VISIBLE_DEVICES_ENV}' && "
+    "!(has(e.valueFrom.configMapKeyRef.optional) && e.valueFrom.configMapKeyRef.optional)"
+)
+
+
+def _kai_nvidia_env() -> dict[str, Any]:
+    """`tenant-pods-no-nvidia-env` on a stack with KAI pools, whose nodes' toolkit honours NVIDIA_VISIBLE_DEVICES
+    from unprivileged containers (components/lib/gpu_nodes.py): pods not scheduled by KAI carry no NVIDIA_*
+    variable, as on every stack; in a KAI pod every container sets NVIDIA_VISIBLE_DEVICES to `void`
+    (models/nvidia/container_toolkit.py: no GPU from the variable, while a whole GPU still comes through CDI),
+    which KAI's deviceaccess plugin writes into containers requesting no GPU (models/kai/sharing.py), except the
+    fraction's container (the first: `gpu-fraction-container-name` is refused), which reads it exactly as KAI's
+    webhook writes it: from the ConfigMap `<runai/shared-gpu-configmap>-0`, a prefix of KAI's form, which only KAI's
+    binder writes (`tenant-kai-sharing-config-maps-are-kais`). No other NVIDIA_* entry, no NVIDIA_* envFrom prefix."""
+    reference_form = (
+        f"'{KAI_CONFIG_MAP_ANNOTATION}' in variables.annotations && "
+        f"variables.annotations['{KAI_CONFIG_MAP_ANNOTATION}'].matches('{KAI_CONFIG_MAP_PREFIX_PATTERN}')"
+    )
+    first = "object.spec.containers[0]"
     return {
-        "tenant-pods-no-nvidia-env": {
+        "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
+        "variables": [
+            {"name": "containers", "expression": _ALL_CONTAINERS},
+            {
+                "name": "kai",
+                "expression": f"has(object.spec.schedulerName) && object.spec.schedulerName == '{KAI_SCHEDULER_NAME}'",
+            },
+            {"name": "annotations", "expression": _ANNOTATIONS},
+            {
+                "name": "fractionContainer",
+                "expression": f"(variables.kai && ('{GPU_FRACTION_ANNOTATION}' in variables.annotations || "
+                f"'{GPU_MEMORY_ANNOTATION}' in variables.annotations)) ? {first}.name : ''",
+            },
+            {
+                "name": "sharingConfigMap",
+                "expression": f"({reference_form}) ? variables.annotations['{KAI_CONFIG_MAP_ANNOTATION}'] + '-0' : ''",
+            },
+        ],
+        "validations": [
+            {
+                "expression": "variables.containers.all(c, !has(c.envFrom) || " + _NVIDIA_ENV_FROM + ")",
+                "message": _NO_NVIDIA_ENV_MESSAGE,
+            },
+            {
+                "expression": "variables.kai || variables.containers.all(c, !has(c.env) || "
+                f"c.env.all(e, !e.name.startsWith('{NVIDIA_ENV_PREFIX}')))",
+                "message": _NO_NVIDIA_ENV_MESSAGE,
+            },
+            {
+                "expression": "!variables.kai || variables.containers.all(c, c.name == variables.fractionContainer || "
+                + _ONLY_VISIBLE_DEVICES_AS.format(c="c", form=_VOID) + ")",
+                "message": f"every container of a pod scheduled by {KAI_SCHEDULER_NAME} sets {KAI_VISIBLE_DEVICES_ENV}: "
+                f"{KAI_VOID} and no other {NVIDIA_ENV_PREFIX}* variable (KAI writes it into containers requesting no GPU; "
+                "write it into a container requesting nvidia.com/gpu, which still gets its GPUs from the device plugin): "
+                f"KAI pools' nodes honour the variable, and an image's {KAI_VISIBLE_DEVICES_ENV}=all would show every GPU "
+                "of the node",
+            },
+            {
+                "expression": "variables.fractionContainer == '' || (variables.sharingConfigMap != '' && "
+                + _ONLY_VISIBLE_DEVICES_AS.format(c=first, form=_KAIS_REFERENCE) + ")",
+                "message": f"the fraction's container (the first) reads {KAI_VISIBLE_DEVICES_ENV} only as KAI's webhook "
+                f"writes it: from that key of the required ConfigMap <{KAI_CONFIG_MAP_ANNOTATION}>-0, the annotation of "
+                f"KAI's form <name>-<7 random>-{KAI_CONFIG_MAP_PREFIX_END}; leave both to KAI",
+            },
+        ],
+    }
+
+
+def _pod_contents(kai: bool) -> dict[str, dict[str, Any]]:
+    """What a pod's containers may carry: no GPU selection by variable (KAI's own form on KAI pods, `kai`: the stack
+    has KAI pools), registries as the supply-chain globs read them."""
+    return {
+        "tenant-pods-no-nvidia-env": _kai_nvidia_env() if kai else {
             "rules": [_rule([""], ["pods", "pods/ephemeralcontainers"], ["CREATE", "UPDATE"])],
             "variables": [{"name": "containers", "expression": _ALL_CONTAINERS}],
             "validations": [
                 {
                     "expression": "variables.containers.all(c, (!has(c.env) || "
                     f"c.env.all(e, !e.name.startsWith('{NVIDIA_ENV_PREFIX}'))) && (!has(c.envFrom) || {_NVIDIA_ENV_FROM}))",
-                    "message": f"containers in tenant namespaces may not set {NVIDIA_ENV_PREFIX}* variables (env, or "
-                    "an envFrom prefix): request GPUs as resources (nvidia.com/gpu) and the device plugin gives the "
-                    "container exactly those",
+                    "message": _NO_NVIDIA_ENV_MESSAGE,
                 }
             ],
         },
@@ -479,6 +574,11 @@ _ANNOTATIONS = "has(object.metadata.annotations) ? object.metadata.annotations :
 # A decimal strictly between 0 and 1 ("0.5", ".25"): the gpu-fraction KAI accepts, written one way.
 _FRACTION = r"^0?\.[0-9]*[1-9][0-9]*$"
 _HAS_QUEUE_LABEL = f"has(object.metadata.labels) && '{KAI_QUEUE_LABEL}' in object.metadata.labels"
+# KAI's binder, the one writer of the sharing ConfigMaps in tenant namespaces.
+KAI_BINDER = f"{SERVICE_ACCOUNT_USERNAME_PREFIX}{KAI_BINDER_NAMESPACE}:{KAI_BINDER_SERVICE_ACCOUNT}"
+# Who deletes a sharing ConfigMap besides the binder: the garbage collector once its pod is gone, the namespace
+# controller emptying a deleted namespace (either identity form).
+_OWNERLESS_DELETERS = [KUBE_CONTROLLER_MANAGER, *(controller_username(c) for c in (GARBAGE_COLLECTOR, NAMESPACE_CONTROLLER))]
 # A positive whole number of MiB, at most seven digits (KAI's ParseUint takes more; no GPU has that much memory).
 _MEBIBYTES = r"^[1-9][0-9]{0,6}$"
 
@@ -508,6 +608,28 @@ def _kai(pools: Mapping[str, int]) -> dict[str, dict[str, Any]]:
                     "expression": f"object.metadata.labels['{KAI_QUEUE_LABEL}'] == request.namespace",
                     "message": f"{KAI_QUEUE_LABEL} in a tenant namespace names the tenant's own KAI Queue, the "
                     "namespace's name: another Queue would charge another tenant's quota",
+                }
+            ],
+        },
+        "tenant-kai-sharing-config-maps-are-kais": {
+            # The binder sets no label and a non-controller ownerReference, and takes over a ConfigMap it finds
+            # (models/kai/sharing.py): a tenant's ConfigMap of the name would hand a fraction any GPU list. Deleting is
+            # the binder's on a failed bind, the garbage collector's when the pod goes, the namespace controller's.
+            "rules": [_rule([""], ["configmaps"], ["CREATE", "UPDATE", "DELETE"])],
+            "matchConditions": [
+                {
+                    "name": "names-a-kai-sharing-config-map",
+                    "expression": "(request.operation == 'DELETE' ? oldObject : object).metadata.name"
+                    f".matches('{KAI_CONFIG_MAP_NAME_PATTERN}')",
+                }
+            ],
+            "validations": [
+                {
+                    "expression": f"request.userInfo.username == '{KAI_BINDER}' || "
+                    f"(request.operation == 'DELETE' && {_username_in(_OWNERLESS_DELETERS)})",
+                    "message": f"ConfigMaps named <prefix>-<n>[-evar] with a prefix ending -{KAI_CONFIG_MAP_PREFIX_END} are "
+                    "KAI's GPU-sharing ConfigMaps, written by its binder only: they tell a fractional pod's container which "
+                    "GPU it sees; name yours otherwise",
                 }
             ],
         },
@@ -559,6 +681,11 @@ def _kai(pools: Mapping[str, int]) -> dict[str, dict[str, Any]]:
                     f"int(variables.annotations['{GPU_MEMORY_ANNOTATION}']) <= {memory}[variables.pool])",
                     "message": f"{GPU_MEMORY_ANNOTATION} is MiB of one GPU, a whole number above 0 and at most the "
                     f"pool's GPU memory ({', '.join(f'{name}: {pools[name]}' for name in names)})",
+                },
+                {
+                    "expression": f"!('{GPU_FRACTION_CONTAINER_ANNOTATION}' in variables.annotations)",
+                    "message": f"{GPU_FRACTION_CONTAINER_ANNOTATION} is not offered: the fraction goes to the pod's "
+                    "first container, the one tenant-pods-no-nvidia-env lets read KAI's ConfigMap; put it first",
                 },
                 {
                     "expression": f"!('{GPU_FRACTION_NUM_DEVICES_ANNOTATION}' in variables.annotations)",

@@ -7,6 +7,10 @@ and queue controller from the `kai-config` Config a post-install hook applies (t
 
 - `global.gpuSharing: true`: without it KAI's admission refuses every pod with a sharing annotation
   (pkg/admission/webhook/v1alpha2/gpusharing/gpu_sharing.go `Validate`).
+- `global.blockNvidiaVisibleDevices: true`: KAI's webhook writes NVIDIA_VISIBLE_DEVICES=void into every container of a
+  KAI pod that requests no GPU and is not the fraction's (models/kai/sharing.py, deviceaccess): KAI pools' nodes
+  honour the variable (components/lib/gpu_nodes.py), and the platform's admission requires it of every such
+  container (components/admission.py `tenant-pods-no-nvidia-env`).
 - `global.clusterAutoscaling: true`: fractions are annotations Karpenter does not read; the node-scale-adjuster
   starts scaling pods requesting whole GPUs in `kai-scale-adjust` for fractional pods that do not fit
   (docs/gpu-sharing/autoscaling/README.md).
@@ -65,6 +69,7 @@ def kai_values() -> dict[str, Any]:
             "registry": KAI_IMAGE_REGISTRY,
             "tag": KAI_IMAGE_TAG,
             "gpuSharing": True,
+            "blockNvidiaVisibleDevices": True,
             "clusterAutoscaling": True,
             "nodeSelector": system_node_selector(),
             "tolerations": [system_node_toleration()],

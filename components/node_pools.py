@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 from config.advertised import nodepool_limits, overlay_capacity
 from config.capacity import GpuPoolPlan
 from config.headroom import WarmStartConfig
+from config.kai import is_kai_pool
 from config.labels import (
     CAPACITY_TYPE_LABEL,
     CPU_POOL_NAME,
@@ -33,8 +34,7 @@ from models.karpenter.labels import (
     PROVIDER_GROUP,
 )
 
-from .lib.gpu_nodes import NVIDIA_TOOLKIT_SETTINGS as NVIDIA_TOOLKIT_SETTINGS
-from .lib.gpu_nodes import toolkit_user_data
+from .lib.gpu_nodes import KAI_TOOLKIT_SETTINGS, NVIDIA_TOOLKIT_SETTINGS, toolkit_user_data
 from .lib.resources import Children, declare
 
 # The general CPU pool runs the AMI family whose release `cpu_ami_release` names.
@@ -99,6 +99,7 @@ class NodePools(pulumi.ComponentResource):
                         tags={**tags, POOL_LABEL: pool.name},
                     ),
                     pool.config.ami_family,
+                    kai=is_kai_pool(pool),
                 ),
                 children.opts(custom_timeouts=timeouts),
             )
@@ -221,15 +222,18 @@ def bottlerocket_user_data(pool: GpuPoolPlan) -> str | None:
     )
 
 
-def gpu_toolkit_hardened(node_class: dict[str, Any], ami_family: str) -> dict[str, Any]:
-    """An AL2023 GPU node class whose user data sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts.
+def gpu_toolkit_hardened(node_class: dict[str, Any], ami_family: str, kai: bool = False) -> dict[str, Any]:
+    """An AL2023 GPU node class whose user data sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts, or on a
+    pool the KAI Scheduler shares (`kai`) KAI_TOOLKIT_SETTINGS.
 
     Karpenter adds its own NodeConfig part to AL2023's MIME multipart user data and keeps this shell
-    part (components/lib/gpu_nodes.py). Bottlerocket has no shell user data; its class is returned unchanged.
+    part (components/lib/gpu_nodes.py). Bottlerocket has no shell user data; its class is returned unchanged
+    (config refuses a KAI pool on Bottlerocket).
     """
     if ami_family != "al2023":
         return node_class
-    return {**node_class, "spec": {**node_class["spec"], "userData": toolkit_user_data()}}
+    settings = KAI_TOOLKIT_SETTINGS if kai else NVIDIA_TOOLKIT_SETTINGS
+    return {**node_class, "spec": {**node_class["spec"], "userData": toolkit_user_data(settings=settings)}}
 
 
 def block_device_mappings(

@@ -413,6 +413,14 @@ class NodePoolConfig(ConfigModel):
             )
         if self.allocation != "devicePlugin":
             raise ValueError("scheduler: kai places GPUs the device plugin advertises; set allocation: devicePlugin")
+        if self.ami_family != "al2023":
+            # KAI hands a fraction its GPU through NVIDIA_VISIBLE_DEVICES alone (models/kai/sharing.py); Bottlerocket's
+            # toolkit ignores it from unprivileged containers (bottlerocket-os/bottlerocket sources/shared-defaults/
+            # nvidia-k8s-container-toolkit.toml), and only AL2023 node classes get the platform's toolkit user data.
+            raise ValueError(
+                f"scheduler: kai hands fractions their GPU through NVIDIA_VISIBLE_DEVICES, which {self.ami_family}'s "
+                "container toolkit ignores from tenant containers: set amiFamily: al2023"
+            )
         if self.warm_start.headroom.gpus:
             raise ValueError(
                 "scheduler: kai cannot take back warm-start headroom (placeholders only the default scheduler "

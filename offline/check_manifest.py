@@ -44,7 +44,7 @@ from models.kueue.workload import Tenancy
 from .builtin_kinds import is_built_in_group
 from .manifest_cluster import Cluster, Finding, pod_templates, rendered_objects
 from .manifest_files import MAX_NODES, MAX_RUN_NODES, Unreadable, read_manifest
-from .manifest_kai import kai_findings
+from .manifest_kai import as_kais_webhook_hands_it_on, kai_findings
 from .manifest_kueue import kueue_quota_capacity
 from .openapi import describe, dotted, quantity_problem, type_name
 from .validate import CustomResourceDefinitions, object_findings
@@ -141,6 +141,8 @@ def _policies(
     creator = POD_CREATOR.get(obj["kind"], cluster.tenant_admin())
     found: list[Finding] = []
     workload, chain = _as_kueue_defaults(tenancy, obj)
+    if obj["kind"] == "Pod":
+        workload = as_kais_webhook_hands_it_on(workload)
     denials = admission_denials(
         cluster.objects, Request("CREATE", group, plural, cluster.namespace, cluster.tenant_admin(), workload, None, labels)
     )
@@ -150,7 +152,7 @@ def _policies(
             who = "it" if obj["kind"] == "Pod" else "each of its pods"
             found.append(Finding(where, "policies", f"Pod Security {level} refuses {who}: {'; '.join(reasons)}", True))
         if obj["kind"] != "Pod":
-            as_pod = _created_pod(tenancy, cluster.namespace, workload, chain, pod)
+            as_pod = as_kais_webhook_hands_it_on(_created_pod(tenancy, cluster.namespace, workload, chain, pod))
             denials += admission_denials(
                 cluster.objects, Request("CREATE", "", "pods", cluster.namespace, creator, as_pod, None, labels)
             )

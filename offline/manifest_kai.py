@@ -24,6 +24,15 @@ from .manifest_cluster import Cluster, Finding
 _PREFIX_FOR_CHECK = "check-manifest-x7k2p9q-shared-gpu"
 
 
+def as_kais_webhook_hands_it_on(pod: Mapping[str, Any]) -> dict[str, Any]:
+    """A pod naming KAI's scheduler as KAI's mutating webhook hands it on to validation (models/kai/sharing.py
+    `mutated`: the fraction's variables, NVIDIA_VISIBLE_DEVICES=void in containers requesting no GPU); any other
+    pod unchanged (KAI's webhook matches its scheduler's pods only)."""
+    if (pod.get("spec") or {}).get("schedulerName") != SCHEDULER_NAME:
+        return dict(pod)
+    return mutated(dict(pod), _PREFIX_FOR_CHECK)
+
+
 def _pod_metadata_and_spec(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any], int] | None:
     """The pods' metadata, spec and how many run at once, for the kinds read here."""
     spec = obj.get("spec") or {}

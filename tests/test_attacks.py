@@ -34,6 +34,8 @@ from models.kai.constants import (
     SYSTEM_NAMESPACE,
 )
 from models.kai.constants import QUEUE_LABEL as KAI_QUEUE_LABEL
+from models.kai.sharing import CONFIG_MAP_ANNOTATION as KAI_CONFIG_MAP_ANNOTATION
+from models.kai.sharing import mutated
 from models.kubernetes import preemption
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.limitranger import with_container_defaults
@@ -323,13 +325,22 @@ def kai_pod(pool: str = KAI_POOL, scheduler: str | None = SCHEDULER_NAME, queue:
         spec["schedulerName"] = scheduler
     labels = {} if queue is None else {KAI_QUEUE_LABEL: queue}
     obj = pod(metadata={"labels": labels, "annotations": dict(annotations or {})}, **spec)
+    return default_pod(obj, {}, *kai_kueue_settings())
+
+
+@functools.cache
+def kai_kueue_settings() -> tuple[tuple[str, ...], bool]:
+    """The KAI render's Kueue frameworks and manageJobsWithoutQueueName, parsed once."""
     config = kueue_manager_config(kai_recording())
-    return default_pod(obj, {}, tuple(config["integrations"]["frameworks"]), bool(config["manageJobsWithoutQueueName"]))
+    return tuple(config["integrations"]["frameworks"]), bool(config["manageJobsWithoutQueueName"])
 
 
 def kai_pod_sent(**changes: Any) -> Callable[[Objects], Sent]:
+    """The pod as validation receives it: after KAI's webhook, which takes the pods naming its scheduler only."""
     def sent(objects: Objects) -> Sent:
-        return Sent("create", "CREATE", "", "pods", kai_pod(**changes))
+        obj = kai_pod(**changes)
+        kais = obj["spec"].get("schedulerName") == SCHEDULER_NAME
+        return Sent("create", "CREATE", "", "pods", mutated(obj, KAI_PREFIX) if kais else obj)
 
     return sent
 
@@ -354,6 +365,73 @@ def pod_in_kais_own_namespaces(objects: Objects) -> bool:
         rbac_allows(granted_to(objects, IDENTITIES[who]), IDENTITIES[who], verb, "", "pods", namespace)
         for who in writers for verb in ("create", "update", "patch", "delete") for namespace in namespaces
     )
+
+
+# KAI's GPU sharing (models/kai/sharing.py): each pod as validation receives it, after KAI's webhook (`mutated`).
+KAI_PREFIX = "p-x7k2p9q-shared-gpu"
+KAI_SHARING_CONFIG_MAP = f"{KAI_PREFIX}-0"
+VOIDED = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
+WHOLE_GPU = {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}
+CUDA_SIDECAR = {"name": "sidecar", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}
+
+
+def kai_handed_on(**changes: Any) -> dict[str, Any]:
+    return mutated(kai_pod(**changes), KAI_PREFIX)
+
+
+def kai_pod_handed_on_sent(first_env: list[dict[str, Any]] | None = None, **changes: Any) -> Callable[[Objects], Sent]:
+    """A KAI pod as KAI's webhook hands it on, its first container's env then replaced by `first_env` (what a
+    tenant's literal or reference in that container comes to when KAI does not overwrite it)."""
+    def sent(objects: Objects) -> Sent:
+        obj = kai_handed_on(**changes)
+        if first_env is not None:
+            obj["spec"]["containers"][0]["env"] = first_env
+        return Sent("create", "CREATE", "", "pods", obj)
+
+    return sent
+
+
+def kai_reference(name: str) -> list[dict[str, Any]]:
+    ref = {"configMapKeyRef": {"name": name, "key": "NVIDIA_VISIBLE_DEVICES"}}
+    return [{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": ref}]
+
+
+def kai_reference_on_a_default_scheduler_pod(objects: Objects) -> Sent:
+    """KAI's exact form, annotation and reference, on a pod of the whole-GPU pool that KAI does not schedule."""
+    obj = kai_pod(pool=WHOLE_GPU_POOL, scheduler=None, queue=None)
+    obj["metadata"]["annotations"][KAI_CONFIG_MAP_ANNOTATION] = KAI_PREFIX
+    obj["spec"]["containers"][0]["env"] = kai_reference(KAI_SHARING_CONFIG_MAP)
+    return Sent("create", "CREATE", "", "pods", obj)
+
+
+def unvoided_ephemeral_container_beside_a_fraction(objects: Objects) -> Sent:
+    """`kubectl debug` into a running fractional pod: KAI's webhook sees pod CREATE only, so nothing voids the
+    CUDA image's NVIDIA_VISIBLE_DEVICES=all in the ephemeral container, on a node that honours it."""
+    before = kai_handed_on(annotations=FRACTION)
+    after = copy.deepcopy(before)
+    after["spec"]["ephemeralContainers"] = [{"name": "debug", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}]
+    return Sent(None, "UPDATE", "", "pods/ephemeralcontainers", after, before)
+
+
+def kai_sharing_config_map(data: dict[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": KAI_SHARING_CONFIG_MAP, "namespace": TENANT},
+            "data": data}
+
+
+def kai_sharing_config_map_written(operation: str) -> Callable[[Objects], Sent]:
+    """The tenant's own write of a fraction's ConfigMap: made before the pod is admitted (the binder then finds it
+    and keeps its data), edited after binding, or deleted."""
+    bound = kai_sharing_config_map({"NVIDIA_VISIBLE_DEVICES": "k8s.device-plugin.nvidia.com/gpu=3", "GPU_PORTION": "0.5"})
+    every_gpu = kai_sharing_config_map({"NVIDIA_VISIBLE_DEVICES": "all", "GPU_PORTION": "0.5"})
+
+    def sent(objects: Objects) -> Sent:
+        if operation == "CREATE":
+            return Sent("create", "CREATE", "", "configmaps", every_gpu)
+        if operation == "UPDATE":
+            return Sent("update", "UPDATE", "", "configmaps", every_gpu, bound)
+        return Sent("delete", "DELETE", "", "configmaps", None, bound)
+
+    return sent
 
 
 def image_registry_spelled_to_escape_the_signature_policy(image: str) -> Callable[[Objects], Sent]:
@@ -858,6 +936,32 @@ NO_PRIORITY_CLASS = "tenant-pods-name-no-priority-class"
 KAI_QUEUE = "tenant-kai-queue-is-the-namespaces"
 KAI_POOLS = "tenant-pods-kai-fractions-on-kai-pools"
 FRACTION = {"gpu-fraction": "0.5"}
+NVIDIA_ENV = "tenant-pods-no-nvidia-env"
+KAI_SHARING_CONFIG_MAPS = "tenant-kai-sharing-config-maps-are-kais"
+KAI_SHARING_ATTACKS = [
+    AdmissionAttack("kai-pod-sets-its-own-nvidia-visible-devices",
+                    kai_pod_handed_on_sent(resources=WHOLE_GPU, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
+                    (NVIDIA_ENV,), "HIGH", KAI_STACK),
+    AdmissionAttack("kai-fraction-reads-a-configmap-other-than-kais",
+                    kai_pod_handed_on_sent(kai_reference("gpus"), annotations=FRACTION), (NVIDIA_ENV,), "HIGH", KAI_STACK),
+    AdmissionAttack("kai-fraction-reads-its-direct-variables-configmap",
+                    kai_pod_handed_on_sent(kai_reference(f"{KAI_SHARING_CONFIG_MAP}-evar"), annotations=FRACTION),
+                    (NVIDIA_ENV,), "HIGH", KAI_STACK),
+    AdmissionAttack("kai-style-configmap-reference-on-a-pod-kai-does-not-schedule",
+                    kai_reference_on_a_default_scheduler_pod, (NVIDIA_ENV,), "HIGH", KAI_STACK),
+    AdmissionAttack("unvoided-container-beside-a-fraction-on-a-kai-node",
+                    unvoided_ephemeral_container_beside_a_fraction, (NVIDIA_ENV,), "HIGH", KAI_STACK),
+    AdmissionAttack("whole-gpu-kai-pod-without-the-void", kai_pod_handed_on_sent(resources=WHOLE_GPU),
+                    (NVIDIA_ENV,), "HIGH", KAI_STACK),
+    AdmissionAttack("fraction-moved-to-a-named-container",
+                    kai_pod_handed_on_sent(annotations={**FRACTION, "gpu-fraction-container-name": "main"}),
+                    ("tenant-pods-kai-fractions-on-kai-pools",), "MEDIUM", KAI_STACK),
+    *[
+        AdmissionAttack(f"tenant-{verb}-kais-sharing-configmap", kai_sharing_config_map_written(operation),
+                        (KAI_SHARING_CONFIG_MAPS,), "HIGH", KAI_STACK)
+        for verb, operation in (("creates", "CREATE"), ("edits", "UPDATE"), ("deletes", "DELETE"))
+    ],
+]
 KAI_ATTACKS = [
     AdmissionAttack(name, kai_pod_sent(**changes), (policy,), severity, KAI_STACK)
     for name, changes, policy, severity in (
@@ -978,6 +1082,7 @@ ADMISSION_ATTACKS = [
     *KAI_ATTACKS,
     AdmissionAttack("another-tenants-kai-queue-on-the-top-owner", job_labelled_with_another_tenants_kai_queue,
                     (KAI_QUEUE,), "HIGH", KAI_STACK),
+    *KAI_SHARING_ATTACKS,
 ]
 BY_IDENTITY = [(a, who) for a in ADMISSION_ATTACKS for who in IDENTITIES]
 BY_POLICY = [(a, p) for a in ADMISSION_ATTACKS for p in a.policies]
@@ -1017,6 +1122,25 @@ def test_each_of_an_attempts_policies_refuses_it_alone(attack, policy):
     others = tuple(p for p in attack.policies if p != policy)
     objects = without_policies(others)(rendered(attack.stack))
     assert admission_refuses(objects, attack, "tenant-admin"), f"{policy} alone admits {attack.name}"
+
+
+@pytest.mark.parametrize("who", IDENTITIES)
+def test_kais_fraction_and_a_voided_whole_gpu_are_admitted_whoever_sends_them(who):
+    """The rows above are refused because of what they change, not because the guards refuse every KAI pod: the
+    fraction as KAI's webhook hands it on (a CUDA sidecar voided by KAI), a whole GPU written with the void, and the
+    binder's own write of the ConfigMap pass."""
+    objects = rendered(KAI_STACK)
+    fraction = kai_pod(annotations=FRACTION)
+    fraction["spec"]["containers"].append(dict(CUDA_SIDECAR))
+    for obj in (mutated(fraction, KAI_PREFIX), kai_handed_on(resources=WHOLE_GPU, env=VOIDED)):
+        assert admission_denials(objects, request(objects, "CREATE", "", "pods", IDENTITIES[who], object=obj)) == []
+
+
+def test_kais_binder_writes_the_sharing_configmap():
+    objects = rendered(KAI_STACK)
+    binder = service_account("kai-scheduler", "binder")
+    written = kai_sharing_config_map({"NVIDIA_VISIBLE_DEVICES": "k8s.device-plugin.nvidia.com/gpu=3"})
+    assert admission_denials(objects, request(objects, "CREATE", "", "configmaps", binder, object=written)) == []
 
 
 WRITERS = [who for who in IDENTITIES if who != VIEWER]

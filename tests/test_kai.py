@@ -22,13 +22,16 @@ from config.labels import POOL_LABEL
 from models.kai import queues as kai
 from models.kai.constants import CHART_PRIORITY_CLASSES, RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE
 from models.kai.queues import Queue, ResourceQuota
-from models.kai.sharing import device_holder_namespace, mutated
+from models.kai.sharing import device_holder_namespace, generated_prefix, mutated
 from models.kubernetes.admission import Request, admission_denials
+from models.kubernetes.user import service_account
 from models.kueue.flavorassigner import best_case_admission
 from models.kueue.webhooks import default_pod
 from models.kueue.workload import Tenancy, pod_sets
+from models.nvidia import container_toolkit as toolkit
 from models.nvidia import dcgm_exporter as dcgm
-from offline.check_manifest import Cluster
+from models.nvidia import device_plugin
+from offline.check_manifest import Cluster, check
 from offline.helm_values import release_problems
 from offline.manifest_kai import kai_findings
 from offline.summary import render_summary
@@ -170,6 +173,9 @@ def test_kais_admission_accepts_what_its_validator_accepts(annotations, whole, r
         ({"warmStart": {"headroom": {"gpus": 4, "gpusPerPod": 4}}},
          f"{P}[gpu-l4-kai]: scheduler: kai cannot take back warm-start headroom (placeholders only the default "
          "scheduler preempts): set warmStart.headroom.gpus: 0"),
+        ({"amiFamily": "bottlerocket"},
+         f"{P}[gpu-l4-kai]: scheduler: kai hands fractions their GPU through NVIDIA_VISIBLE_DEVICES, which bottlerocket's "
+         "container toolkit ignores from tenant containers: set amiFamily: al2023"),
         ({"scheduler": "default", "sharing": {"shareBetweenTenants": True}},
          f"{P}[gpu-l4-kai]: sharing.shareBetweenTenants applies to time-sliced pools and pools with scheduler: kai; "
          "this pool hands out whole GPUs: remove it"),
@@ -280,6 +286,7 @@ def tenant_labels() -> dict[str, str]:
     return namespace["metadata"]["labels"]
 
 
+@functools.cache
 def kueue_settings() -> tuple[tuple[str, ...], bool]:
     manager = yaml.safe_load(json.loads(_rendered()[1])["values"]["managerConfig"]["controllerManagerConfigYaml"])
     return tuple(manager["integrations"]["frameworks"]), bool(manager["manageJobsWithoutQueueName"])
@@ -306,31 +313,168 @@ def pod(pool: str = KAI_POOL, scheduler: str | None = "kai-scheduler", queue: st
 
 
 FRACTION = {"gpu-fraction": "0.5"}
+# The prefix KAI's webhook generates for pod `p` (no owner), its random part written out: `p-<7 random>-shared-gpu`.
+RANDOM = "x7k2p9q"
+PREFIX = f"p-{RANDOM}-shared-gpu"
+# The binder's patch with CDI on (pkg/binder/plugins/gpusharing/gpu_sharing.go `CdiDeviceNameBase`): GPU index 3.
+BOUND_DEVICE = "k8s.device-plugin.nvidia.com/gpu=3"
+WHOLE_GPU = {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "1"}}
+VOIDED = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "void"}]
 
 
-def denials(objs: list[dict[str, Any]], api_group: str, resource: str, obj: dict[str, Any], who: str) -> list[str]:
-    request = Request("CREATE", api_group, resource, TENANT, IDENTITIES[who], obj, None, tenant_labels())
+def handed_on(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as KAI's mutating webhook hands it to validation (models/kai/sharing.py `mutated`)."""
+    return mutated(obj, PREFIX)
+
+
+def denials(objs: list[dict[str, Any]], api_group: str, resource: str, obj: dict[str, Any] | None, who: str,
+            operation: str = "CREATE", old: dict[str, Any] | None = None) -> list[str]:
+    user = IDENTITIES[who] if who in IDENTITIES else service_account(*who.split(":"))
+    request = Request(operation, api_group, resource, TENANT, user, obj, old, tenant_labels())
     return admission_denials(objs, request)
 
 
 @pytest.mark.parametrize("annotations", [FRACTION, {"gpu-fraction": ".25"}, {"gpu-memory": "24576"}, {}])
 def test_a_tenant_asks_for_a_fraction_or_memory_of_one_gpu_on_its_kai_pool(annotations):
-    assert denials(objects(), "", "pods", pod(annotations=annotations), "tenant-admin") == []
+    assert denials(objects(), "", "pods", handed_on(pod(annotations=annotations)), "tenant-admin") == []
 
 
-def test_kais_own_mutation_of_a_fractional_pod_meets_the_nvidia_variable_guard():
-    """KAI gives a fraction its GPU through NVIDIA_VISIBLE_DEVICES from a ConfigMap (models/kai/sharing.py); the
-    platform refuses NVIDIA_* variables in tenant pods (and its nodes' toolkit ignores them from unprivileged
-    containers), so the pod KAI's webhook hands on is refused: fractions do not run until that is settled
-    (docs/fractional-gpus.md)."""
-    handed_on = mutated(pod(annotations=FRACTION), "p-abc1234-shared-gpu")
-    refused = denials(objects(), "", "pods", handed_on, "tenant-admin")
-    assert refused and all("NVIDIA_* variables" in line for line in refused)
-    assert denials(without_named(objects(), "tenant-pods-no-nvidia-env"), "", "pods", handed_on, "tenant-admin") == []
+NVIDIA_ENV = "tenant-pods-no-nvidia-env"
+FRACTION_FORM = "the fraction's container (the first) reads NVIDIA_VISIBLE_DEVICES only as KAI's webhook writes it"
+VOID_FORM = "every container of a pod scheduled by kai-scheduler sets NVIDIA_VISIBLE_DEVICES: void"
+SIDECAR = {"name": "sidecar", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"}
+
+
+def _reference(name: str, key: str = "NVIDIA_VISIBLE_DEVICES", **extra: Any) -> dict[str, Any]:
+    return {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": name, "key": key, **extra}}}
+
+
+def _with_first_env(obj: dict[str, Any], env: list[dict[str, Any]]) -> dict[str, Any]:
+    changed = copy.deepcopy(obj)
+    changed["spec"]["containers"][0]["env"] = env
+    return changed
+
+
+def _refusals(obj: dict[str, Any]) -> list[str]:
+    return [line.split(":")[0] for line in denials(objects(), "", "pods", obj, "tenant-admin")]
+
+
+# Each pod as validation receives it, and the guard message (its start) that refuses it; None: admitted.
+FRACTIONAL = handed_on(pod(annotations=FRACTION))
+NVIDIA_CASES = [
+    ("kais-fraction", FRACTIONAL, None),
+    ("whole-gpu-written-void", handed_on(pod(resources=WHOLE_GPU, env=VOIDED)), None),
+    ("cpu-only-kai-pod", handed_on(pod()), None),
+    ("fraction-as-the-tenant-writes-it-unmutated", pod(annotations=FRACTION), FRACTION_FORM),
+    ("whole-gpu-without-void", handed_on(pod(resources=WHOLE_GPU)), VOID_FORM),
+    ("whole-gpu-void-then-all", handed_on(pod(resources=WHOLE_GPU, env=[*VOIDED, {"name": "NVIDIA_VISIBLE_DEVICES",
+                                                                                   "value": "all"}])), VOID_FORM),
+    ("whole-gpu-none", handed_on(pod(resources=WHOLE_GPU, env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}])),
+     VOID_FORM),
+    ("void-and-imex-channels", handed_on(pod(resources=WHOLE_GPU, env=[*VOIDED, {"name": "NVIDIA_IMEX_CHANNELS",
+                                                                                   "value": "0"}])), VOID_FORM),
+    ("fraction-literal-all", _with_first_env(FRACTIONAL, [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
+     FRACTION_FORM),
+    ("fraction-ref-to-another-config-map", _with_first_env(FRACTIONAL, [_reference("gpus")]), FRACTION_FORM),
+    ("fraction-ref-to-the-evar-config-map", _with_first_env(FRACTIONAL, [_reference(f"{PREFIX}-0-evar")]),
+     FRACTION_FORM),
+    ("fraction-ref-to-index-one", _with_first_env(FRACTIONAL, [_reference(f"{PREFIX}-1")]), FRACTION_FORM),
+    ("fraction-ref-to-another-key", _with_first_env(FRACTIONAL, [_reference(f"{PREFIX}-0", "GPU_PORTION")]),
+     FRACTION_FORM),
+    ("fraction-ref-optional", _with_first_env(FRACTIONAL, [_reference(f"{PREFIX}-0", optional=True)]), FRACTION_FORM),
+    ("fraction-ref-then-all", _with_first_env(FRACTIONAL, [_reference(f"{PREFIX}-0"),
+                                                           {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]),
+     FRACTION_FORM),
+    ("fraction-prefix-not-kais-form", mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": "gpus"}), PREFIX),
+     FRACTION_FORM),
+    # KAI's form with more after it: `<prefix>-mine-0` is no name the ConfigMap guard keeps from tenants.
+    ("fraction-prefix-past-kais-form",
+     mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": f"{PREFIX}-mine"}), PREFIX), FRACTION_FORM),
+    ("fraction-prefix-with-a-short-random-part",
+     mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": "p-x7k2p9-shared-gpu"}), PREFIX), FRACTION_FORM),
+]
+
+
+@pytest.mark.parametrize("case, obj, refused_by", NVIDIA_CASES, ids=[c[0] for c in NVIDIA_CASES])
+def test_the_nvidia_variable_guard_admits_kais_form_and_nothing_else_on_kai_pods(case, obj, refused_by):
+    found = denials(objects(), "", "pods", obj, "tenant-admin")
+    if refused_by is None:
+        assert found == []
+    else:
+        assert [line for line in found if line.startswith(refused_by)], found
+        assert denials(without_named(objects(), NVIDIA_ENV), "", "pods", obj, "tenant-admin") == []
+
+
+def test_a_sidecar_beside_the_fraction_is_voided_by_kai_and_refused_without():
+    written = pod(annotations=FRACTION)
+    written["spec"]["containers"].append(dict(SIDECAR))
+    assert denials(objects(), "", "pods", handed_on(written), "tenant-admin") == []
+    [sidecar] = [c for c in handed_on(written)["spec"]["containers"] if c["name"] == "sidecar"]
+    assert sidecar["env"] == VOIDED
+    unvoided = mutated(written, PREFIX, block_visible_devices=False)
+    assert [line for line in denials(objects(), "", "pods", unvoided, "tenant-admin") if line.startswith(VOID_FORM)]
+
+
+def test_the_kai_configmap_reference_on_a_pod_kai_does_not_schedule_is_refused():
+    """KAI's form, exactly, on a default-scheduler pod of the whole-GPU pool: the variable is refused outright."""
+    obj = mutated(pod(pool=OTHER_POOL, scheduler=None, queue=None), PREFIX, block_visible_devices=False)
+    obj["spec"]["containers"][0]["env"] = [_reference(f"{PREFIX}-0")]
+    obj["metadata"]["annotations"]["runai/shared-gpu-configmap"] = PREFIX
+    found = denials(objects(), "", "pods", obj, "tenant-admin")
+    assert found and all(line.startswith("containers in tenant namespaces may not set NVIDIA_*") for line in found)
 
 
 def without_named(objs: list[dict[str, Any]], policy: str) -> list[dict[str, Any]]:
     return [o for o in objs if o["metadata"]["name"] != policy and o.get("spec", {}).get("policyName") != policy]
+
+
+# --- KAI's sharing ConfigMaps: written by its binder only ----------------------------------------------------------
+
+SHARING_CONFIG_MAPS = "tenant-kai-sharing-config-maps-are-kais"
+BINDER = "kai-scheduler:binder"
+
+
+def config_map(name: str, data: dict[str, str] | None = None) -> dict[str, Any]:
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "0a1b"}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": TENANT, "ownerReferences": [owner]},
+            "data": dict(data or {})}
+
+
+@pytest.mark.parametrize(
+    "name, kais",
+    [
+        (f"{PREFIX}-0", True), (f"{PREFIX}-0-evar", True), (f"{PREFIX}-i2", True), (f"{PREFIX}-i2-evar", True),
+        (f"{PREFIX}-12", True), ("-bbbbbbb-shared-gpu-0", True),
+        (f"{PREFIX}", False), (f"{PREFIX}-0-evars", False), (f"{PREFIX}-x", False), ("shared-gpu-0", False),
+        ("gpus", False),
+    ],
+)
+def test_only_the_binder_writes_configmaps_named_as_kais(name, kais):
+    """Names: the tenant's create is refused exactly for KAI's; the binder's never. Every identity and verb is the
+    attack table's (tests/test_attacks.py `tenant-*-kais-sharing-configmap`)."""
+    written = config_map(name, {"NVIDIA_VISIBLE_DEVICES": "all"})
+    assert bool(denials(objects(), "", "configmaps", written, "tenant-admin")) == kais
+    assert denials(objects(), "", "configmaps", written, BINDER) == []
+
+
+def test_the_binder_the_garbage_collector_and_the_namespace_controller_delete_kais_configmaps():
+    objs = objects()
+    cm = config_map(f"{PREFIX}-0", {"NVIDIA_VISIBLE_DEVICES": BOUND_DEVICE})
+    edited = config_map(f"{PREFIX}-0", {"NVIDIA_VISIBLE_DEVICES": "all"})
+    assert denials(objs, "", "configmaps", edited, BINDER, "UPDATE", cm) == []
+    for deleter in (BINDER, "kube-system:generic-garbage-collector", "kube-system:namespace-controller"):
+        assert denials(objs, "", "configmaps", None, deleter, "DELETE", cm) == []
+    # The garbage collector deletes; it never writes one.
+    assert denials(objs, "", "configmaps", edited, "kube-system:generic-garbage-collector", "UPDATE", cm)
+
+
+@pytest.mark.parametrize("prefix", [PREFIX, "my.job-bcdfghj-shared-gpu", "-2456789-shared-gpu"])
+def test_every_prefix_the_guard_lets_a_fraction_read_names_a_binder_only_configmap(prefix):
+    """The reference guard and the ConfigMap guard agree: what one admits as KAI's name the other protects."""
+    obj = mutated(pod(annotations={**FRACTION, "runai/shared-gpu-configmap": prefix}), "unused")
+    assert denials(objects(), "", "pods", obj, "tenant-admin") == []
+    [ref] = [e for e in obj["spec"]["containers"][0]["env"] if e["name"] == "NVIDIA_VISIBLE_DEVICES"]
+    assert denials(objects(), "", "configmaps", config_map(ref["valueFrom"]["configMapKeyRef"]["name"]), "tenant-admin")
 
 
 # --- one fractional pod, from admission to placement, metrics and cost ---------------------------------------------
@@ -353,9 +497,34 @@ def admitted_flavor(pool: str) -> tuple[str, bool]:
     return (admission.flavors[0] if admission.flavors else ""), admission.borrowing
 
 
+def node_class_toolkit(pool: str) -> dict[str, str]:
+    """The toolkit settings the pool's EC2NodeClass user data sets (its `nvidia-ctk config --set` line)."""
+    [node_class] = [o for o in of_kind("EC2NodeClass") if o["metadata"]["name"] == pool]
+    [line] = [line for line in node_class["spec"]["userData"].splitlines() if line.startswith("nvidia-ctk config")]
+    return dict(flag.split("=", 1) for flag in line.split("--set ")[1:] for flag in [flag.strip()])
+
+
+CUDA_IMAGE_ENV = {"NVIDIA_VISIBLE_DEVICES": "all", "CUDA_VERSION": "12.4.1", "NVIDIA_REQUIRE_CUDA": "cuda>=12.4"}
+
+
 def test_a_fractional_pod_from_admission_to_placement_metrics_and_cost():
-    # 1. Admission: the tenant's guards let it through (the NVIDIA variable aside: see the test above).
-    assert denials(objects(), "", "pods", pod(annotations=FRACTION), "tenant-admin") == []
+    # 1. The tenant writes annotations only, on a Job-less pod with a CUDA sidecar; KAI's webhook names its
+    #    ConfigMap from the pod (`p-<7 random>-shared-gpu`), adds the reference and voids the sidecar.
+    written = pod(annotations=FRACTION)
+    written["spec"]["containers"].append(dict(SIDECAR))
+    prefix = generated_prefix(written, RANDOM)
+    assert prefix == PREFIX
+    admitted = mutated(written, prefix)
+    fraction_container, sidecar = admitted["spec"]["containers"]
+    assert fraction_container["env"] == [
+        {"name": key, "valueFrom": {"configMapKeyRef": {"key": key, "name": "p-x7k2p9q-shared-gpu-0"}}}
+        for key in ("NVIDIA_VISIBLE_DEVICES", "RUNAI_NUM_OF_GPUS", "GPU_PORTION")
+    ]
+    assert fraction_container["envFrom"] == [{"configMapRef": {"name": "p-x7k2p9q-shared-gpu-0-evar", "optional": False}}]
+    assert sidecar["env"] == VOIDED
+    assert admitted["spec"]["volumes"] == [{"name": "p-x7k2p9q-shared-gpu-0-vol",
+                                           "configMap": {"name": "p-x7k2p9q-shared-gpu-0"}}]
+    assert denials(objects(), "", "pods", admitted, "tenant-admin") == []
     # 2. Kueue: the pod's nodeSelector rules out the CPU flavor; its cpu and memory are charged to the KAI pool's
     #    flavor, its fraction to nothing Kueue reads.
     assert admitted_flavor(KAI_POOL) == ("l4-kai-on-demand", False)
@@ -375,17 +544,74 @@ def test_a_fractional_pod_from_admission_to_placement_metrics_and_cost():
             held[queue]["gpu"] += half["gpu"]
         placed += 1
     assert placed == 12
-    # 4. Metrics: the kubelet lists the shared GPU under KAI's reservation pod, so dcgm-exporter's series of that
+    # 4. Binding: the binder creates the ConfigMap the reference names and writes the GPU into it; the tenant could
+    #    neither have made it first nor edit it now.
+    [reference] = [e["valueFrom"]["configMapKeyRef"] for e in admitted["spec"]["containers"][0]["env"]
+                   if e["name"] == "NVIDIA_VISIBLE_DEVICES"]
+    bound = config_map(reference["name"], {"NVIDIA_VISIBLE_DEVICES": BOUND_DEVICE, "GPU_PORTION": "0.5"})
+    assert denials(objects(), "", "configmaps", bound, BINDER) == []
+    assert denials(objects(), "", "configmaps", bound, "tenant-admin")
+    # 5. The node: the KAI pool's toolkit honours the variable from unprivileged containers, the other pool's does not.
+    kai_node, other_node = node_class_toolkit(KAI_POOL), node_class_toolkit(OTHER_POOL)
+    assert kai_node == {"accept-nvidia-visible-devices-envvar-when-unprivileged": "true",
+                        "accept-nvidia-visible-devices-as-volume-mounts": "true"}
+    assert other_node == {"accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
+                          "accept-nvidia-visible-devices-as-volume-mounts": "true"}
+    fraction_env, sidecar_env = (
+        toolkit.container_env(CUDA_IMAGE_ENV, {}, {
+            e["name"]: bound["data"][e["valueFrom"]["configMapKeyRef"]["key"]] if "valueFrom" in e else e["value"]
+            for e in container.get("env", []) if e["name"] == "NVIDIA_VISIBLE_DEVICES"
+        })
+        for container in admitted["spec"]["containers"]
+    )
+    accepts = kai_node["accept-nvidia-visible-devices-envvar-when-unprivileged"] == "true"
+    assert toolkit.visible_devices(fraction_env, privileged=False, accept_envvar_unprivileged=accepts) == [BOUND_DEVICE]
+    assert toolkit.visible_devices(sidecar_env, privileged=False, accept_envvar_unprivileged=accepts) == []
+    # Without the KAI pool's setting the fraction would get no GPU at all.
+    assert toolkit.visible_devices(fraction_env, privileged=False, accept_envvar_unprivileged=False) == []
+    # 6. Metrics: the kubelet lists the shared GPU under KAI's reservation pod, so dcgm-exporter's series of that
     #    GPU name the reservation pod (its namespace), never a tenant's fractional pod.
     assert device_holder_namespace() == RESERVATION_NAMESPACE
     assert dcgm.names_pod("GPU-0a1b", dcgm.DEFAULT_GPU_ID_TYPE, 0, "GPU-0a1b")
-    # 5. Cost: the tenant's guaranteed share of the pool is 6 of its 8 L4s at g6.12xlarge's price per GPU.
+    # 7. Cost: the tenant's guaranteed share of the pool is 6 of its 8 L4s at g6.12xlarge's price per GPU.
     config = load(document())
     [plan] = [t for t in config.tenants if t.name == TENANT]
     [quota] = [q for q in plan.quotas if q.flavor.name == "l4-kai-on-demand"]
     per_gpu = quota.flavor.pool.cheapest_on_demand_per_gpu
     assert per_gpu is not None and per_gpu == pytest.approx(4.6016 / 4)
     assert per_gpu * quota.quota.nominal == pytest.approx(6 * 1.1504)
+
+
+def test_a_whole_gpu_on_a_kai_node_comes_from_cdi_and_the_image_variable_adds_none():
+    """The GPU Operator's device plugin allocates by CDI names only (no variable), so a whole-GPU container keeps its
+    GPU with NVIDIA_VISIBLE_DEVICES=void; without void, a CUDA image's `all` shows every GPU on a KAI node."""
+    assert device_plugin.allocate_env(device_plugin.GPU_OPERATOR_DEVICE_LIST_STRATEGIES, ("GPU-0a1b",)) == {}
+    assert device_plugin.allocate_env(("envvar",), ("GPU-0a1b", "GPU-2c3d")) == {"NVIDIA_VISIBLE_DEVICES": "GPU-0a1b,GPU-2c3d"}
+    voided = toolkit.container_env(CUDA_IMAGE_ENV, {}, {"NVIDIA_VISIBLE_DEVICES": "void"})
+    assert toolkit.visible_devices(voided, privileged=False, accept_envvar_unprivileged=True) == []
+    assert toolkit.visible_devices(CUDA_IMAGE_ENV, privileged=False, accept_envvar_unprivileged=True) == ["all"]
+    # An envFrom ConfigMap cannot undo the void: env wins over envFrom.
+    from_env_from = toolkit.container_env(CUDA_IMAGE_ENV, {"NVIDIA_VISIBLE_DEVICES": "all"}, {"NVIDIA_VISIBLE_DEVICES": "void"})
+    assert toolkit.visible_devices(from_env_from, privileged=False, accept_envvar_unprivileged=True) == []
+
+
+@pytest.mark.parametrize(
+    "env, privileged, accept, devices",
+    [
+        ({"NVIDIA_VISIBLE_DEVICES": "all"}, False, False, []),  # ignored from an unprivileged container
+        ({"NVIDIA_VISIBLE_DEVICES": "all"}, True, False, ["all"]),
+        ({"NVIDIA_VISIBLE_DEVICES": "0,1"}, False, True, ["0", "1"]),
+        ({"NVIDIA_VISIBLE_DEVICES": "0,void"}, False, True, []),  # any void entry
+        ({"NVIDIA_VISIBLE_DEVICES": "none,all"}, False, True, [""]),  # the first of all/none decides
+        ({"NVIDIA_VISIBLE_DEVICES": "1,all"}, False, True, ["all"]),
+        ({"NVIDIA_VISIBLE_DEVICES": ""}, False, True, []),
+        ({"CUDA_VERSION": "11.0"}, False, True, ["all"]),  # legacy image, variable unset
+        ({"CUDA_VERSION": "11.0", "NVIDIA_REQUIRE_CUDA": "cuda>=11.0"}, False, True, []),
+        ({"CUDA_VERSION": "11.0", "NVIDIA_VISIBLE_DEVICES": ""}, False, True, []),  # set empty: void, legacy or not
+    ],
+)
+def test_the_toolkit_reads_the_variable_as_v1_20_does(env, privileged, accept, devices):
+    assert toolkit.visible_devices(env, privileged=privileged, accept_envvar_unprivileged=accept) == devices
 
 
 def test_the_summary_counts_each_queue_in_gpus_in_fractional_pods_and_in_dollars():
@@ -408,7 +634,7 @@ def kai_lines(*documents: dict[str, Any]) -> list[str]:
     return [f"{f.text}{' [problem]' if f.problem else ''}" for f in findings]
 
 
-def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvidia_variable_guard():
+def test_check_manifest_says_what_kai_counts():
     fractional = pod(annotations=FRACTION)
     job: dict[str, Any] = {
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "sixteen-halves", "namespace": TENANT},
@@ -421,9 +647,7 @@ def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvi
     at_the_limit["spec"]["parallelism"] = 12
     whole = pod(resources={"limits": {"nvidia.com/gpu": "2"}})
     oversized = pod(annotations={"gpu-fraction": "1.5"})
-    lines = kai_lines(fractional, job, at_the_limit, whole, oversized)
-    nvidia = [line for line in lines if "NVIDIA_* variables" in line]
-    assert [line for line in lines if line not in nvidia] == [
+    assert kai_lines(fractional, job, at_the_limit, whole, oversized) == [
         "KAI counts 1 x 0.5 = 0.5 GPUs against Queue data-science (deserved 6, limit 6)",
         "KAI counts 16 x 0.5 = 8 GPUs against Queue data-science (deserved 6, limit 6): more than its limit, never all "
         "at once [problem]",
@@ -431,7 +655,22 @@ def test_check_manifest_says_what_kai_counts_and_that_the_fraction_meets_the_nvi
         "KAI counts 1 x 2 = 2 GPUs against Queue data-science (deserved 6, limit 6)",
         "KAI's admission refuses it: gpu-fraction annotation value must be a positive number smaller than 1.0 [problem]",
     ]
-    assert len(nvidia) == 3 and all(line.endswith("(docs/fractional-gpus.md) [problem]") for line in nvidia)
+
+
+def policy_lines(document_: dict[str, Any]) -> list[str]:
+    """check-manifest's `policies` findings: the pod as KAI's webhook hands it to the guards."""
+    cluster = Cluster.of(load(document()), TENANT, objects(), CustomResourceDefinitions())
+    return [f.text for f in check(cluster, [("w.yaml", document_)]) if f.aspect == "policies"]
+
+
+def test_check_manifest_judges_a_kai_pod_as_kais_webhook_hands_it_on():
+    """A fraction and a CPU-only KAI pod need nothing written; a whole GPU on a KAI pool needs the void written."""
+    admitted = ["admitted by Pod Security baseline and the admission guards"]
+    assert policy_lines(pod(annotations=FRACTION)) == admitted
+    assert policy_lines(pod()) == admitted
+    assert policy_lines(pod(resources={"limits": {"nvidia.com/gpu": "1"}}, env=VOIDED)) == admitted
+    [refused] = policy_lines(pod(resources={"limits": {"nvidia.com/gpu": "1"}}))
+    assert refused.startswith(f"an admission guard refuses it: {VOID_FORM}")
 
 
 def test_the_charts_priority_classes_are_as_vendored_and_none_is_a_default_or_never_preempts():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from models.nvidia.container_toolkit import ACCEPT_ENVVAR_UNPRIVILEGED, ACCEPT_VOLUME_MOUNTS
 
 # The NVIDIA container toolkit's settings on a GPU node: NVIDIA's "Preventing unprivileged access to
 # GPUs in Kubernetes". With the defaults, an unprivileged container that sets NVIDIA_VISIBLE_DEVICES
@@ -15,9 +17,15 @@ from collections.abc import Sequence
 # defaults to true, and controllers/object_controls.go sets DEVICE_LIST_STRATEGY=cdi-annotations,cdi-cri),
 # which never reads the variable; privileged operands (DCGM, the validator) keep it.
 NVIDIA_TOOLKIT_SETTINGS = {
-    "accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
-    "accept-nvidia-visible-devices-as-volume-mounts": "true",
+    ACCEPT_ENVVAR_UNPRIVILEGED: "false",
+    ACCEPT_VOLUME_MOUNTS: "true",
 }
+# On a pool the KAI Scheduler shares in fractions: KAI's binder hands a fraction its GPU only through
+# NVIDIA_VISIBLE_DEVICES (models/kai/sharing.py), which the toolkit takes from an unprivileged container only
+# with the setting true (models/nvidia/container_toolkit.py). Every other container of those nodes is then kept
+# off the variable by admission: KAI pods alone run there, each container with NVIDIA_VISIBLE_DEVICES=void but
+# the fraction's (components/admission.py `tenant-pods-no-nvidia-env`).
+KAI_TOOLKIT_SETTINGS = {**NVIDIA_TOOLKIT_SETTINGS, ACCEPT_ENVVAR_UNPRIVILEGED: "true"}
 USER_DATA_BOUNDARY = "GPU-PLATFORM"
 
 
@@ -25,15 +33,15 @@ MIG_LAYOUT_UNIT = "gpu-platform-mig-layout"
 MIG_LAYOUT_SCRIPT = f"/usr/local/sbin/{MIG_LAYOUT_UNIT}"
 
 
-def toolkit_user_data(mig_profiles: Sequence[str] = ()) -> str:
-    """AL2023 user data (MIME multipart) whose shell part sets NVIDIA_TOOLKIT_SETTINGS before the kubelet starts,
+def toolkit_user_data(mig_profiles: Sequence[str] = (), settings: Mapping[str, str] = NVIDIA_TOOLKIT_SETTINGS) -> str:
+    """AL2023 user data (MIME multipart) whose shell part sets the toolkit's `settings` before the kubelet starts,
     and with `mig_profiles` installs and runs `mig_layout_unit`, which partitions every GPU into them.
 
     Karpenter and EKS managed node groups both add their own NodeConfig part and keep this one
     (cloud-init runs it before nodeadm's `run` phase starts the kubelet, so no pod starts first).
     """
-    settings = " ".join(f"--set {key}={value}" for key, value in NVIDIA_TOOLKIT_SETTINGS.items())
-    lines = ["#!/bin/bash", "set -euo pipefail", f"nvidia-ctk config --in-place {settings}"]
+    flags = " ".join(f"--set {key}={value}" for key, value in settings.items())
+    lines = ["#!/bin/bash", "set -euo pipefail", f"nvidia-ctk config --in-place {flags}"]
     if mig_profiles:
         script, unit = mig_layout_unit(mig_profiles)
         lines += [

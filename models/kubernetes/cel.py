@@ -168,8 +168,19 @@ _CEL_VALUES = (celtypes.MapType, celtypes.ListType, celtypes.BoolType, celtypes.
 
 
 def bind(activation: Mapping[str, Any]) -> dict[str, Any]:
-    """Named values as CEL values; converting a request's once spares every expression of its policies the work."""
-    return {name: value if isinstance(value, _CEL_VALUES) else celpy.json_to_cel(value) for name, value in activation.items()}
+    """Named values as CEL values; converting a request's once spares every expression of its policies the work.
+
+    A map of values that are CEL values already (a policy's `variables`) keeps them as they are: converting it as
+    JSON would read a BoolType (an int subclass in celpy) as an int, which a condition `?:` then refuses."""
+    return {name: _bound(value) for name, value in activation.items()}
+
+
+def _bound(value: Any) -> Any:
+    if isinstance(value, _CEL_VALUES):
+        return value
+    if isinstance(value, dict) and any(isinstance(v, _CEL_VALUES) for v in value.values()):
+        return celtypes.MapType({celtypes.StringType(k): _bound(v) for k, v in value.items()})
+    return celpy.json_to_cel(value)
 
 
 def evaluate_in(expression: str, activation: Mapping[str, Any]) -> Any:

@@ -33,6 +33,9 @@ OWNING_CONTROLLERS: tuple[str, ...] = (
 )
 # Empties a terminating namespace: deletes every object left in it (pkg/controller/namespace).
 NAMESPACE_CONTROLLER = "namespace-controller"
+# Deletes an object whose owners are all gone (cmd/kube-controller-manager/app/core.go
+# `startGarbageCollectorController`: `ClientOrDie("generic-garbage-collector")`).
+GARBAGE_COLLECTOR = "generic-garbage-collector"
 
 
 def controller_username(controller: str) -> str:

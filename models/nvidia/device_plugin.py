@@ -77,3 +77,21 @@ def kubelet_device_id(uuid: str, replica: int | None = None) -> str:
     uniqueDeviceIDsFromAnnotatedDeviceIDs), so Bottlerocket's default of `index` leaves the mapping alone.
     """
     return uuid if replica is None else f"{uuid}::{replica}"
+
+
+# The device-list strategy the GPU Operator gives its device plugin while CDI is on (its default): gpu-operator
+# v26.7.0 controllers/object_controls.go `transformDevicePluginCtrForCDI`.
+GPU_OPERATOR_DEVICE_LIST_STRATEGIES = ("cdi-annotations", "cdi-cri")
+CDI_STRATEGIES = ("cdi-annotations", "cdi-cri")
+
+
+def allocate_env(strategies: tuple[str, ...], device_ids: tuple[str, ...]) -> dict[str, str]:
+    """The device-list variables the device plugin's Allocate response sets for a container given `device_ids`
+    (k8s-device-plugin v0.20.0 internal/plugin/server.go `getAllocateResponse`): none when every strategy is a
+    CDI one (the devices go as CDI names: annotations and the CRI's CDIDevices); NVIDIA_VISIBLE_DEVICES with the
+    IDs under the `envvar` strategy. The GDRCopy/GDS/MOFED flags, off in the platform's configs, are left out."""
+    if all(s in CDI_STRATEGIES for s in strategies):
+        return {}
+    if "envvar" in strategies:
+        return {"NVIDIA_VISIBLE_DEVICES": ",".join(device_ids)}
+    return {}
