@@ -318,10 +318,10 @@ def _load_all_text(text: str) -> tuple[Any, ...]:
 
 # Parsed vendored files, pickled beside the compiled modules and named by what they were parsed from, as Python caches
 # bytecode: building the objects of the CRDs' megabytes costs every process that validates a render over a second
-# of CPU, unpickling them a twentieth of that. A changed file or PyYAML is another name, never a stale read; a change to
-# `_Loader`'s constructors changes `_PARSER` with it.
+# of CPU, unpickling them a twentieth of that. A changed file, PyYAML or this module (where `_Loader` is defined) is
+# another name, never a stale read.
 _PARSED_DIR = Path(__file__).resolve().parent / "__pycache__" / "upstream-yaml"
-_PARSER = f"pyyaml-{yaml.__version__}-{_Loader.__mro__[1].__name__}-value-as-str"
+_PARSER = f"pyyaml-{yaml.__version__}-{_Loader.__mro__[1].__name__}-{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}"
 
 
 def _parsed(text: str, every_document: bool) -> Any:
