@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import io
 import json
 import shutil
 from pathlib import Path
@@ -89,4 +91,35 @@ def _object_order(obj: dict[str, Any]) -> tuple[int, str, str, str]:
 
 
 def _dump(document: Any) -> str:
-    return yaml.safe_dump(document, sort_keys=True, default_flow_style=False, width=120)
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=120)
+
+
+class _Dumper(yaml.SafeDumper):
+    """`yaml.safe_dump`'s dumper, the same bytes, with what it works out per scalar remembered across documents.
+
+    A render writes the same keys and values (`name`, `app.kubernetes.io/...`, images) thousands of times, and the
+    emitter's analysis of a scalar (which styles can hold it) and the resolver's implicit tag of a plain one are
+    pure functions of the text: the cached answers are the ones the dumper works out each time without them.
+    """
+
+    def analyze_scalar(self, scalar: str) -> Any:
+        return _analysis(scalar, bool(self.allow_unicode))
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode and not self.yaml_path_resolvers:
+            return _scalar_tag(value, implicit)
+        return super().resolve(kind, value, implicit)
+
+
+# Plain SafeDumpers (no stream is written) whose own methods give the answers `_Dumper` remembers.
+_ASKED = {flag: yaml.SafeDumper(io.StringIO(), allow_unicode=flag) for flag in (False, True)}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _analysis(scalar: str, allow_unicode: bool) -> Any:
+    return _ASKED[allow_unicode].analyze_scalar(scalar)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _scalar_tag(value: str, implicit: tuple[bool, bool]) -> Any:
+    return _ASKED[False].resolve(yaml.ScalarNode, value, implicit)

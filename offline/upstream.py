@@ -11,7 +11,12 @@ from __future__ import annotations
 import copy
 import csv
 import functools
+import hashlib
+import os
+import pickle
 import re
+import sys
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -298,7 +303,7 @@ _Loader.add_constructor("tag:yaml.org,2002:value", yaml.SafeLoader.construct_yam
 
 @functools.cache
 def _load(path: Path) -> Any:
-    return yaml.load(path.read_text(), Loader=_Loader)
+    return _parsed(path.read_text(), every_document=False)
 
 
 @functools.cache
@@ -308,4 +313,32 @@ def _load_all(path: Path) -> tuple[Any, ...]:
 
 @functools.cache
 def _load_all_text(text: str) -> tuple[Any, ...]:
-    return tuple(yaml.load_all(text, Loader=_Loader))
+    return tuple(_parsed(text, every_document=True))
+
+
+# Parsed vendored files, pickled beside the compiled modules and named by what they were parsed from, as Python caches
+# bytecode: building the objects of the CRDs' megabytes costs every process that validates a render over a second
+# of CPU, unpickling them a twentieth of that. A changed file, PyYAML or this module (where `_Loader` is defined) is
+# another name, never a stale read.
+_PARSED_DIR = Path(__file__).resolve().parent / "__pycache__" / "upstream-yaml"
+_PARSER = f"pyyaml-{yaml.__version__}-{_Loader.__mro__[1].__name__}-{hashlib.sha256(Path(__file__).read_bytes()).hexdigest()}"
+
+
+def _parsed(text: str, every_document: bool) -> Any:
+    key = hashlib.sha256(f"{_PARSER}\0{every_document}\0{text}".encode()).hexdigest()
+    cached = _PARSED_DIR / f"{key}.pickle"
+    try:
+        return pickle.loads(cached.read_bytes())
+    except (OSError, pickle.UnpicklingError, EOFError):
+        pass
+    parsed = list(yaml.load_all(text, Loader=_Loader)) if every_document else yaml.load(text, Loader=_Loader)
+    if not sys.dont_write_bytecode:  # PYTHONDONTWRITEBYTECODE keeps this cache unwritten too
+        try:
+            _PARSED_DIR.mkdir(parents=True, exist_ok=True)
+            # Written whole under a name of its own, then renamed: a concurrent reader sees all of it or nothing.
+            partial = _PARSED_DIR / f"{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+            partial.write_bytes(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(partial, cached)
+        except OSError:
+            pass
+    return parsed

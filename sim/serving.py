@@ -10,6 +10,7 @@ waiting requests over replicas), takes the larger recommendation and applies the
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from config import timing
@@ -28,16 +29,25 @@ from .workload import InferenceLoad, RateCurve, seconds
 
 def rate_at(curve: RateCurve, wall_weekday: int, minute_of_day: int, offset: float) -> float:
     """Requests per second at a moment: day or night by working hours (weekdays only if so), times any surge."""
-    first, last = curve.working_hours.split("-")
-    start = int(first[:2]) * 60 + int(first[3:])
-    end = int(last[:2]) * 60 + int(last[3:])
+    start, end = _minutes(curve.working_hours)
     working = start <= minute_of_day < end and (wall_weekday < 5 or not curve.weekdays_only)
     rate = curve.day if working else curve.night
     for surge in curve.surges:
-        begin = seconds(surge.at)
-        if begin <= offset < begin + seconds(surge.duration):
+        begin = _seconds(surge.at)
+        if begin <= offset < begin + _seconds(surge.duration):
             rate *= surge.factor
     return rate
+
+
+# Every HPA sync asks for the rate: the texts of a curve are parsed once, not at each of a run's syncs.
+@functools.lru_cache(maxsize=256)
+def _minutes(working_hours: str) -> tuple[int, int]:
+    """`09:00-18:00` -> (540, 1080): the first and the last minute of the day, the last not included."""
+    first, last = working_hours.split("-")
+    return int(first[:2]) * 60 + int(first[3:]), int(last[:2]) * 60 + int(last[3:])
+
+
+_seconds = functools.lru_cache(maxsize=256)(seconds)
 
 
 @dataclass

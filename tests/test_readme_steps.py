@@ -36,7 +36,9 @@ import ruamel.yaml
 import yaml
 
 from config.regions import AVAILABILITY_ZONES
+from config.versions import CHARTS
 from offline.stack import stack_names
+from offline.upstream import chart_values, crd_documents, subchart_values
 
 from . import test_stacks
 from .conftest import WALKTHROUGH, load, project_path, shipped_document
@@ -215,6 +217,13 @@ class Walkthrough:
 
 def start_walkthrough() -> Walkthrough:
     """Copy the project, follow both README sections in the copy, and start its stack checks."""
+    # The pinned charts' vendored files parsed first, here (or read back): the copy then carries their cache
+    # (offline/upstream.py) and its process, which validates two renders, need not parse them again.
+    pins = {chart: pin.version for chart, pin in CHARTS.items()}
+    crd_documents(pins)
+    for chart, version in pins.items():
+        chart_values(chart, version)
+        subchart_values(chart, version)
     workdir = Path(tempfile.mkdtemp(prefix="readme-steps-"))
     project = workdir / "project"
     shutil.copytree(project_path(), project, ignore=not_copied)

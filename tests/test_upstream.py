@@ -191,3 +191,19 @@ def test_vendor_refuses_a_changed_license_and_leaves_upstream_as_it_was(demo, mo
     monkeypatch.setattr(vendor, "CHART_SOURCES", {"demo": ChartSource("example/demo", "v{version}", "chart", license="MIT")})
     assert vendor.main(["demo"], [f"example/demo={repo}"]) == 1
     assert {p: p.read_bytes() for p in upstream.rglob("*") if p.is_file()} == before
+
+
+def test_a_parsed_file_is_read_back_from_its_cache_as_parsed_and_a_changed_file_is_parsed_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(offline.upstream, "_PARSED_DIR", tmp_path)
+    monkeypatch.setattr(offline.upstream.sys, "dont_write_bytecode", False)
+    text = "kind: A\nspec:\n  items: [1, 2.5, '3']\n  anchor: &shared {x: y}\n  again: *shared\nop: =\n---\nkind: B\n"
+    first = offline.upstream._parsed(text, every_document=True)
+    assert first == [{"kind": "A", "spec": {"items": [1, 2.5, "3"], "anchor": {"x": "y"}, "again": {"x": "y"}}, "op": "="},
+                     {"kind": "B"}]
+    assert len(list(tmp_path.glob("*.pickle"))) == 1
+    assert offline.upstream._parsed(text, every_document=True) == first
+    # A cache entry is only ever the parse of the very text it is named for.
+    assert offline.upstream._parsed(text.replace("kind: B", "kind: C"), every_document=True)[1] == {"kind": "C"}
+    assert offline.upstream._parsed("kind: A\n", every_document=False) == {"kind": "A"}
+    assert len(list(tmp_path.glob("*.pickle"))) == 3
+    assert not list(tmp_path.glob("*.tmp"))

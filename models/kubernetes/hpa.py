@@ -205,17 +205,25 @@ class Autoscaler:
         return result
 
     def _stabilize(self, now: float, current: int, desired: int) -> int:
-        up_cutoff = now - self.scale_up.stabilization_window_seconds
-        down_cutoff = now - self.scale_down.stabilization_window_seconds
+        up_window = self.scale_up.stabilization_window_seconds
+        down_window = self.scale_down.stabilization_window_seconds
+        up_cutoff = now - up_window
+        down_cutoff = now - down_window
+        kept_cutoff = now - (up_window if up_window > down_window else down_window)
         up, down = desired, desired
-        for at, recommendation in self.recommendations:
-            if at > up_cutoff:
-                up = min(up, recommendation)
-            if at > down_cutoff:
-                down = max(down, recommendation)
-        longest = max(self.scale_up.stabilization_window_seconds, self.scale_down.stabilization_window_seconds)
-        self.recommendations = [(at, r) for at, r in self.recommendations if at > now - longest]
-        self.recommendations.append((now, desired))
+        kept = []
+        # One pass per sync (a simulation syncs every HPA every 15 s for weeks): the up window's minimum, the down
+        # window's maximum, and the recommendations the longer window still needs.
+        for entry in self.recommendations:
+            at, recommendation = entry
+            if at > up_cutoff and recommendation < up:
+                up = recommendation
+            if at > down_cutoff and recommendation > down:
+                down = recommendation
+            if at > kept_cutoff:
+                kept.append(entry)
+        kept.append((now, desired))
+        self.recommendations = kept
         return min(max(current, up), down)
 
     def _rate_limit(self, now: float, current: int, desired: int) -> int:
