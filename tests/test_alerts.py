@@ -108,7 +108,9 @@ KAI_TARGETS = {
                                      ("queue-controller", "metrics"), ("admission", "http-metrics")))
 }
 KAI_QUEUE = {"queue_name": "data-science", "queue_metadata_name": "data-science", "queue_display_name": ""}
-KAI_ROOT = {"queue_name": "gpu-platform", "queue_metadata_name": "gpu-platform", "queue_display_name": ""}
+KAI_ROOT = {"queue_name": "gpu-platform.tenants", "queue_metadata_name": "gpu-platform.tenants", "queue_display_name": ""}
+# A tenant with no quota of its own on the KAI pool, borrowing only (config/kai.py: deserved = nominal = 0).
+KAI_BORROWER = {"queue_name": "experiments", "queue_metadata_name": "experiments", "queue_display_name": ""}
 
 # alert -> (eval time, expected labels when it fires, series that fire it, series that keep it quiet)
 CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
@@ -238,13 +240,14 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
     "KaiQueueAtDeservedGPUs": (
         "70m",
         {"queue_name": "data-science"},
-        # Six GPUs deserved and held exactly: ten half-GPU pods and one whole one. The root Queue's unbounded
-        # quota (-1) is no quota to reach.
+        # Six GPUs deserved and held exactly: ten half-GPU pods and one whole one. The root Queue holds 6.5 of the
+        # pool's 8; a borrower's half GPU is no deserved quota reached (it has none).
         {S("kai_queue_deserved_gpus", **KAI_QUEUE): "6x70", S("kai_queue_allocated_gpus", **KAI_QUEUE): "6x70",
-         S("kai_queue_deserved_gpus", **KAI_ROOT): "-1x70", S("kai_queue_allocated_gpus", **KAI_ROOT): "6x70"},
+         S("kai_queue_deserved_gpus", **KAI_BORROWER): "0x70", S("kai_queue_allocated_gpus", **KAI_BORROWER): "0.5x70",
+         S("kai_queue_deserved_gpus", **KAI_ROOT): "8x70", S("kai_queue_allocated_gpus", **KAI_ROOT): "6.5x70"},
         # 5.75 of 6 deserved.
         {S("kai_queue_deserved_gpus", **KAI_QUEUE): "6x70", S("kai_queue_allocated_gpus", **KAI_QUEUE): "5.75x70",
-         S("kai_queue_deserved_gpus", **KAI_ROOT): "-1x70", S("kai_queue_allocated_gpus", **KAI_ROOT): "5.75x70"},
+         S("kai_queue_deserved_gpus", **KAI_ROOT): "8x70", S("kai_queue_allocated_gpus", **KAI_ROOT): "5.75x70"},
     ),
     "KedaTriggerWithoutData": (
         "30m",
