@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from components.monitoring import alerts
+from config.monitoring import DEFAULT_RUNBOOK_BASE_URL
 from config.versions import CHARTS
 from offline.metrics_inventory import load_inventory
 from offline.upstream import chart_values
@@ -18,6 +19,7 @@ from .recorded import describe, kubernetes_objects, releases, waits_for
 from .test_alerts import run_promtool_tests
 from .test_attacks import kai_recording
 from .test_deploy_order import providers_of, waits_for_one_of
+from .test_kai import _rendered as kai_rendered
 
 NAMESPACE = "kai-scheduler"
 
@@ -85,6 +87,12 @@ def test_the_kai_rule_holds_kais_alerts_on_a_stack_with_a_kai_pool():
     assert rule["metadata"]["namespace"] == "monitoring"
     names = [r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]]
     assert names == ["KaiControllerDown", "KaiQueueAtDeservedGPUs"]
+
+
+def test_the_summary_lists_kais_alerts_with_their_runbooks():
+    summary = kai_rendered()[3]
+    for name in ("KaiControllerDown", "KaiQueueAtDeservedGPUs"):
+        assert f"[`{name}`]({DEFAULT_RUNBOOK_BASE_URL}#{name.lower()})" in summary
 
 
 def test_the_scheduler_service_keeps_its_selector_at_one_replica():
