@@ -27,6 +27,8 @@ Where each source's version comes from, so that a pin bump without re-vendoring 
   from its PyPI wheel (the repository is too large for the store), whose vllm/_version.py names the commit.
 - kai-scheduler, kai-queue-controller: the KAI chart's pin, its scheduler's and queue-controller's metrics, each
   beside pkg/common/constants/constants.go, whose DefaultMetricsNamespace prefixes them (models/kai/metrics.py).
+- kai-binder: under the KAI chart's pin, controller-runtime's controller metrics at the release KAI's go.mod
+  requires at that tag (sigs.k8s.io/controller-runtime v0.23.3): the binder registers none of its own.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ METRICS_DIR = UPSTREAM_DIR / "metrics"
 INVENTORY_FILE = UPSTREAM_DIR / "metrics-inventory.json"
 # The dcgm-exporter commit vendored in place of the release the GPU Operator deploys (see the docstring).
 DCGM_EXPORTER_COMMIT = "d5e5f510a1b6b393f39a43293ccd9dc985defc79"
+# The controller-runtime release kai-scheduler/KAI-Scheduler v0.17.0's go.mod requires (its binder's metrics).
+KAI_CONTROLLER_RUNTIME = "v0.23.3"
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,9 @@ METRIC_SOURCES: dict[str, tuple[Callable[[], str], MetricSource]] = {
     "kai-queue-controller": (lambda: CHARTS["kai-scheduler"].version, MetricSource(
         "kai-scheduler/KAI-Scheduler", "{version}",
         ("pkg/queuecontroller/metrics/metrics.go", "pkg/common/constants/constants.go"),
+    )),
+    "kai-binder": (lambda: CHARTS["kai-scheduler"].version, MetricSource(
+        "kubernetes-sigs/controller-runtime", KAI_CONTROLLER_RUNTIME, ("pkg/internal/controller/metrics/metrics.go",),
     )),
 }
 
@@ -304,6 +311,7 @@ PARSERS: dict[str, Callable[[Path], Inventory]] = {
     "vllm": vllm_metrics,
     "kai-scheduler": kai_metrics,
     "kai-queue-controller": kai_metrics,
+    "kai-binder": go_metrics,
 }
 
 

@@ -53,6 +53,7 @@ SCRAPES: dict[str, Scrape] = {
     # components/kai.py service_monitor: no honorLabels.
     "kai-scheduler": Scrape(False, _SERVICE_MONITOR),
     "kai-queue-controller": Scrape(False, _SERVICE_MONITOR),
+    "kai-binder": Scrape(False, _SERVICE_MONITOR),
 }
 # Series Prometheus writes for every target itself (prometheus/prometheus scrape/scrape.go `up`), with the
 # target's labels only; no exporter's, so a query names the job it means.

@@ -237,6 +237,16 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
          S("up", **{**KAI_TARGETS["binder"], "instance": "10.0.3.9:8080"}): "0x15",
          S("up", **KAI_TARGETS["admission"]): "1x15", S("up", **KAI_TARGETS["queue-controller"]): "1x15"},
     ),
+    "KaiBindingFailures": (
+        "25m",
+        {"job": "binder", "controller": "bindrequest"},
+        # A bind fails every two minutes (a reservation pod that cannot start); the Pod controller's errors do not count.
+        {S("controller_runtime_reconcile_errors_total", controller="bindrequest"): "0+0.5x25",
+         S("controller_runtime_reconcile_errors_total", controller="pod"): "0x25"},
+        # One failure at minute 5, bound on the retry; the Pod controller failing is not a bind failing.
+        {S("controller_runtime_reconcile_errors_total", controller="bindrequest"): "0x5 1x20",
+         S("controller_runtime_reconcile_errors_total", controller="pod"): "0+1x25"},
+    ),
     "KaiQueueAtDeservedGPUs": (
         "70m",
         {"queue_name": "data-science"},

@@ -86,12 +86,12 @@ def test_the_kai_rule_holds_kais_alerts_on_a_stack_with_a_kai_pool():
     ]
     assert rule["metadata"]["namespace"] == "monitoring"
     names = [r["alert"] for group in rule["spec"]["groups"] for r in group["rules"]]
-    assert names == ["KaiControllerDown", "KaiQueueAtDeservedGPUs"]
+    assert names == ["KaiControllerDown", "KaiBindingFailures", "KaiQueueAtDeservedGPUs"]
 
 
 def test_the_summary_lists_kais_alerts_with_their_runbooks():
     summary = kai_rendered()[3]
-    for name in ("KaiControllerDown", "KaiQueueAtDeservedGPUs"):
+    for name in ("KaiControllerDown", "KaiBindingFailures", "KaiQueueAtDeservedGPUs"):
         assert f"[`{name}`]({DEFAULT_RUNBOOK_BASE_URL}#{name.lower()})" in summary
 
 
@@ -109,6 +109,8 @@ def test_the_inventory_holds_kais_prefixed_metrics_only():
     assert kai["kai-queue-controller"]["kai_queue_allocated_gpus"] == ["queue_display_name", "queue_metadata_name", "queue_name"]
     assert "kai_queue_deserved_gpus" in kai["kai-queue-controller"]
     assert "kai_e2e_scheduling_latency_milliseconds" in kai["kai-scheduler"]
+    # The binder's only metrics are controller-runtime's (v0.23.3), per controller.
+    assert kai["kai-binder"]["controller_runtime_reconcile_errors_total"] == ["controller"]
     # The unprefixed copies the scheduler's init() registers never move: nothing may read them.
     assert not any(name.startswith("queue_") or name.startswith("e2e_") for source in kai.values() for name in source)
 

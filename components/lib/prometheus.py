@@ -62,12 +62,14 @@ EXPORTER_JOBS: dict[str, str] = {
     # and the queue-controller's (models/kai/metrics.py).
     "kai-scheduler": METRICS_SERVICES["scheduler"].name,
     "kai-queue-controller": METRICS_SERVICES["queue-controller"].name,
+    "kai-binder": METRICS_SERVICES["binder"].name,
 }
 DCGM_JOB = f'job="{EXPORTER_JOBS["dcgm-exporter"]}"'
 KUEUE_JOB = f'job="{EXPORTER_JOBS["kueue"]}"'
 KARPENTER_JOB = f'job="{EXPORTER_JOBS["karpenter"]}"'
 KEDA_JOB = f'job="{EXPORTER_JOBS["keda"]}"'
 KAI_QUEUE_CONTROLLER_JOB = f'job="{EXPORTER_JOBS["kai-queue-controller"]}"'
+KAI_BINDER_JOB = f'job="{EXPORTER_JOBS["kai-binder"]}"'
 
 # --- what the platform keeps from tenants' pods -----------------------------------------------------
 # A tenant (or a compromised model server) writes whatever its /metrics says. Prometheus attaches the

@@ -24,8 +24,10 @@ checks each expression against it. The files each rule relies on:
   keda_scaler_empty_upstream_responses_total; scraped without honorLabels, their `namespace` arrives
   as `exported_namespace`.
 - KAI's queue-controller (upstream/metrics/kai-queue-controller/, pkg/queuecontroller/metrics/metrics.go):
-  kai_queue_{deserved,allocated}_gpus{queue_name}; and Prometheus' own `up` of each KAI controller's scrape
-  (models/kai/metrics.py names the Services, components/kai.py scrapes them).
+  kai_queue_{deserved,allocated}_gpus{queue_name}; KAI's binder (upstream/metrics/kai-binder/, controller-runtime
+  v0.23.3 pkg/internal/controller/metrics/metrics.go): controller_runtime_reconcile_errors_total{controller};
+  and Prometheus' own `up` of each KAI controller's scrape (models/kai/metrics.py names the Services,
+  components/kai.py scrapes them).
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from ..lib.prometheus import (
     DCGM_DEVICE,
     DCGM_JOB,
     DCGM_NODE,
+    KAI_BINDER_JOB,
     KAI_QUEUE_CONTROLLER_JOB,
     KARPENTER_JOB,
     KEDA_JOB,
@@ -433,9 +436,10 @@ def multikueue_group() -> RuleGroup:
 def kai_group() -> RuleGroup:
     """A stack with a KAI pool: KAI's controllers answering their scrape, and its Queues' GPUs (models/kai/metrics.py).
 
-    KAI v0.17.0 exports no pending-pod or PodGroup count, no Queue limit and no bind-failure metric of its own, so
-    none is alerted on; a controller that is down stops placing (scheduler), binding (binder), admitting (admission)
-    or accounting (queue-controller) KAI's pods, which the first alert catches.
+    KAI v0.17.0 exports no pending-pod or PodGroup count and no Queue limit, so none is alerted on; a failed bind is
+    controller-runtime's reconcile error of the binder's BindRequest controller. A controller that is down stops
+    placing (scheduler), binding (binder), admitting (admission) or accounting (queue-controller) KAI's pods, which
+    the first alert catches.
     """
     services = sorted(service.name for service in kai_metrics.METRICS_SERVICES.values())
     scraped = f'up{{namespace="{KAI_NAMESPACE}", job=~"{"|".join(services)}"}}'
@@ -457,6 +461,19 @@ def kai_group() -> RuleGroup:
                 "10m",
                 watches="the scrape of the KAI operator's scheduler, binder, queue-controller and admission Services",
                 quiet="while at least one replica of each answers its scrape",
+            ),
+            AlertRule(
+                "KaiBindingFailures",
+                f"sum by (job, controller) (increase({kai_metrics.RECONCILE_ERRORS}"
+                f'{{{KAI_BINDER_JOB}, controller="{kai_metrics.BIND_REQUEST_CONTROLLER}"}}[10m])) > 0',
+                "warning",
+                "KAI's binder keeps failing to bind pods",
+                "KAI's binder failed {{ $value | humanize }} binds in the last 10 minutes, and has kept failing for 15: "
+                "pods KAI placed stay Pending, unbound. Each failed pod has a BindingError event and its BindRequest a "
+                "Failed status with the reason (a reservation pod that cannot start, a node gone, a volume).",
+                "15m",
+                watches="failed reconciles of the KAI binder's BindRequest controller (each a failed bind)",
+                quiet="while no bind fails, and after a failure that does not recur within 15 minutes",
             ),
             AlertRule(
                 "KaiQueueAtDeservedGPUs",

@@ -37,7 +37,12 @@ cmd/queuecontroller/app/options.go), which the operator passes only from `queueC
 The scheduler's package `init` first registers every metric unprefixed (pkg/scheduler/metrics/metrics.go
 `InitMetrics("")`), then `Run` registers the `kai_` set and updates only that: the unprefixed series stay at their
 initial values, so nothing reads them. The binder registers no metric of its own (pkg/binder defines none): a
-failed bind is a controller-runtime reconcile error and a `BindingError` event on the pod.
+failed bind is an error its BindRequest reconciler returns (pkg/binder/controllers/bindrequest_controller.go
+`Reconcile`, after which it rolls the bind back, marks the BindRequest Failed and the pod `BindingError`), which
+controller-runtime counts per controller (v0.23.3, the release KAI's go.mod requires: pkg/internal/controller/
+controller.go `reconcileHandler`, metrics/metrics.go `controller_runtime_reconcile_errors_total`, set to 0 when the
+controller starts). The controller is named after the kind it reconciles, lower-cased (pkg/builder/controller.go
+`getControllerName`: KAI's `ctrl.NewControllerManagedBy(mgr).For(&BindRequest{})` names none).
 KAI exports no count of pending pods or PodGroups, and no Queue's limit (the queue-controller's gauges are its
 deserved GPUs, CPU and memory quota, and what is allocated); the upstream files are vendored under
 upstream/metrics/kai-scheduler/ and upstream/metrics/kai-queue-controller/ (offline/metrics_inventory.py).
@@ -81,3 +86,7 @@ METRICS_SERVICES: dict[str, MetricsService] = {
 QUEUE_DESERVED_GPUS = f"{METRICS_NAMESPACE}_queue_deserved_gpus"
 QUEUE_ALLOCATED_GPUS = f"{METRICS_NAMESPACE}_queue_allocated_gpus"
 QUEUE_NAME_LABEL = "queue_name"
+
+# The binder's BindRequest controller and controller-runtime's count of its failed reconciles (the module docstring).
+BIND_REQUEST_CONTROLLER = "bindrequest"
+RECONCILE_ERRORS = "controller_runtime_reconcile_errors_total"
