@@ -15,10 +15,10 @@ from config.versions import CHARTS
 from offline.metrics_inventory import load_inventory
 from offline.upstream import chart_values
 
-from .recorded import describe, kubernetes_objects, releases, waits_for
+from .recorded import describe, group_of, kubernetes_objects, releases, waits_for
 from .test_alerts import run_promtool_tests
 from .test_attacks import kai_recording
-from .test_deploy_order import providers_of, waits_for_one_of
+from .test_deploy_order import crd_providers, waits_for_one_of
 from .test_kai import _rendered as kai_rendered
 
 NAMESPACE = "kai-scheduler"
@@ -69,9 +69,10 @@ def test_kai_monitors_and_rule_wait_for_the_monitoring_crds_and_the_monitors_for
     [kai_release] = [r for name, r in releases(recording).items() if name == "kai-scheduler"]
     custom = [r for r in kubernetes_objects(recording) if r.inputs["kind"] in ("ServiceMonitor", "PrometheusRule")]
     checked = set()
+    providers_by_kind = crd_providers(recording)
     for resource in custom:
-        providers = providers_of(recording, resource.inputs["apiVersion"], resource.inputs["kind"], describe(resource))
-        assert waits_for_one_of(recording, resource, providers), f"{describe(resource)} waits for no CRD provider"
+        providers = providers_by_kind[(group_of(resource.inputs["apiVersion"]), resource.inputs["kind"])]
+        assert providers and waits_for_one_of(recording, resource, providers), f"{describe(resource)} waits for no CRD provider"
         if resource.inputs["kind"] == "ServiceMonitor":
             assert kai_release.urn in waits_for(recording, resource), f"{describe(resource)} may precede KAI's namespace"
         checked.add((resource.inputs["kind"], resource.inputs["metadata"]["name"]))
