@@ -58,8 +58,8 @@ EXPORTER_JOBS: dict[str, str] = {
     # kedacore/charts v2.20.2 keda/templates/manager/servicemonitor.yaml: jobLabel "" (values.yaml), the
     # operator's Service `operator.name` (keda-operator).
     "keda": "keda-operator",
-    # KAI's operator's Services, scraped by components/kai.py's ServiceMonitors (no jobLabel): the scheduler's
-    # and the queue-controller's (models/kai/metrics.py).
+    # KAI's operator's Services, scraped by components/kai.py's ServiceMonitors (no jobLabel): the scheduler's,
+    # the queue-controller's and the binder's (models/kai/metrics.py).
     "kai-scheduler": METRICS_SERVICES["scheduler"].name,
     "kai-queue-controller": METRICS_SERVICES["queue-controller"].name,
     "kai-binder": METRICS_SERVICES["binder"].name,
