@@ -30,6 +30,11 @@ and queue controller from the `kai-config` Config a post-install hook applies (t
   numa_placement_exporter.go `shouldDeploy`), and the chart's default shard enables none (`scheduler.plugins: {}`).
 
 The Queues are config/kai.py's, declared after the release, whose crds/ installs their CRD, each after its parent.
+
+KAI's metrics: the chart renders no monitor, and the operator's own ServiceMonitors need `prometheus.enabled`, which
+would also deploy a Prometheus of KAI's (pkg/operator/operands/prometheus/). The platform's Prometheus selects every
+ServiceMonitor, so one per Service the operator creates for a controller's metrics (`service_monitor`,
+models/kai/metrics.py), in KAI's namespace, after the release (the namespace's objects) and the monitoring CRDs.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from config.kai import KaiQueuePlan
 from config.labels import POD_SECURITY_LABEL
 from config.versions import KAI_IMAGE_REGISTRY, KAI_IMAGE_TAG, ChartPin
 from models.kai.constants import RESERVATION_NAMESPACE, SCALING_POD_NAMESPACE, SYSTEM_NAMESPACE
+from models.kai.metrics import APP_LABEL, METRICS_SERVICES
 
 from .lib.helm import helm_release
 from .lib.placement import system_node_selector, system_node_toleration
@@ -79,6 +85,21 @@ def kai_values() -> dict[str, Any]:
     }
 
 
+def service_monitor(controller: str) -> dict[str, Any]:
+    """The ServiceMonitor of one KAI controller's metrics Service: the Service by its `app` label, its metrics port by
+    name; the `job` is the Service's name (no jobLabel; components/lib/prometheus.py EXPORTER_JOBS)."""
+    service = METRICS_SERVICES[controller]
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": f"kai-{controller}", "namespace": NAMESPACE},
+        "spec": {
+            "selector": {"matchLabels": {APP_LABEL: service.name}},
+            "endpoints": [{"port": service.port}],
+        },
+    }
+
+
 class KaiScheduler(pulumi.ComponentResource):
     """KAI's namespaces, its Helm release, then the tenants' Queues."""
 
@@ -92,12 +113,14 @@ class KaiScheduler(pulumi.ComponentResource):
         chart: ChartPin,
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
+        service_monitor_crd: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
         :param queues: `PlatformConfig.kai_queues`, the root first.
         :param chart: `PlatformConfig.charts["kai-scheduler"]`.
         :param depends_on: what the cluster's controllers wait for (the system nodes and add-ons).
+        :param service_monitor_crd: what installs the ServiceMonitor CRD (`Monitoring.crd_release`).
         """
         super().__init__("gpu-platform:kai:KaiScheduler", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -117,4 +140,8 @@ class KaiScheduler(pulumi.ComponentResource):
         for plan in queues:
             after = [declared[plan.parent]] if plan.parent is not None else []
             declared[plan.name] = declare(f"{name}-queue-{plan.name}", plan.manifest(), children.opts(self.release, *after))
+        for controller in METRICS_SERVICES:
+            declare(
+                f"{name}-monitor-{controller}", service_monitor(controller), children.opts(self.release, *service_monitor_crd)
+            )
         self.register_outputs({"queues": [plan.name for plan in queues]})

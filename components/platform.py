@@ -214,6 +214,7 @@ class GpuPlatform(pulumi.ComponentResource):
             depends_on=controllers_ready,
             storage=[storage_class],
             multikueue=config.fleet.role == "manager",
+            kai=config.uses_kai,
             opts=self._opts(),
         )
         scraped_controllers_ready = [*controllers_ready, self.monitoring.crd_release]
@@ -502,6 +503,7 @@ class GpuPlatform(pulumi.ComponentResource):
                 chart=config.charts[kai.CHART_KEY],
                 provider=provider,
                 depends_on=controllers_ready,
+                service_monitor_crd=[self.monitoring.crd_release],
                 opts=self._opts(),
             )
             if config.uses_kai

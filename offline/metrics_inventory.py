@@ -25,6 +25,10 @@ Where each source's version comes from, so that a pin bump without re-vendoring 
   folder, as for dcgm-exporter.
 - vllm: config.versions.VLLM, the release whose metrics the queue-depth trigger reads; the file comes
   from its PyPI wheel (the repository is too large for the store), whose vllm/_version.py names the commit.
+- kai-scheduler, kai-queue-controller: the KAI chart's pin, its scheduler's and queue-controller's metrics, each
+  beside pkg/common/constants/constants.go, whose DefaultMetricsNamespace prefixes them (models/kai/metrics.py).
+- kai-binder: under the KAI chart's pin, controller-runtime's controller metrics at the release KAI's go.mod
+  requires at that tag (sigs.k8s.io/controller-runtime v0.23.3): the binder registers none of its own.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ METRICS_DIR = UPSTREAM_DIR / "metrics"
 INVENTORY_FILE = UPSTREAM_DIR / "metrics-inventory.json"
 # The dcgm-exporter commit vendored in place of the release the GPU Operator deploys (see the docstring).
 DCGM_EXPORTER_COMMIT = "d5e5f510a1b6b393f39a43293ccd9dc985defc79"
+# The controller-runtime release kai-scheduler/KAI-Scheduler v0.17.0's go.mod requires (its binder's metrics).
+KAI_CONTROLLER_RUNTIME = "v0.23.3"
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,17 @@ METRIC_SOURCES: dict[str, tuple[Callable[[], str], MetricSource]] = {
     )),
     "opencost": (opencost_version, MetricSource("opencost/opencost", OPENCOST_TAG, ("pkg/costmodel/metrics.go",))),
     "vllm": (lambda: VLLM, MetricSource("pypi/vllm", "{version}", ("vllm/v1/metrics/loggers.py",))),
+    "kai-scheduler": (lambda: CHARTS["kai-scheduler"].version, MetricSource(
+        "kai-scheduler/KAI-Scheduler", "{version}",
+        ("pkg/scheduler/metrics/metrics.go", "pkg/common/constants/constants.go"),
+    )),
+    "kai-queue-controller": (lambda: CHARTS["kai-scheduler"].version, MetricSource(
+        "kai-scheduler/KAI-Scheduler", "{version}",
+        ("pkg/queuecontroller/metrics/metrics.go", "pkg/common/constants/constants.go"),
+    )),
+    "kai-binder": (lambda: CHARTS["kai-scheduler"].version, MetricSource(
+        "kubernetes-sigs/controller-runtime", KAI_CONTROLLER_RUNTIME, ("pkg/internal/controller/metrics/metrics.go",),
+    )),
 }
 
 
@@ -161,20 +178,24 @@ def kube_state_metrics(folder: Path) -> Inventory:
 
 
 _GO_CONST = re.compile(r'^\s*(\w+)(?:\s+\w+)?\s*=\s*"([^"]*)"\s*$', re.M)
-_GO_SLICE = re.compile(r"^\s*(\w+)\s*=\s*\[\]string\{([^}]*)\}", re.M)
+_GO_SLICE = re.compile(r"^\s*(\w+)\s*:?=\s*(?:append\(\s*)?\[\]string\{([^}]*)\}", re.M)
 _GO_OPTS = re.compile(r"prometheus\.(Gauge|Counter|Histogram|Summary)Opts\{")
 # Label lists a metric appends that are empty unless configured: Kueue's custom metric labels
 # (pkg/metrics/metrics.go `cl.LabelNames(...)`, from Configuration `metrics.customLabels`, which the
 # platform leaves unset), called inline or through these variables.
 _CUSTOM_LABELS_CALL = re.compile(r"cl\.LabelNames\([^)]*\)(?:\.\.\.)?")
-_EMPTY_BY_DEFAULT = {"clusterQueueMetricsLabels", "localQueueMetricsLabels", "cohortMetricLabels"}
+# KAI's queue-controller appends the metric labels `--queue-label-to-metric-label` maps Queue labels to, which the
+# operator passes only from `queueController.queueLabelToMetricLabel`, which the chart never sets.
+_EMPTY_BY_DEFAULT = {"clusterQueueMetricsLabels", "localQueueMetricsLabels", "cohortMetricLabels", "additionalMetricLabelKeys"}
 
 
-def go_metrics(folder: Path) -> Inventory:
+def go_metrics(folder: Path, variables: dict[str, str] | None = None) -> Inventory:
     """client_golang metrics: every `prometheus.<Kind>Opts{Namespace, Subsystem, Name}` and the label
-    list that follows it in the constructor call, with string constants resolved across the files."""
+    list that follows it in the constructor call, with string constants resolved across the files
+    (`variables`: values of identifiers that are not constants, as the program runs)."""
     texts = [path.read_text() for path in sorted(folder.glob("*.go"))]
     consts = {name: value for text in texts for name, value in _GO_CONST.findall(text)}
+    consts.update(variables or {})
     slices = {name: body for text in texts for name, body in _GO_SLICE.findall(text)}
     inventory: Inventory = {}
     for text in texts:
@@ -273,6 +294,13 @@ def vllm_metrics(folder: Path) -> Inventory:
     return inventory
 
 
+def kai_metrics(folder: Path) -> Inventory:
+    """KAI's scheduler or queue-controller metrics as they run: `Namespace: namespace` is the `--metrics-namespace`
+    flag, whose default is constants.go's DefaultMetricsNamespace (models/kai/metrics.py says why only that set)."""
+    consts = dict(_GO_CONST.findall((folder / "constants.go").read_text()))
+    return go_metrics(folder, {"namespace": consts["DefaultMetricsNamespace"]})
+
+
 PARSERS: dict[str, Callable[[Path], Inventory]] = {
     "dcgm-exporter": dcgm_exporter_metrics,
     "kube-state-metrics": kube_state_metrics,
@@ -281,6 +309,9 @@ PARSERS: dict[str, Callable[[Path], Inventory]] = {
     "keda": go_metrics,
     "opencost": go_metrics,
     "vllm": vllm_metrics,
+    "kai-scheduler": kai_metrics,
+    "kai-queue-controller": kai_metrics,
+    "kai-binder": go_metrics,
 }
 
 

@@ -12,7 +12,7 @@ import yaml
 from components import dra_nodes, queueing, training
 from components.addons import ADDON_IDENTITIES, BEFORE_NODES
 from components.autoscaling import SERVING_POD_MONITOR
-from components.monitoring.alerts import AlertRule, multikueue_group
+from components.monitoring.alerts import AlertRule, kai_group, multikueue_group
 from components.monitoring.alerts import alerts as alert_rules
 from config import PlatformConfig, time_to_gpu, timing
 from config.advertised import limit_units
@@ -472,6 +472,10 @@ def fleet_alert_rules() -> list[AlertRule]:
     return [rule for rule in multikueue_group().rules if isinstance(rule, AlertRule)]
 
 
+def kai_alert_rules() -> list[AlertRule]:
+    return [rule for rule in kai_group().rules if isinstance(rule, AlertRule)]
+
+
 def _fleet(config: PlatformConfig) -> str:
     """The stack's place in its MultiKueue fleet (docs/fleet.md)."""
     fleet = config.fleet
@@ -497,7 +501,9 @@ def _alerts(config: PlatformConfig) -> str:
     rows = [
         [f"[`{a.name}`]({a.runbook_url(config.monitoring.runbook_base_url)})", a.severity,
          a.watches + (f", for {a.for_}" if a.for_ != "0m" else ""), a.quiet]
-        for a in alert_rules(config.monitoring) + (fleet_alert_rules() if config.fleet.role == "manager" else [])
+        for a in alert_rules(config.monitoring)
+        + (fleet_alert_rules() if config.fleet.role == "manager" else [])
+        + (kai_alert_rules() if config.uses_kai else [])
     ]
     receivers = (
         ", ".join(f"`{r.name}` ({', '.join(r.severities)})" for r in config.monitoring.receivers) or "none (alerts are dropped)"

@@ -50,7 +50,14 @@ SCRAPES: dict[str, Scrape] = {
     "opencost": Scrape(True, _SERVICE_MONITOR),
     # components/autoscaling serving_pod_monitor: a PodMonitor, no honorLabels.
     "vllm": Scrape(False, _POD_MONITOR),
+    # components/kai.py service_monitor: no honorLabels.
+    "kai-scheduler": Scrape(False, _SERVICE_MONITOR),
+    "kai-queue-controller": Scrape(False, _SERVICE_MONITOR),
+    "kai-binder": Scrape(False, _SERVICE_MONITOR),
 }
+# Series Prometheus writes for every target itself (prometheus/prometheus scrape/scrape.go `up`), with the
+# target's labels only; no exporter's, so a query names the job it means.
+TARGET_SERIES = {"up": _SERVICE_MONITOR | _POD_MONITOR}
 
 
 def scraped_labels(labels: Iterable[str], scrape: Scrape) -> set[str]:
@@ -74,6 +81,7 @@ class Inventory:
         scraped = {
             name: scraped_labels(labels, SCRAPES[source]) for source, metrics in raw.items() for name, labels in metrics.items()
         }
+        scraped.update({name: set(labels) for name, labels in TARGET_SERIES.items()})
         return cls(scraped, {name: source for source, metrics in raw.items() for name in metrics})
 
     def has_label(self, metric: str, label: str) -> bool:

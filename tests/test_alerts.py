@@ -39,8 +39,8 @@ from .promql_inventory import Inventory
 
 IDLE_HOURS = 1
 CONFIG = MonitoringConfig.model_validate({"idleGpuHours": IDLE_HOURS})
-# Every group a stack may declare: a fleet manager's MultiKueue alerts too.
-GROUPS = (*alerts.all_groups(CONFIG), alerts.multikueue_group())
+# Every group a stack may declare: a fleet manager's MultiKueue alerts and a KAI pool's too.
+GROUPS = (*alerts.all_groups(CONFIG), alerts.multikueue_group(), alerts.kai_group())
 INVENTORY = Inventory.load()
 ALERTS = [rule for group in GROUPS for rule in group.rules if isinstance(rule, AlertRule)]
 # The monitoring.coreos.com CRDs the platform installs (the prometheus-operator-crds release).
@@ -100,6 +100,17 @@ SCALER = {"exported_namespace": "inference", "scaledObject": "chat", "scaler": "
           "metric": "s0-prometheus", "triggerIndex": "0", "type": "scaledobject"}
 EMPTY = {"exported_namespace": "inference", "scaledResource": "chat", "triggerName": "queue-depth",
          "metricName": "s1-prometheus", "resourceType": "scaledobject", "ignoreNullValues": "true"}
+# The scrapes of the Services KAI v0.17.0's operator makes (pkg/operator/operands/*/resources.go), written out:
+# the scheduler's `kai-scheduler-default` (schedulerName-shard), `binder`, `queue-controller`, `admission`.
+KAI_TARGETS = {
+    job: {"job": job, "namespace": "kai-scheduler", "service": job, "endpoint": port, "instance": f"10.0.3.{i}:8080"}
+    for i, (job, port) in enumerate((("kai-scheduler-default", "http-metrics"), ("binder", "http-metrics"),
+                                     ("queue-controller", "metrics"), ("admission", "http-metrics")))
+}
+KAI_QUEUE = {"queue_name": "data-science", "queue_metadata_name": "data-science", "queue_display_name": ""}
+KAI_ROOT = {"queue_name": "gpu-platform.tenants", "queue_metadata_name": "gpu-platform.tenants", "queue_display_name": ""}
+# A tenant with no quota of its own on the KAI pool, borrowing only (config/kai.py: deserved = nominal = 0).
+KAI_BORROWER = {"queue_name": "experiments", "queue_metadata_name": "experiments", "queue_display_name": ""}
 
 # alert -> (eval time, expected labels when it fires, series that fire it, series that keep it quiet)
 CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
@@ -215,6 +226,39 @@ CASES: dict[str, tuple[str, dict[str, str], dict[str, str], dict[str, str]]] = {
         {S("keda_scaler_detail_errors_total", **SCALER): "0+1x20"},
         {S("keda_scaler_detail_errors_total", **SCALER): "0x20"},
     ),
+    "KaiControllerDown": (
+        "15m",
+        {"job": "binder", "namespace": "kai-scheduler"},
+        # The binder's only replica stopped answering (tests/test_kai_signals.py: a Service with no target at all).
+        {S("up", **KAI_TARGETS["kai-scheduler-default"]): "1x15", S("up", **KAI_TARGETS["binder"]): "1 1 0x13",
+         S("up", **KAI_TARGETS["admission"]): "1x15", S("up", **KAI_TARGETS["queue-controller"]): "1x15"},
+        # Every controller answers; a second binder replica down while the first answers is not an outage.
+        {S("up", **KAI_TARGETS["kai-scheduler-default"]): "1x15", S("up", **KAI_TARGETS["binder"]): "1x15",
+         S("up", **{**KAI_TARGETS["binder"], "instance": "10.0.3.9:8080"}): "0x15",
+         S("up", **KAI_TARGETS["admission"]): "1x15", S("up", **KAI_TARGETS["queue-controller"]): "1x15"},
+    ),
+    "KaiBindingFailures": (
+        "25m",
+        {"job": "binder", "controller": "bindrequest"},
+        # A bind fails every two minutes (a reservation pod that cannot start); the Pod controller's errors do not count.
+        {S("controller_runtime_reconcile_errors_total", controller="bindrequest"): "0+0.5x25",
+         S("controller_runtime_reconcile_errors_total", controller="pod"): "0x25"},
+        # One failure at minute 5, bound on the retry; the Pod controller failing is not a bind failing.
+        {S("controller_runtime_reconcile_errors_total", controller="bindrequest"): "0x5 1x20",
+         S("controller_runtime_reconcile_errors_total", controller="pod"): "0+1x25"},
+    ),
+    "KaiQueueAtDeservedGPUs": (
+        "70m",
+        {"queue_name": "data-science"},
+        # Six GPUs deserved and held exactly: ten half-GPU pods and one whole one. The root Queue holds 6.5 of the
+        # pool's 8; a borrower's half GPU is no deserved quota reached (it has none).
+        {S("kai_queue_deserved_gpus", **KAI_QUEUE): "6x70", S("kai_queue_allocated_gpus", **KAI_QUEUE): "6x70",
+         S("kai_queue_deserved_gpus", **KAI_BORROWER): "0x70", S("kai_queue_allocated_gpus", **KAI_BORROWER): "0.5x70",
+         S("kai_queue_deserved_gpus", **KAI_ROOT): "8x70", S("kai_queue_allocated_gpus", **KAI_ROOT): "6.5x70"},
+        # 5.75 of 6 deserved.
+        {S("kai_queue_deserved_gpus", **KAI_QUEUE): "6x70", S("kai_queue_allocated_gpus", **KAI_QUEUE): "5.75x70",
+         S("kai_queue_deserved_gpus", **KAI_ROOT): "8x70", S("kai_queue_allocated_gpus", **KAI_ROOT): "5.75x70"},
+    ),
     "KedaTriggerWithoutData": (
         "30m",
         {"exported_namespace": "inference", "scaledResource": "chat", "triggerName": "queue-depth"},
@@ -248,6 +292,14 @@ def run_promtools(*calls: tuple[str, ...]) -> list[subprocess.CompletedProcess[s
         stdout, stderr = process.communicate(timeout=120)
         results.append(subprocess.CompletedProcess([promtool(), *args], process.returncode, stdout, stderr))
     return results
+
+
+def run_promtool_tests(rule_file: dict[str, Any], tests: list[dict[str, Any]], folder: Path) -> subprocess.CompletedProcess[str]:
+    """`promtool test rules` of `tests` (promtool's unit-test groups) against `rule_file`, both written to `folder`."""
+    (folder / "rules.yaml").write_text(yaml.safe_dump(_without_annotations(rule_file), sort_keys=False))
+    test_file = folder / "test.yaml"
+    test_file.write_text(yaml.safe_dump({"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    return run_promtool("test", "rules", str(test_file))
 
 
 # --- the rules as data ------------------------------------------------------------------------

@@ -28,7 +28,9 @@ CONFIG = MonitoringConfig.model_validate({})
 
 def rules_and_dashboard_problems(inventory: Inventory) -> list[str]:
     checker = Checker(inventory)
-    for group in (*alerts.all_groups(CONFIG), alerts.multikueue_group(), alerts.cost_estimate_group("team-a", 1.5)):
+    for group in (
+        *alerts.all_groups(CONFIG), alerts.multikueue_group(), alerts.kai_group(), alerts.cost_estimate_group("team-a", 1.5)
+    ):
         for rule in group.rules:
             if isinstance(rule, alerts.RecordingRule):
                 checker.record(rule.record, rule.expr, dict(rule.labels))

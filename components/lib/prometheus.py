@@ -15,6 +15,7 @@ from config.monitoring import (
     TENANT_SCRAPE_SAMPLE_LIMIT,
 )
 from config.namespaces import MONITORING
+from models.kai.metrics import METRICS_SERVICES
 
 # kube-prometheus-stack installed as release `kube-prometheus-stack` in `monitoring`: the release name
 # contains the chart name, so its fullname is the release name and the Service `<fullname>-prometheus`.
@@ -57,11 +58,18 @@ EXPORTER_JOBS: dict[str, str] = {
     # kedacore/charts v2.20.2 keda/templates/manager/servicemonitor.yaml: jobLabel "" (values.yaml), the
     # operator's Service `operator.name` (keda-operator).
     "keda": "keda-operator",
+    # KAI's operator's Services, scraped by components/kai.py's ServiceMonitors (no jobLabel): the scheduler's,
+    # the queue-controller's and the binder's (models/kai/metrics.py).
+    "kai-scheduler": METRICS_SERVICES["scheduler"].name,
+    "kai-queue-controller": METRICS_SERVICES["queue-controller"].name,
+    "kai-binder": METRICS_SERVICES["binder"].name,
 }
 DCGM_JOB = f'job="{EXPORTER_JOBS["dcgm-exporter"]}"'
 KUEUE_JOB = f'job="{EXPORTER_JOBS["kueue"]}"'
 KARPENTER_JOB = f'job="{EXPORTER_JOBS["karpenter"]}"'
 KEDA_JOB = f'job="{EXPORTER_JOBS["keda"]}"'
+KAI_QUEUE_CONTROLLER_JOB = f'job="{EXPORTER_JOBS["kai-queue-controller"]}"'
+KAI_BINDER_JOB = f'job="{EXPORTER_JOBS["kai-binder"]}"'
 
 # --- what the platform keeps from tenants' pods -----------------------------------------------------
 # A tenant (or a compromised model server) writes whatever its /metrics says. Prometheus attaches the

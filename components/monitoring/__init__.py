@@ -109,6 +109,7 @@ class Monitoring(pulumi.ComponentResource):
         depends_on: Sequence[pulumi.Resource] = (),
         storage: Sequence[pulumi.Resource] = (),
         multikueue: bool = False,
+        kai: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ):
         """
@@ -124,6 +125,7 @@ class Monitoring(pulumi.ComponentResource):
         :param storage: what Prometheus' volume claim needs beyond that (the gp3 StorageClass); only
             the kube-prometheus-stack release waits for it.
         :param multikueue: a fleet manager (`PlatformConfig.fleet.role`): its MultiKueue alerts besides the rest.
+        :param kai: a pool is scheduled by KAI (`PlatformConfig.uses_kai`): KAI's alerts besides the rest.
         """
         super().__init__("gpu-platform:monitoring:Monitoring", name, None, opts)
         children = Children(self, provider, depends_on)
@@ -163,6 +165,10 @@ class Monitoring(pulumi.ComponentResource):
         if multikueue:
             rule_name = f"{RULES_NAME}-multikueue"
             manifest = alerts.multikueue_rule(rule_name, NAMESPACE, config.runbook_base_url)
+            declare(f"{name}-rules-{rule_name}", manifest, children.opts(self.release))
+        if kai:
+            rule_name = f"{RULES_NAME}-kai"
+            manifest = alerts.kai_rule(rule_name, NAMESPACE, config.runbook_base_url)
             declare(f"{name}-rules-{rule_name}", manifest, children.opts(self.release))
         for tenant_namespace, hourly in sorted((cost_estimates or {}).items()):
             rule_name = f"{RULES_NAME}-cost-estimate-{tenant_namespace}"

@@ -23,6 +23,11 @@ checks each expression against it. The files each rule relies on:
 - KEDA (upstream/metrics/keda/, pkg/metricscollector/prommetrics.go): keda_scaler_detail_errors_total,
   keda_scaler_empty_upstream_responses_total; scraped without honorLabels, their `namespace` arrives
   as `exported_namespace`.
+- KAI's queue-controller (upstream/metrics/kai-queue-controller/, pkg/queuecontroller/metrics/metrics.go):
+  kai_queue_{deserved,allocated}_gpus{queue_name}; KAI's binder (upstream/metrics/kai-binder/, controller-runtime
+  v0.23.3 pkg/internal/controller/metrics/metrics.go): controller_runtime_reconcile_errors_total{controller};
+  and Prometheus' own `up` of each KAI controller's scrape (models/kai/metrics.py names the Services,
+  components/kai.py scrapes them).
 """
 
 from __future__ import annotations
@@ -34,11 +39,15 @@ from typing import Any
 from config import namespaces
 from config.labels import GPU_RESOURCE, device_class_resource
 from config.monitoring import MonitoringConfig
+from models.kai import metrics as kai_metrics
+from models.kai.constants import SYSTEM_NAMESPACE as KAI_NAMESPACE
 
 from ..lib.prometheus import (
     DCGM_DEVICE,
     DCGM_JOB,
     DCGM_NODE,
+    KAI_BINDER_JOB,
+    KAI_QUEUE_CONTROLLER_JOB,
     KARPENTER_JOB,
     KEDA_JOB,
     KSM_GPU_RESOURCES,
@@ -422,6 +431,69 @@ def multikueue_group() -> RuleGroup:
             ),
         ),
     )
+
+
+def kai_group() -> RuleGroup:
+    """A stack with a KAI pool: KAI's controllers answering their scrape, and its Queues' GPUs (models/kai/metrics.py).
+
+    KAI v0.17.0 exports no pending-pod or PodGroup count and no Queue limit, so none is alerted on; a failed bind is
+    controller-runtime's reconcile error of the binder's BindRequest controller. A controller that is down stops
+    placing (scheduler), binding (binder), admitting (admission) or accounting (queue-controller) KAI's pods, which
+    the first alert catches.
+    """
+    services = sorted(service.name for service in kai_metrics.METRICS_SERVICES.values())
+    scraped = f'up{{namespace="{KAI_NAMESPACE}", job=~"{"|".join(services)}"}}'
+    unscraped = " or ".join(f'absent(up{{namespace="{KAI_NAMESPACE}", job="{service}"}})' for service in services)
+    queue = kai_metrics.QUEUE_NAME_LABEL
+    job = {controller: service.name for controller, service in kai_metrics.METRICS_SERVICES.items()}
+    return RuleGroup(
+        "gpu-platform.kai",
+        (
+            AlertRule(
+                "KaiControllerDown",
+                f"max by (namespace, job) ({scraped}) == 0 or {unscraped}",
+                "critical",
+                "KAI's {{ $labels.job }} is down or not scraped",
+                "No replica of KAI's {{ $labels.job }} in {{ $labels.namespace }} has answered Prometheus for 10 minutes, "
+                f"or its Service has no target: pods on KAI pools are not placed ({job['scheduler']}), bound "
+                f"({job['binder']}), admitted ({job['admission']}) or counted in their Queue ({job['queue-controller']}). "
+                "Check the Deployment and the kai-operator's logs.",
+                "10m",
+                watches="the scrape of the KAI operator's scheduler, binder, queue-controller and admission Services",
+                quiet="while at least one replica of each answers its scrape",
+            ),
+            AlertRule(
+                "KaiBindingFailures",
+                f"sum by (job, controller) (increase({kai_metrics.RECONCILE_ERRORS}"
+                f'{{{KAI_BINDER_JOB}, controller="{kai_metrics.BIND_REQUEST_CONTROLLER}"}}[10m])) > 0',
+                "warning",
+                "KAI's binder keeps failing to bind pods",
+                "KAI's binder failed {{ $value | humanize }} binds in the last 10 minutes, and has kept failing for 15: "
+                "pods KAI placed stay Pending, unbound. Each failed pod has a BindingError event and its BindRequest a "
+                "Failed status with the reason (a reservation pod that cannot start, a node gone, a volume).",
+                "15m",
+                watches="failed reconciles of the KAI binder's BindRequest controller (each a failed bind)",
+                quiet="while no bind fails, and after a failure that does not recur within 15 minutes",
+            ),
+            AlertRule(
+                "KaiQueueAtDeservedGPUs",
+                f"max by ({queue}) ({kai_metrics.QUEUE_ALLOCATED_GPUS}{{{KAI_QUEUE_CONTROLLER_JOB}}}) "
+                f">= max by ({queue}) ({kai_metrics.QUEUE_DESERVED_GPUS}{{{KAI_QUEUE_CONTROLLER_JOB}}} > 0)",
+                "info",
+                "KAI Queue {{ $labels.queue_name }} uses all its deserved GPUs",
+                "KAI Queue {{ $labels.queue_name }} has held its whole deserved GPU quota, fractions counted as "
+                "fractions, for an hour; further pods run over quota (preemptible) up to its limit, or wait.",
+                "1h",
+                watches="each KAI Queue's allocated GPUs (fractions included) against its deserved quota",
+                quiet="while allocation stays under the deserved quota, and for Queues with no GPU quota",
+            ),
+        ),
+    )
+
+
+def kai_rule(name: str, namespace: str, runbook_base_url: str) -> dict[str, Any]:
+    """A PrometheusRule of a stack's KAI alerts."""
+    return _prometheus_rule(name, namespace, rule_file([kai_group()], runbook_base_url))
 
 
 def multikueue_rule(name: str, namespace: str, runbook_base_url: str) -> dict[str, Any]:
