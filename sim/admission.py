@@ -25,6 +25,7 @@ from models.kueue import (
     ADMITTED,
     NO_CANDIDATES,
     NO_FIT_STATUS,
+    PREEMPTING,
     Assignment,
     Inadmissible,
     PodSet,
@@ -37,6 +38,7 @@ from models.kueue import (
     queue_order,
     schedule,
 )
+from models.kueue.cohort import ANY
 
 from .queueing import Admission, Decisions, QueuedWorkload
 
@@ -59,6 +61,11 @@ class ModelKueue:
         self.workloads: dict[int, Workload] = {}
         self.admitted: set[int] = set()
         self.evicting: set[int] = set()  # preempted, their quota held until the simulator has stopped them
+        # A preemptor whose targets are all being evicted, by the usage version at which a cycle found exactly that:
+        # at the same version it finds the same again, so a cycle of it and heads known NoFit changes nothing (as
+        # long as no head holds back quota while pending: every queue reclaims with `Any`).
+        self.settled: dict[Workload, int] = {}
+        self.nothing_reserved = all(q.preemption.reclaim_within_cohort == ANY for q in self.snapshot.cluster_queues.values())
         # Usage changes so far, and the NoFit found per workload shape at a given count: a workload of the
         # same shape would find the same while usage is unchanged (the model is deterministic), so the flavor
         # search is not run again for it. Only the simulator's speed depends on this.
@@ -110,6 +117,7 @@ class ModelKueue:
         workload = self.workloads.pop(key, None)
         if workload is None:
             return
+        self.settled.pop(workload, None)
         del self.shapes[workload]
         if key in self.admitted:
             self.admitted.discard(key)
@@ -126,6 +134,7 @@ class ModelKueue:
     def evict(self, key: int) -> None:
         self.evicting.discard(key)
         workload = self.workloads.pop(key)
+        self.settled.pop(workload, None)
         del self.shapes[workload]
         self.admitted.discard(key)
         self.snapshot.remove_workload(workload)
@@ -168,25 +177,34 @@ class ModelKueue:
         requeued: list[int] = []
         queues = list(self.queues.values())
         while True:
-            if not any(queue.sticky_in_line() for queue in queues):
-                runs = [run for queue in queues if (run := queue.known_run(self._known, self.shapes.__getitem__)) is not None]
+            waiting = [queue for queue in queues if queue.sticky_in_line()]
+            settled = [queue for queue in waiting if self._settled(queue)]
+            if len(settled) == len(waiting):
+                # A settled preemptor keeps its queue's head and changes nothing: its queue never ends a run.
+                moving = [queue for queue in queues if queue not in settled]
+                runs = [run for queue in moving if (run := queue.known_run(self._known, self.shapes.__getitem__)) is not None]
                 if not runs:
-                    for queue in queues:
+                    for queue in moving:
                         queue.skip(len(queue))
                     break
                 run = min(runs)
                 if run:
-                    for queue in queues:
+                    for queue in moving:
                         queue.skip(run)
             nominated = [(queue, workload) for queue in queues if (workload := queue.head()) is not None]
             if not nominated:
                 break
             known = {id(workload): found[1] for _, workload in nominated
                      if (found := self.no_fit.get(self.shapes[workload])) is not None and found[0] == self.version}
-            if len(known) == len(nominated):
-                # A cycle of heads that all stay pending without targets changes nothing: each is requeued.
+            still = [queue for queue, workload in nominated if queue in settled and queue.sticky is workload]
+            if len(known) + len(still) == len(nominated):
+                # A cycle of heads that all stay pending without targets changes nothing: each is requeued, and a
+                # settled preemptor stays its queue's head. Only settled preemptors left: the loop is done.
+                if not known:
+                    break
                 for queue, workload in nominated:
-                    queue.requeue(workload, NO_FIT_STATUS)
+                    if id(workload) in known:
+                        queue.requeue(workload, NO_FIT_STATUS)
                 continue
             changed = False
             version = self.version
@@ -196,6 +214,7 @@ class ModelKueue:
                 key = int(entry.workload.name)
                 queue = self.queues[entry.workload.cluster_queue]
                 if entry.status == ADMITTED:
+                    self.settled.pop(entry.workload, None)
                     queue.remove(entry.workload)
                     self.admitted.add(key)
                     self.version += 1
@@ -211,14 +230,23 @@ class ModelKueue:
                 if victim in self.evicting:
                     continue  # already being evicted: IssuePreemptions skips a workload evicted before
                 self.evicting.add(victim)
+                self.version += 1  # candidates being evicted come first in every later search
                 if victim in admitted:
                     del admitted[victim]
                     requeued.append(victim)
                 else:
                     preempted.append(victim)
+            if self.nothing_reserved and self.version == version:
+                for entry in cycle.entries:
+                    if entry.status == PREEMPTING:
+                        self.settled[entry.workload] = version
             if not changed:
                 break
         return Decisions(tuple(preempted), tuple(admitted.values()), tuple(requeued))
+
+    def _settled(self, queue: Pending) -> bool:
+        """The queue's head is a preemptor found at this very usage waiting for targets already being evicted."""
+        return self.nothing_reserved and queue.sticky is not None and self.settled.get(queue.sticky) == self.version
 
     def _known(self, shape: Shape) -> bool:
         """The flavor search found NoFit for this shape at the current usage."""
