@@ -236,7 +236,8 @@ class ModelKueue:
                     requeued.append(victim)
                 else:
                     preempted.append(victim)
-            if self.nothing_reserved and self.version == version:
+            if self.nothing_reserved:
+                # Found at `version`: settled only while the usage stays there (not if this cycle changed it).
                 for entry in cycle.entries:
                     if entry.status == PREEMPTING:
                         self.settled[entry.workload] = version
