@@ -33,6 +33,9 @@
 #                             the table in docs/simulation.md)
 #   make doc-figures          the prod + Alibaba run docs/simulation.md quotes (SEEDS=5, static baseline, ablations;
 #                             5 to 12 minutes): docs/simulation-prod-alibaba.json and the page's tables written from it
+#   make doc-sharing          every GPU-sharing mode on prod + the Alibaba trace (SEEDS=3, no headroom; about 3 CPU
+#                             minutes): docs/fractional-gpus-prod-alibaba.json, its tables in
+#                             docs/fractional-gpus-measured.md and README.md
 STACK ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -42,7 +45,7 @@ STACKS := $(patsubst Pulumi.%.yaml,%,$(wildcard Pulumi.*.yaml))
 # off: `make render` compiles the project's modules once and `make test` imports them from the cache.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate simulate-fleet bench-sim claims doc-figures clean plan
+.PHONY: render test check check-manifest conformance lint mutate vendor docs schema diff bench simulate simulate-fleet bench-sim claims doc-figures doc-sharing clean plan
 
 # A virtualenv already there (one shared by several clones through a symlink) is reused, not recreated.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -151,6 +154,12 @@ claims: $(VENV)/.installed
 # build/sim-prod-alibaba-gpu-2023/; `$(PY) -m offline.doc_figures --from-report R --write-docs` reuses a report.json.
 doc-figures: $(VENV)/.installed
 	$(PY) -m offline.doc_figures --write-docs
+
+# The whole-trace sharing-mode replication (offline/doc_sharing.py): its quoted figures into
+# docs/fractional-gpus-prod-alibaba.json and the tables of docs/fractional-gpus-measured.md and README.md
+# (tests/test_doc_sharing.py reads them back). About 3 CPU minutes.
+doc-sharing: $(VENV)/.installed
+	$(PY) -m offline.doc_sharing --write-docs
 
 # Regenerate the config reference in docs/configuration.md from the models' descriptions.
 docs: $(VENV)/.installed

@@ -38,6 +38,10 @@ LIMITS: tuple[str, ...] = (
     "headroom placeholders are evicted by kube-scheduler's preemption on GPUs alone, a preempting pod "
     "starts 5 s later, and an evicted placeholder's replacement waits for a node like any pod. Saved time "
     "is an upper bound where the figures are optimistic (snapshot reads, S3 throughput).",
+    "A preempted workload's quota is freed 2 s after Kueue's decision (the eviction's round trips through the "
+    "job's controllers, sim/engine.py PREEMPTION_RELEASE_SECONDS), for every kind; a Deployment's pods (Kueue's pod "
+    "integration) hold it until they have stopped, which can be minutes: waits behind a preempted service are a "
+    "lower bound.",
     "A job's pods lost with their node, or preempted, restart the job's whole run once all are Ready again (no "
     "checkpoints): lost GPU-hours are an upper bound, useful GPU-hours a lower bound, for jobs that checkpoint.",
     "Inference traffic is a fluid queue: a Ready replica serves a fixed rate, requests never time out, "
