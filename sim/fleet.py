@@ -58,6 +58,7 @@ from .arrivals import schedule_jobs, schedule_trace
 from .clock import Clock
 from .engine import Options, Simulation
 from .queueing import Admission, Decisions, QueuedWorkload
+from .sharing import GpuSharing
 from .state import Group
 from .trace import ALIBABA_GPU_2023
 from .workload import Workload, seconds
@@ -258,6 +259,7 @@ class Fleet:
         self.tenants: dict[str, TenantPlan] = {tenant.name: tenant for tenant in first.tenants}
         self.flavors: dict[str, FlavorPlan] = {flavor.name: flavor for flavor in first.flavors}
         self.pools = self.sims[self.order[0]].pools
+        self.gpu_sharing: GpuSharing | None = None  # the fleet replays a trace's fractions as the workers' pools take them
         self.workloads: dict[int, Dispatched] = {}
         self.by_copy: dict[tuple[str, int], Dispatched] = {}  # live copies
         self.owner: dict[tuple[str, int], Dispatched] = {}  # every copy ever made

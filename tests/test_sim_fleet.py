@@ -218,3 +218,25 @@ def test_a_manager_stack_gives_the_fleet_its_workers_and_lost_timeout(tmp_path, 
     assert main([], workload, tmp_path / "out", manager="fleet-manager", **common) == 0
     report = (tmp_path / "out" / "report.md").read_text()
     assert "fleet-worker-usw2 (us-west-2)" in report
+
+
+def test_a_trace_is_replayed_through_the_fleet(workers, tmp_path):
+    """`make simulate-fleet` replays the Alibaba trace: the manager reads it as a single cluster does. The tiny
+    trace's window 1h-5h keeps t-long (2 GPUs) and t-late-start (half a GPU, a whole one on prod's pools) carried in
+    at 0 as inference services on the L40S pool, t-in (BE) at 1 h as an experiments job on the A100s and drops
+    t-unmapped (Guaranteed, which this workload does not map): three workloads, each dispatched to both workers
+    and won by prod (both admit at once; config order breaks the tie)."""
+    path = tmp_path / "tiny-trace.yaml"
+    path.write_text(yaml.safe_dump({
+        "description": "the tiny trace through a fleet", "start": "2026-06-01T06:00:00Z", "duration": "6h",
+        "sampleInterval": "10m", "spot": {"interruptionsPerNodeHour": 0},
+        "traces": [{"format": "alibaba-gpu-v2023", "file": "tests/fixtures/traces/tiny-alibaba.csv",
+                    "window": {"start": "1h", "end": "5h"},
+                    "classes": {"LS": {"tenants": ["inference"], "flavors": ["l40s-on-demand"], "replay": "service"},
+                                "BE": {"tenants": ["experiments"], "flavors": ["a100-spot"]}}}],
+    }))
+    fleet = _run(FleetScenario(workers, load_workload(path), split=FIRST))
+    dispatched = sorted((d.group.created, d.group.tenant, d.group.size * d.group.units_per_pod, d.winner)
+                        for d in fleet.workloads.values())
+    assert dispatched == [(0.0, "inference", 1, "prod"), (0.0, "inference", 2, "prod"),
+                          (3600.0, "experiments", 1, "prod")]
