@@ -184,7 +184,9 @@ class WorkerKueue:
 
     def schedule(self, now: float) -> Decisions:
         decisions = self.inner.schedule(now)
-        admitted, self.released = list(self.released), []
+        # A copy chosen since the last call whose reservation this call preempted has lost it: no job starts.
+        lost = set(decisions.preempted)
+        admitted, self.released = [a for a in self.released if a.key not in lost], []
         for admission in decisions.admitted:
             if admission.key in self.remote:
                 self.held[admission.key] = admission

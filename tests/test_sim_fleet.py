@@ -240,3 +240,33 @@ def test_a_trace_is_replayed_through_the_fleet(workers, tmp_path):
                         for d in fleet.workloads.values())
     assert dispatched == [(0.0, "inference", 1, "prod"), (0.0, "inference", 2, "prod"),
                           (3600.0, "experiments", 1, "prod")]
+
+
+def test_a_chosen_copy_preempted_before_its_job_starts_hands_no_admission_to_its_worker():
+    """The manager chose copy 5 (its admission waits for the worker's next scheduling call), and that call's
+    preemption takes 5's reservation: no job of 5 may start there (it waits in the worker's queue once released),
+    while copy 6, chosen too and untouched, starts."""
+    from sim.fleet import WorkerKueue
+    from sim.queueing import Admission, Decisions
+
+    class Inner:
+        def schedule(self, now):
+            return Decisions(preempted=(5,), admitted=(Admission(7, "a100-spot"),))
+
+    class Manager:
+        def __init__(self):
+            self.evicted_keys = []
+
+        def evicted(self, worker, key):
+            self.evicted_keys.append((worker, key))
+
+        def reserved(self, worker, key):
+            raise AssertionError("nothing here is a remote copy")
+
+    manager = Manager()
+    kueue = WorkerKueue(Inner(), "prod", manager)
+    kueue.released = [Admission(5, "a100-spot"), Admission(6, "a100-spot")]
+    decisions = kueue.schedule(0.0)
+    assert [a.key for a in decisions.admitted] == [6, 7]
+    assert decisions.preempted == (5,)
+    assert manager.evicted_keys == [("prod", 5)]
