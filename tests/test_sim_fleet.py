@@ -246,6 +246,9 @@ def test_a_chosen_copy_preempted_before_its_job_starts_hands_no_admission_to_its
     """The manager chose copy 5 (its admission waits for the worker's next scheduling call), and that call's
     preemption takes 5's reservation: no job of 5 may start there (it waits in the worker's queue once released),
     while copy 6, chosen too and untouched, starts."""
+    from typing import cast
+
+    from sim.admission import ModelKueue
     from sim.fleet import WorkerKueue
     from sim.queueing import Admission, Decisions
 
@@ -264,7 +267,7 @@ def test_a_chosen_copy_preempted_before_its_job_starts_hands_no_admission_to_its
             raise AssertionError("nothing here is a remote copy")
 
     manager = Manager()
-    kueue = WorkerKueue(Inner(), "prod", manager)
+    kueue = WorkerKueue(cast(ModelKueue, Inner()), "prod", cast(Fleet, manager))
     kueue.released = [Admission(5, "a100-spot"), Admission(6, "a100-spot")]
     decisions = kueue.schedule(0.0)
     assert [a.key for a in decisions.admitted] == [6, 7]
