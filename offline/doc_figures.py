@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -216,33 +216,62 @@ def page_with_tables(page: str, tables: Mapping[str, str]) -> str:
     return page
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m offline.doc_figures", description=__doc__.splitlines()[0])
+@dataclass(frozen=True)
+class Documented:
+    """A documented replication whose quoted figures a page reads: how to run it, which report is it, what of it
+    goes into the committed JSON, and how a page's tables are written from that JSON."""
+
+    prog: str
+    description: str
+    command: str
+    simulate_args: tuple[str, ...]
+    out_dir: Path
+    docs_json: Path
+    pages: tuple[Path, ...]
+    run_problems: Callable[[Mapping[str, Any]], list[str]]
+    figures_data: Callable[[Mapping[str, Any]], dict[str, Any]]
+    page_with_tables: Callable[[str, Mapping[str, str]], str]
+    render_tables: Callable[[Mapping[str, Any]], dict[str, str]]
+
+
+def documented_main(doc: Documented, argv: Sequence[str] | None = None) -> int:
+    """Run the documented replication (or read its report.json), check it is that run, write the quoted figures
+    to the committed JSON and, with `--write-docs`, the pages' tables from that JSON alone."""
+    parser = argparse.ArgumentParser(prog=doc.prog, description=doc.description)
     parser.add_argument("--from-report", type=Path, help="a report.json of the documented run, instead of running it")
-    parser.add_argument("--write-docs", action="store_true", help=f"also rewrite the tables in {DOCS_PAGE}")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="also rewrite the tables in " + " and ".join(map(str, doc.pages)))
     args = parser.parse_args(argv)
     report_path = args.from_report
     if report_path is None:
         from .__main__ import main as cli
 
-        code = cli([*SIMULATE_ARGS, "--out", str(OUT_DIR)])
+        code = cli([*doc.simulate_args, "--out", str(doc.out_dir)])
         if code != 0:
             return code
-        report_path = OUT_DIR / "report.json"
+        report_path = doc.out_dir / "report.json"
     report = json.loads(report_path.read_text())
-    problems = run_problems(report)
+    problems = doc.run_problems(report)
     if problems:
-        print(f"error: {report_path} is not `{COMMAND}`: " + "; ".join(problems), file=sys.stderr)
+        print(f"error: {report_path} is not `{doc.command}`: " + "; ".join(problems), file=sys.stderr)
         return 2
-    data = figures_data(report)
-    (PROJECT_DIR / DOCS_JSON).write_text(claims_json(data))
-    written = [str(DOCS_JSON)]
+    data = doc.figures_data(report)
+    (PROJECT_DIR / doc.docs_json).write_text(claims_json(data))
+    written = [str(doc.docs_json)]
     if args.write_docs:
-        page = PROJECT_DIR / DOCS_PAGE
-        page.write_text(page_with_tables(page.read_text(), render_tables(data)))
-        written.append(str(DOCS_PAGE))
-    print(f"{report_path} -> {' and '.join(written)}")
+        tables = doc.render_tables(data)
+        for name in doc.pages:
+            page = PROJECT_DIR / name
+            page.write_text(doc.page_with_tables(page.read_text(), tables))
+            written.append(str(name))
+    print(f"{report_path} -> {', '.join(written)}")
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return documented_main(Documented(
+        "python -m offline.doc_figures", __doc__.splitlines()[0], COMMAND, SIMULATE_ARGS, OUT_DIR, DOCS_JSON,
+        (DOCS_PAGE,), run_problems, figures_data, page_with_tables, render_tables), argv)
 
 
 if __name__ == "__main__":

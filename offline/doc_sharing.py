@@ -12,8 +12,6 @@ Every mode runs without warm headroom: a KAI pool cannot have it, so the modes a
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -24,8 +22,8 @@ from sim import sharing
 from sim.claims import figure_text
 from sim.variants import SIMULATED, assumptions
 
-from .claims import claims_json, doc_table, doc_with_table
-from .project import PROJECT_DIR
+from .claims import doc_table, doc_with_table
+from .doc_figures import Documented, documented_main
 
 DOCS_JSON = Path("docs") / "fractional-gpus-prod-alibaba.json"
 PAGES = (Path("docs") / "fractional-gpus-measured.md", Path("README.md"))
@@ -167,34 +165,9 @@ def doc_tables(page: str) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m offline.doc_sharing", description=__doc__.splitlines()[0])
-    parser.add_argument("--from-report", type=Path, help="a report.json of the documented run, instead of running it")
-    parser.add_argument("--write-docs", action="store_true", help="also rewrite the tables in " + " and ".join(map(str, PAGES)))
-    args = parser.parse_args(argv)
-    report_path = args.from_report
-    if report_path is None:
-        from .__main__ import main as cli
-
-        code = cli([*SIMULATE_ARGS, "--out", str(OUT_DIR)])
-        if code != 0:
-            return code
-        report_path = OUT_DIR / "report.json"
-    report = json.loads(report_path.read_text())
-    problems = run_problems(report)
-    if problems:
-        print(f"error: {report_path} is not `{COMMAND}`: " + "; ".join(problems), file=sys.stderr)
-        return 2
-    data = figures_data(report)
-    (PROJECT_DIR / DOCS_JSON).write_text(claims_json(data))
-    written = [str(DOCS_JSON)]
-    if args.write_docs:
-        tables = render_tables(data)
-        for name in PAGES:
-            page = PROJECT_DIR / name
-            page.write_text(page_with_tables(page.read_text(), tables))
-            written.append(str(name))
-    print(f"{report_path} -> {', '.join(written)}")
-    return 0
+    return documented_main(Documented(
+        "python -m offline.doc_sharing", __doc__.splitlines()[0], COMMAND, SIMULATE_ARGS, OUT_DIR, DOCS_JSON, PAGES,
+        run_problems, figures_data, page_with_tables, render_tables), argv)
 
 
 if __name__ == "__main__":
