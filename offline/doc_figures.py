@@ -114,8 +114,19 @@ def markers(table: str) -> tuple[str, str]:
             f"<!-- /doc-figures:{table} -->")
 
 
-def _rounded(figure: Mapping[str, Any]) -> dict[str, Any]:
+def rounded(figure: Mapping[str, Any]) -> dict[str, Any]:
+    """A figure as the committed JSON keeps it: DIGITS places, well below anything a page prints."""
     return {key: round(value, DIGITS) if isinstance(value, float) else value for key, value in figure.items()}
+
+
+def identity_problems(report: Mapping[str, Any], stack: str, workload: str, seeds: int) -> list[str]:
+    """Why `report` is not a run of `workload` on `stack` over seeds 0 to `seeds` - 1 (empty when it is)."""
+    problems = []
+    if report.get("stack") != stack or report.get("workload") != Path(workload).stem:
+        problems.append(f"stack {report.get('stack')!r}, workload {report.get('workload')!r}: not {stack}, {workload}")
+    if report.get("seeds") != list(range(seeds)):
+        problems.append(f"seeds {report.get('seeds')}: not 0-{seeds - 1}")
+    return problems
 
 
 def quoted_metrics() -> tuple[str, ...]:
@@ -129,11 +140,7 @@ def quoted_metrics() -> tuple[str, ...]:
 
 def run_problems(report: Mapping[str, Any]) -> list[str]:
     """Why `report` is not the documented run (empty when it is)."""
-    problems = []
-    if report.get("stack") != STACK or report.get("workload") != Path(WORKLOAD).stem:
-        problems.append(f"stack {report.get('stack')!r}, workload {report.get('workload')!r}: not {STACK}, {WORKLOAD}")
-    if report.get("seeds") != list(range(SEEDS)):
-        problems.append(f"seeds {report.get('seeds')}: not 0-{SEEDS - 1}")
+    problems = identity_problems(report, STACK, WORKLOAD, SEEDS)
     if report.get("commitment_discount") != 0:
         problems.append(f"commitment discount {report.get('commitment_discount')}: not 0")
     missing = [v for v in (*COLUMNS, *ABLATIONS) if v not in report.get("variants", {})]
@@ -154,13 +161,13 @@ def figures_data(report: Mapping[str, Any]) -> dict[str, Any]:
         "seeds": list(report["seeds"]),
         "commitment_discount": report["commitment_discount"],
         "variants": {
-            name: {metric: _rounded(variants[name]["measures"]["run"][metric]) for metric in metrics} for name in COLUMNS
+            name: {metric: rounded(variants[name]["measures"]["run"][metric]) for metric in metrics} for name in COLUMNS
         },
         "ablations": {
             name: {
-                "figures": {metric: _rounded(variants[name]["measures"]["run"][metric]) for metric, *_ in ABLATION_FIGURES},
+                "figures": {metric: rounded(variants[name]["measures"]["run"][metric]) for metric, *_ in ABLATION_FIGURES},
                 "delta_vs_simulated": {
-                    metric: _rounded(variants[name]["delta_vs_simulated"][metric])
+                    metric: rounded(variants[name]["delta_vs_simulated"][metric])
                     for metric, *_ in ABLATION_FIGURES if name != SIMULATED
                 },
             }

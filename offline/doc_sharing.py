@@ -23,7 +23,7 @@ from sim.claims import figure_text
 from sim.variants import SIMULATED, assumptions
 
 from .claims import doc_table, doc_with_table
-from .doc_figures import Documented, documented_main
+from .doc_figures import Documented, documented_main, identity_problems, rounded
 
 DOCS_JSON = Path("docs") / "fractional-gpus-prod-alibaba.json"
 PAGES = (Path("docs") / "fractional-gpus-measured.md", Path("README.md"))
@@ -36,7 +36,6 @@ COMMAND = f"make simulate STACK={STACK} WORKLOAD={WORKLOAD} SHARING=all SEEDS={S
 SIMULATE_ARGS = ("simulate", "--stack", STACK, "--workload", WORKLOAD, "--sharing", sharing.ALL, "--seeds", str(SEEDS),
                  "--without", WITHOUT)
 OUT_DIR = Path("build") / f"sim-{STACK}-alibaba-gpu-2023-without-{WITHOUT}-sharing-all"
-DIGITS = 4
 # The modes in the order the tables show them: the report's variant name, the column's title.
 MODES = ((SIMULATED, "whole"), (sharing.sharing_name("time-slice"), "time-slice"), (sharing.sharing_name("mig"), "mig"),
          (sharing.sharing_name("kai"), "kai"))
@@ -65,21 +64,9 @@ def markers(table: str) -> tuple[str, str]:
             f"<!-- /doc-sharing:{table} -->")
 
 
-def _rounded(figure: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: round(value, DIGITS) if isinstance(value, float) else value for key, value in figure.items()}
-
-
-def _in_hours(figure: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value / 3600 if isinstance(value, float) and key != "n" else value for key, value in figure.items()}
-
-
 def run_problems(report: Mapping[str, Any]) -> list[str]:
     """Why `report` is not the documented run (empty when it is)."""
-    problems = []
-    if report.get("stack") != STACK or report.get("workload") != Path(WORKLOAD).stem:
-        problems.append(f"stack {report.get('stack')!r}, workload {report.get('workload')!r}: not {STACK}, {WORKLOAD}")
-    if report.get("seeds") != list(range(SEEDS)):
-        problems.append(f"seeds {report.get('seeds')}: not 0-{SEEDS - 1}")
+    problems = identity_problems(report, STACK, WORKLOAD, SEEDS)
     variants = report.get("variants", {})
     missing = [name for name, _ in MODES if name not in variants]
     if missing:
@@ -100,10 +87,10 @@ def figures_data(report: Mapping[str, Any]) -> dict[str, Any]:
         "seeds": list(report["seeds"]),
         "modes": {
             name: {
-                "run": {metric: _rounded(variants[name]["measures"]["run"][metric]) for _, metric, _, _ in ROWS},
-                "tiers": {tier: {metric: _rounded(variants[name]["measures"]["tiers"][tier][metric])
+                "run": {metric: rounded(variants[name]["measures"]["run"][metric]) for _, metric, _, _ in ROWS},
+                "tiers": {tier: {metric: rounded(variants[name]["measures"]["tiers"][tier][metric])
                                  for _, metric, _, _ in TIER_ROWS} for tier in TIERS},
-                "delta_vs_whole": {metric: _rounded(variants[name]["delta_vs_simulated"][metric])
+                "delta_vs_whole": {metric: rounded(variants[name]["delta_vs_simulated"][metric])
                                    for metric, *_ in DELTAS} if name != SIMULATED else {},
             }
             for name, _ in MODES
@@ -111,17 +98,11 @@ def figures_data(report: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _cell(figure: Mapping[str, Any], unit: str, decimals: int, signed: bool = False) -> str:
-    if unit == "h":
-        return figure_text(_in_hours(figure), "", decimals, signed)
-    return figure_text(figure, unit, decimals, signed)
-
-
 def _modes(data: Mapping[str, Any]) -> str:
     lines = ["| figure (mean, 95 % CI over seeds 0, 1, 2) | " + " | ".join(title for _, title in MODES) + " |",
              "|---" * (1 + len(MODES)) + "|"]
     for label, metric, decimals, unit in ROWS:
-        cells = [_cell(data["modes"][name]["run"][metric], unit, decimals) for name, _ in MODES]
+        cells = [figure_text(data["modes"][name]["run"][metric], unit, decimals) for name, _ in MODES]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -130,7 +111,7 @@ def _tiers(data: Mapping[str, Any]) -> str:
     lines = ["| tier | figure | " + " | ".join(title for _, title in MODES) + " |", "|---" * (2 + len(MODES)) + "|"]
     for tier in TIERS:
         for label, metric, decimals, unit in TIER_ROWS:
-            cells = [_cell(data["modes"][name]["tiers"][tier][metric], unit, decimals) for name, _ in MODES]
+            cells = [figure_text(data["modes"][name]["tiers"][tier][metric], unit, decimals) for name, _ in MODES]
             lines.append(f"| {tier} | {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -140,7 +121,7 @@ def _deltas(data: Mapping[str, Any]) -> str:
     lines = ["| paired difference from whole, same seed | " + " | ".join(title for _, title in shared) + " |",
              "|---" * (1 + len(shared)) + "|"]
     for metric, label, decimals, unit in DELTAS:
-        cells = [_cell(data["modes"][name]["delta_vs_whole"][metric], unit, decimals, signed=True) for name, _ in shared]
+        cells = [figure_text(data["modes"][name]["delta_vs_whole"][metric], unit, decimals, signed=True) for name, _ in shared]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -265,13 +265,18 @@ def claims_data(claims: Sequence[Claim], runs: Mapping[str, Mapping[str, Sequenc
     }
 
 
+_SECONDS_PER = {"min": 60, "h": 3600}  # a figure in seconds, shown in this unit
+
+
 def _number(value: float, unit: str, decimals: int | None = None, signed: bool = False) -> str:
     """`value` as the tables print it: `decimals` places when given, else by unit and size; "change" and
-    `signed` put a sign on anything that does not round to zero; "min" is a figure in seconds shown in minutes."""
+    `signed` put a sign on anything that does not round to zero; "min" and "h" are a figure in seconds shown in
+    minutes or hours."""
     if unit == "change":
         return _number(value, "", decimals, signed=True)
-    if unit == "min":
-        value, unit, decimals = value / 60, "", 1 if decimals is None else decimals
+    if unit in _SECONDS_PER:
+        value, decimals = value / _SECONDS_PER[unit], 1 if decimals is None else decimals
+        unit = ""
     if decimals is not None:
         text = f"{value:,.{decimals}f}"
     elif unit == "USD" and abs(value) < 100:

@@ -26,7 +26,6 @@ from models.kai.sharing import device_holder_namespace, generated_prefix, mutate
 from models.kubernetes.admission import Request, admission_denials
 from models.kubernetes.user import service_account
 from models.kueue.flavorassigner import best_case_admission
-from models.kueue.webhooks import default_pod
 from models.kueue.workload import Tenancy, pod_sets
 from models.nvidia import container_toolkit as toolkit
 from models.nvidia import dcgm_exporter as dcgm
@@ -40,6 +39,7 @@ from offline.validate import CustomResourceDefinitions
 from .conftest import load, problems_of
 from .recorded import kubernetes_objects, releases
 from .test_attacks import IDENTITIES, KAI_FIXTURE, TENANT, kai_recording
+from .test_attacks import kai_pod as pod
 
 FIXTURE = KAI_FIXTURE
 KAI_POOL, OTHER_POOL = "gpu-l4-kai", "gpu-l40s"
@@ -284,32 +284,6 @@ def test_each_queue_waits_for_its_parent():
 def tenant_labels() -> dict[str, str]:
     [namespace] = [o for o in of_kind("Namespace") if o["metadata"]["name"] == TENANT]
     return namespace["metadata"]["labels"]
-
-
-@functools.cache
-def kueue_settings() -> tuple[tuple[str, ...], bool]:
-    manager = yaml.safe_load(json.loads(_rendered()[1])["values"]["managerConfig"]["controllerManagerConfigYaml"])
-    return tuple(manager["integrations"]["frameworks"]), bool(manager["manageJobsWithoutQueueName"])
-
-
-def pod(pool: str = KAI_POOL, scheduler: str | None = "kai-scheduler", queue: str | None = TENANT,
-        annotations: dict[str, str] | None = None, **container: Any) -> dict[str, Any]:
-    """A tenant's bare pod as validating admission receives it: gated by Kueue's pod webhook."""
-    labels = {} if queue is None else {"kai.scheduler/queue": queue}
-    spec: dict[str, Any] = {
-        "containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04", **container}],
-        "nodeSelector": {POOL_LABEL: pool},
-        "tolerations": [GPU_TOLERATION],
-    }
-    if scheduler is not None:
-        spec["schedulerName"] = scheduler
-    obj = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "p", "namespace": TENANT, "labels": labels, "annotations": dict(annotations or {})},
-        "spec": spec,
-    }
-    frameworks, without_queue_name = kueue_settings()
-    return default_pod(obj, {}, frameworks, without_queue_name)
 
 
 FRACTION = {"gpu-fraction": "0.5"}
