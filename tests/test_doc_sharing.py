@@ -117,3 +117,14 @@ def test_the_prose_claims_hold_for_the_figures(data):
     assert preemptions["sharing-kai"] / preemptions["simulated"] == pytest.approx(13, abs=2)
     assert data["command"] == ("make simulate STACK=prod WORKLOAD=workloads/alibaba-gpu-2023.yaml SHARING=all SEEDS=3 "
                                "WITHOUT=headroom")
+
+
+@pytest.mark.parametrize("page_path", ["docs/fractional-gpus-measured.md", "README.md"])
+def test_each_page_quotes_the_tables_make_doc_sharing_writes(page_path, data):
+    """The tables as the page has them are what `make doc-sharing` writes from the JSON (the cells above are
+    checked against the JSON by hand; this holds the writer to them)."""
+    from offline import doc_sharing
+
+    written = doc_sharing.render_tables(data)
+    quoted = doc_sharing.doc_tables(project_path(page_path).read_text())
+    assert quoted == {name: written[name] for name in quoted}, REGENERATE
