@@ -20,7 +20,7 @@
 #                 [ABLATIONS=1] [DISCOUNT=0.3]
 #                             replay a workload through the stack: build/sim-STACK-WORKLOAD/report.json, report.md, plots
 #   make plan [STACK=dev] [WORKLOAD=workloads/design-surge.yaml] [SLO="production.p95_time_to_start<=15m ..."]
-#             [TRIALS=40] [SEEDS=3] [VERIFY_SEEDS=5] [RANGE=2] [FLOOR=0] [TIGHTEN=24] [RESUME=1]
+#             [TRIALS=40] [SEEDS=3] [VERIFY_SEEDS=5] [RANGE=2] [FLOOR=0] [TIGHTEN=24] [RESUME=1] [EXACT=1]
 #                             the cheapest stack that meets the service levels, by simulation (docs/capacity-planning.md):
 #                             build/plan-STACK-WORKLOAD/plan.md, plan.json, frontier.png, the planned stack file and its diff
 #   make bench-sim            the simulator on the Alibaba trace at 1x, 4x and 16x (prod): CPU s, scaling, peak RSS
@@ -128,10 +128,12 @@ RANGE ?=
 FLOOR ?=
 TIGHTEN ?=
 RESUME ?=
+EXACT ?=
 plan: $(VENV)/.installed
 	$(PY) -m offline plan --stack $(STACK) --workload $(WORKLOAD) --seed $(SEED) $(foreach slo,$(SLO),--slo '$(slo)') \
 	  $(if $(TRIALS),--trials $(TRIALS)) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(VERIFY_SEEDS),--verify-seeds $(VERIFY_SEEDS)) \
-	  $(if $(RANGE),--range $(RANGE)) $(if $(FLOOR),--floor $(FLOOR)) $(if $(TIGHTEN),--tighten $(TIGHTEN)) $(if $(RESUME),--resume)
+	  $(if $(RANGE),--range $(RANGE)) $(if $(FLOOR),--floor $(FLOOR)) $(if $(TIGHTEN),--tighten $(TIGHTEN)) $(if $(RESUME),--resume) \
+	  $(if $(EXACT),--no-early-stop)
 WORKERS ?= prod tests/fixtures/fleet/prod-eu.yaml
 FLEET_WORKLOAD ?= workloads/alibaba-gpu-2023.yaml
 # A fleet (docs/fleet-simulation.md): WORKERS are stack names or stack files; the fleet and its baseline (each cluster

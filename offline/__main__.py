@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     planner.add_argument("--floor", type=float, default=0.0, metavar="FACTOR",
                          help="each knob searched from FACTOR times its value in the stack (default 0): keeps a search off "
                          "stacks far too small, whose runs cost the most")
+    planner.add_argument("--no-early-stop", dest="early_stop", action="store_false",
+                         help="simulate every candidate to the end, even once a level is certainly missed "
+                         "(sim/early_stop.py): every figure of the frontier measured, at the cost of the slowest runs")
     planner.add_argument("--resume", action="store_true", help="carry on the search in --out's journal")
     args = parser.parse_args(argv)
 
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return plan_main(args.stack, args.workload, args.slo, args.out,
                          Options(args.trials, args.seeds, args.verify_seeds, args.seed, args.batch, args.workers,
-                                 args.resume, args.tighten, args.range, args.floor))
+                                 args.resume, args.tighten, args.range, args.floor, args.early_stop))
 
     if args.command == "claims":
         from .claims import main as claims_main

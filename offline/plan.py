@@ -49,6 +49,7 @@ from config import ConfigError, PlatformConfig
 from models.kueue.cohort import lendable
 from sim import measures as m
 from sim import plan_slo
+from sim.early_stop import Watch, watches
 from sim.experiment import Scenario, replicate, run_one
 from sim.plan_slo import Names, Slo, SloError
 from sim.report import LIMITS
@@ -136,6 +137,7 @@ class Options:
     tighten: int = 24
     range_factor: int = RANGE_FACTOR
     floor_factor: float = 0.0
+    early_stop: bool = True
 
 
 @dataclass
@@ -147,10 +149,13 @@ class Evaluation:
     violations: list[float]
     problem: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Seeds stopped once a level was certainly missed (sim/early_stop.py): the level and when, in hours; the cost
+    # and the watched levels are then lower bounds ("at_least"), the other levels unknown.
+    stopped: dict[str, Any] | None = None
 
     @property
     def feasible(self) -> bool:
-        return self.problem is None and all(v <= 0 for v in self.violations)
+        return self.problem is None and self.stopped is None and all(v <= 0 for v in self.violations)
 
 
 # --- the stack file ---------------------------------------------------------------------------------------------
@@ -310,17 +315,19 @@ def _clamp_borrowing(tenants: Sequence[dict[str, Any]], knobs: Sequence[Knob], v
 # --- evaluation -------------------------------------------------------------------------------------------------
 
 
-def _run(job: tuple[Scenario, int]) -> dict[str, Any]:
+def _run(job: tuple[Scenario, int, tuple[Watch, ...]]) -> dict[str, Any]:
     started = time.process_time()
     outcome = run_one(*job)
     return {"seed": outcome["seed"], "measures": outcome["measures"], "events": outcome["events"],
-            "cpu": time.process_time() - started}
+            "stopped": outcome["stopped"], "cpu": time.process_time() - started}
 
 
 def evaluate(candidates: Sequence[Candidate], scenario: Scenario, seeds: Sequence[int], slos: Sequence[Slo],
-             names: Names, pool: Executor | None) -> list[Evaluation]:
-    """Each candidate on every seed (one job each, across the pool), gathered back in order."""
-    jobs = [(scenario.replace(config=c.config), seed) for c in candidates if c.config is not None for seed in seeds]
+             names: Names, pool: Executor | None, early_stop: bool = True) -> list[Evaluation]:
+    """Each candidate on every seed (one job each, across the pool), gathered back in order. With `early_stop`, a
+    run stops once a work level is certainly missed over these seeds (sim/early_stop.py)."""
+    watch = watches(slos, names, len(seeds), bool(scenario.workload.inference)) if early_stop else ()
+    jobs = [(scenario.replace(config=c.config), seed, watch) for c in candidates if c.config is not None for seed in seeds]
     runs = list(pool.map(_run, jobs)) if pool is not None else [_run(job) for job in jobs]
     found, at = [], 0
     for c in candidates:
@@ -328,12 +335,41 @@ def evaluate(candidates: Sequence[Candidate], scenario: Scenario, seeds: Sequenc
             found.append(Evaluation(summary([]), [summary([]) for _ in slos], [1.0] * len(slos), c.problem))
             continue
         mine, at = runs[at: at + len(seeds)], at + len(seeds)
+        extra = {"events": sum(r["events"] for r in mine), "cpu": sum(r["cpu"] for r in mine)}
+        if any(r["stopped"] for r in mine):
+            found.append(_stopped(mine, slos, names, {w.slo.text for w in watch}, extra))
+            continue
         combined = replicate(mine)
         levels = [plan_slo.figure(slo, combined, names) for slo in slos]
         violations = [plan_slo.violation(s, v) for s, v in zip(slos, levels, strict=True)]
-        found.append(Evaluation(combined["run"][m.COST], levels, violations,
-                                extra={"events": sum(r["events"] for r in mine), "cpu": sum(r["cpu"] for r in mine)}))
+        found.append(Evaluation(combined["run"][m.COST], levels, violations, extra=extra))
     return found
+
+
+def _stopped(runs: Sequence[dict[str, Any]], slos: Sequence[Slo], names: Names, watched: set[str],
+             extra: dict[str, Any]) -> Evaluation:
+    """A candidate some of whose seeds stopped early. Each watched level's mean over the seeds from the finished
+    seeds' figures and the stopped seeds' lower bounds is a lower bound of its mean; the level that stopped a seed
+    is past its bound by it. The cost is what the runs spent, a lower bound too. Levels not watched are unknown:
+    they tell the sampler nothing (violation 0)."""
+    stops = [r["stopped"] for r in runs if r["stopped"]]
+    levels, violations = [], []
+    for slo in slos:
+        if slo.text not in watched:
+            levels.append({"mean": None, "low": None, "high": None, "n": 0, "unknown": True})
+            violations.append(0.0)
+            continue
+        values = [r["stopped"]["lower_bounds"][slo.text] if r["stopped"]
+                  else plan_slo.figure(slo, replicate([r]), names)["mean"] for r in runs]
+        known = [v for v in values if v is not None]
+        level = {"mean": sum(known) / len(known) if known else None, "low": None, "high": None, "n": len(known),
+                 "at_least": True}
+        levels.append(level)
+        violations.append(plan_slo.violation(slo, level))
+    costs = [r["measures"]["run"][m.COST] for r in runs]
+    cost = {"mean": sum(costs) / len(costs), "low": None, "high": None, "n": len(costs), "at_least": True}
+    stopped = {"level": stops[0]["level"], "seeds": len(stops), "at_hours": [s["at"] / 3600 for s in stops]}
+    return Evaluation(cost, levels, violations, extra=extra, stopped=stopped)
 
 
 # --- the search -------------------------------------------------------------------------------------------------
@@ -343,7 +379,7 @@ def fingerprint(stack_text: str, workload_text: str, slos: Sequence[Slo], knobs:
     """What a journal's trials depend on: a resumed plan must match it."""
     data = json.dumps({"stack": stack_text, "workload": workload_text, "slos": [s.text for s in slos],
                        "knobs": [asdict(k) for k in knobs], "seeds": options.seeds, "seed": options.seed,
-                       "batch": options.batch}, sort_keys=True)
+                       "batch": options.batch, "early_stop": options.early_stop}, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()
 
 
@@ -474,7 +510,7 @@ def _record(study: Any, number: int, c: Candidate, result: Evaluation) -> None:
 
     trial = optuna.trial.Trial(study, study._storage.get_trial_id_from_study_id_trial_number(study._study_id, number))
     attrs = {"violations": result.violations, "cost": result.cost, "levels": result.levels, "problem": result.problem,
-             "pool_gpus": c.pool_gpus, "values": c.values}
+             "pool_gpus": c.pool_gpus, "values": c.values, "stopped": result.stopped}
     for key, value in attrs.items():
         trial.set_user_attr(key, value)
     for index, violation in enumerate(result.violations):
@@ -485,10 +521,18 @@ def _record(study: Any, number: int, c: Candidate, result: Evaluation) -> None:
 def _verdict(result: Evaluation, slos: Sequence[Slo]) -> str:
     if result.problem is not None:
         return f"refused by the stack's rules: {result.problem}"
-    missed = [f"{s.text} at {plan_slo.show(v['mean'], s.kind.unit)}" for s, v, x in
+    missed = [f"{s.text} at {_at_least(v)}{plan_slo.show(v['mean'], s.kind.unit)}" for s, v, x in
               zip(slos, result.levels, result.violations, strict=True) if x > 0]
-    cost = f"${result.cost['mean']:,.2f}"
+    cost = f"{_at_least(result.cost)}${result.cost['mean']:,.2f}"
+    if result.stopped is not None:
+        hours = ", ".join(f"{h:.0f}" for h in result.stopped["at_hours"])
+        return f"{cost}; misses {', '.join(missed)} (certain by hour {hours}: stopped there)"
     return f"{cost}; meets every level" if not missed else f"{cost}; misses {', '.join(missed)}"
+
+
+def _at_least(value: Mapping[str, Any]) -> str:
+    """"at least " before a lower bound's figure (a stopped run's)."""
+    return "≥ " if value.get("at_least") else ""
 
 
 def best_trials(study: Any) -> list[Any]:
@@ -498,7 +542,7 @@ def best_trials(study: Any) -> list[Any]:
 
     feasible = [t for t in study.get_trials(deepcopy=False)
                 if t.state == TrialState.COMPLETE and t.user_attrs.get("problem") is None
-                and all(v <= 0 for v in t.user_attrs["violations"])]
+                and t.user_attrs.get("stopped") is None and all(v <= 0 for v in t.user_attrs["violations"])]
     return sorted(feasible, key=lambda t: (round(t.value, 2), sum(t.user_attrs["pool_gpus"].values()),
                                            sum(t.user_attrs["values"].values()), t.number))
 
@@ -574,14 +618,16 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
 
     workers = max(1, options.workers or os.cpu_count() or 1)
     executor: Executor | None = ProcessPoolExecutor(max_workers=workers) if workers > 1 else None
+
+    def judge(candidates: list[Candidate], seeds: Sequence[int]) -> list[Evaluation]:
+        return evaluate(candidates, scenario, seeds, slos, names, executor, options.early_stop)
+
     try:
-        search(study, knobs, make, lambda cs: evaluate(cs, scenario, search_seeds, slos, names, executor),
-               options, slos, say)
-        tighten(study, knobs, make, lambda cs: evaluate(cs, scenario, search_seeds, slos, names, executor),
-                options, slos, say)
+        search(study, knobs, make, lambda cs: judge(cs, search_seeds), options, slos, say)
+        tighten(study, knobs, make, lambda cs: judge(cs, search_seeds), options, slos, say)
         searched_at = time.perf_counter()
-        chosen, verification, attempts = _verify(study, knobs, make, scenario, fresh, slos, names, executor, say)
-        why = (_why(chosen, verification.cost["mean"], knobs, make, scenario, fresh, slos, names, executor, say)
+        chosen, verification, attempts = _verify(study, knobs, make, lambda cs: judge(cs, fresh), len(fresh), slos, say)
+        why = (_why(chosen, verification.cost["mean"], knobs, make, lambda cs: judge(cs, fresh), slos, say)
                if chosen is not None and verification is not None else [])
     finally:
         if executor is not None:
@@ -598,24 +644,24 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
     return 0
 
 
-def _verify(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate], scenario: Scenario,
-            fresh: Sequence[int], slos: Sequence[Slo], names: Names, executor: Executor | None,
+def _verify(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate],
+            run: Callable[[list[Candidate]], list[Evaluation]], fresh: int, slos: Sequence[Slo],
             say: Callable[[str], None]) -> tuple[Candidate | None, Evaluation | None, list[dict[str, Any]]]:
     """The cheapest candidates that met every level, each on the fresh seeds, until one meets them there too."""
     attempts = []
     for trial in best_trials(study)[:VERIFY_CANDIDATES]:
         chosen = make({k.name: int(trial.params[k.name]) for k in knobs})
-        [result] = evaluate([chosen], scenario, fresh, slos, names, executor)
+        [result] = run([chosen])
         attempts.append({"trial": trial.number + 1, "cost": result.cost, "levels": result.levels,
-                         "met": result.feasible})
-        say(f"verify trial {trial.number + 1} on {len(fresh)} fresh seeds: {_verdict(result, slos)}")
+                         "met": result.feasible, "stopped": result.stopped})
+        say(f"verify trial {trial.number + 1} on {fresh} fresh seeds: {_verdict(result, slos)}")
         if result.feasible:
             return chosen, result, attempts
     return None, None, attempts
 
 
-def _why(chosen: Candidate, cost: float, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate], scenario: Scenario,
-         fresh: Sequence[int], slos: Sequence[Slo], names: Names, executor: Executor | None,
+def _why(chosen: Candidate, cost: float, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate],
+         run: Callable[[list[Candidate]], list[Evaluation]], slos: Sequence[Slo],
          say: Callable[[str], None]) -> list[dict[str, Any]]:
     """Each knob of the chosen stack lowered by at least CHEAPER, on the fresh seeds: which level it then misses, or
     that it costs no less than the chosen stack's `cost` there (lower is not cheaper), or that it has slack."""
@@ -629,7 +675,7 @@ def _why(chosen: Candidate, cost: float, knobs: Sequence[Knob], make: Callable[[
         if lower is not None:
             lowered.append(make({**chosen.values, knob.name: lower}))
             row["index"] = len(lowered) - 1
-    results = evaluate(lowered, scenario, fresh, slos, names, executor)
+    results = run(lowered)
     for row in rows:
         index = row.pop("index", None)
         if index is None:
@@ -638,12 +684,15 @@ def _why(chosen: Candidate, cost: float, knobs: Sequence[Knob], make: Callable[[
         result = results[index]
         row["cost"], row["levels"], row["problem"] = result.cost, result.levels, result.problem
         row["pool_gpus"] = lowered[index].pool_gpus
+        row["stopped"] = result.stopped
         if result.problem is not None:
             row["binds"], row["verdict"] = [], f"refused by the stack's rules: {result.problem}"
         else:
             row["binds"] = [s.text for s, x in zip(slos, result.violations, strict=True) if x > 0]
             if row["binds"]:
-                row["verdict"] = f"misses {', '.join(row['binds'])}"
+                row["verdict"] = f"misses {', '.join(row['binds'])}" + (
+                    f" (certain at hour {min(result.stopped['at_hours']):.0f}: the run stopped there)"
+                    if result.stopped else "")
             elif result.cost["mean"] >= cost:
                 row["verdict"] = f"meets every level and costs no less (${result.cost['mean']:,.2f}): lower is not cheaper"
             else:
@@ -668,17 +717,20 @@ def _data(stack: str, workload_path: Path, slos: Sequence[Slo], knobs: Sequence[
         trials.append({"trial": t.number + 1, "values": t.user_attrs["values"],
                        "pool_gpus": t.user_attrs["pool_gpus"], "problem": t.user_attrs["problem"],
                        "cost": t.user_attrs["cost"], "levels": t.user_attrs["levels"],
-                       "meets": t.user_attrs["problem"] is None and all(v <= 0 for v in t.user_attrs["violations"])})
-    valid = [t for t in trials if t["problem"] is None]
-    for t in valid:
-        t["pareto"] = not any(_dominates(o, t) for o in valid if o is not t)
+                       "stopped": t.user_attrs.get("stopped"),
+                       "meets": t.user_attrs["problem"] is None and t.user_attrs.get("stopped") is None
+                       and all(v <= 0 for v in t.user_attrs["violations"])})
+    measured = [t for t in trials if t["problem"] is None and t["stopped"] is None]
+    for t in measured:
+        t["pareto"] = not any(_dominates(o, t) for o in measured if o is not t)
     current_gpus = {pool.name: pool.config.gpus for pool in config.gpu_pools}
     return {
         "stack": stack, "workload": str(workload_path),
         "levels": [{"slo": s.text, "scope": s.scope, "metric": s.metric, "bound": s.bound, "unit": s.kind.unit,
                     "means": s.kind.means} for s in slos],
         "search": {"method": "optuna TPESampler (multivariate, constraints), seeded per batch", "trials": options.trials,
-                   "seeds": list(search_seeds), "batch": options.batch, "seed": options.seed},
+                   "seeds": list(search_seeds), "batch": options.batch, "seed": options.seed,
+                   "early_stop": options.early_stop},
         "verification_seeds": list(fresh),
         "knobs": [asdict(k) for k in knobs],
         "chosen": None if chosen is None else {
@@ -764,7 +816,9 @@ def _write(out_dir: Path, stack: str, stack_path: Path, data: dict[str, Any], ch
 
 
 def _ci(value: Mapping[str, Any], unit: str) -> str:
-    shown = plan_slo.show(value.get("mean"), unit)
+    if value.get("unknown"):
+        return "not measured"
+    shown = _at_least(value) + plan_slo.show(value.get("mean"), unit)
     if value.get("low") is None:
         return shown
     return f"{shown} [{plan_slo.show(value['low'], unit)}, {plan_slo.show(value['high'], unit)}]"
@@ -774,7 +828,7 @@ def _usd(value: Mapping[str, Any]) -> str:
     if value.get("mean") is None:
         return "n/a"
     if value.get("low") is None:
-        return f"${value['mean']:,.2f}"
+        return f"{_at_least(value)}${value['mean']:,.2f}"
     return f"${value['mean']:,.2f} [{value['low']:,.2f}, {value['high']:,.2f}]"
 
 
@@ -824,15 +878,30 @@ def render_markdown(data: Mapping[str, Any], slos: Sequence[Slo]) -> str:
         lines += [f"| {a['trial']} | {_usd(a['cost'])} | {'yes' if a['met'] else 'no'} |" for a in data["verified"]]
         lines.append("")
     lines += ["## Frontier", "",
-              "Every trial the rules accepted, cheapest first, on the search seeds; `pareto`: no other trial is as cheap "
-              "and as good on every level and better on one. frontier.png plots cost against each level.", ""]
+              "Every trial the rules accepted and simulated to the end, cheapest first, on the search seeds; `pareto`: no "
+              "other such trial is as cheap and as good on every level and better on one. frontier.png plots cost "
+              "against each level.", ""]
     header = ["trial", "cost"] + [f"`{s.text}`" for s in slos] + ["meets all", "pareto"]
     lines += ["| " + " | ".join(header) + " |", "| " + " | ".join(["---:"] * len(header)) + " |"]
-    valid = sorted((t for t in data["trials"] if t["problem"] is None), key=lambda t: (t["cost"]["mean"], t["trial"]))
+    valid = sorted((t for t in data["trials"] if t["problem"] is None and t.get("stopped") is None),
+                   key=lambda t: (t["cost"]["mean"], t["trial"]))
     for t in valid:
         cells = [str(t["trial"]), _usd(t["cost"])] + [_ci(v, u) for v, u in zip(t["levels"], units, strict=True)]
         cells += ["yes" if t["meets"] else "", "yes" if t["pareto"] else ""]
         lines.append("| " + " | ".join(cells) + " |")
+    stopped = sorted((t for t in data["trials"] if t.get("stopped") is not None), key=lambda t: t["trial"])
+    if stopped:
+        lines += ["", f"{len(stopped)} trial(s) stopped early: a level was certainly missed (sim/early_stop.py), so "
+                  "the rest of the run could not change the verdict. Their figures are lower bounds (≥): the cost "
+                  "spent until the stop, and each watched level's least possible mean; the other levels were not "
+                  "measured. They are left out of the table above and of frontier.png.", "",
+                  "| trial | stopped on | at hour | cost until then | " + " | ".join(f"`{s.text}`" for s in slos) + " |",
+                  "| ---: | --- | ---: | ---: | " + " | ".join(["---:"] * len(slos)) + " |"]
+        for t in stopped:
+            hours = ", ".join(f"{h:.0f}" for h in t["stopped"]["at_hours"])
+            cells = [str(t["trial"]), f"`{t['stopped']['level']}`", hours, _usd(t["cost"])]
+            cells += [_ci(v, u) for v, u in zip(t["levels"], units, strict=True)]
+            lines.append("| " + " | ".join(cells) + " |")
     refused = [t for t in data["trials"] if t["problem"] is not None]
     if refused:
         lines += ["", f"{len(refused)} trial(s) the stack's rules refused (not simulated), e.g. trial "

@@ -40,10 +40,10 @@ def _bars(values: Sequence[Mapping[str, Any]], unit: str) -> tuple[list[float], 
 
 
 def write_frontier(data: Mapping[str, Any], slos: Sequence[Slo], path: Path) -> Path:
-    """Each trial the rules accepted: its mean cost (x, with its interval) against each level's mean (y, with its
-    interval); trials meeting every level filled, the rest hollow; the level's bound dashed; the chosen stack's
-    trial ringed."""
-    trials = [t for t in data["trials"] if t["problem"] is None]
+    """Each trial the rules accepted and simulated to the end (a stopped one's figures are only lower bounds): its
+    mean cost (x, with its interval) against each level's mean (y, with its interval); trials meeting every level
+    filled, the rest hollow; the level's bound dashed; the chosen stack's trial ringed."""
+    trials = [t for t in data["trials"] if t["problem"] is None and t.get("stopped") is None]
     chosen = data["verified"][-1]["trial"] if data["chosen"] is not None and data["verified"] else None
     figure, panels = plt.subplots(1, len(slos), figsize=(4.2 * len(slos), 3.8), dpi=100, squeeze=False)
     for index, (slo, axes) in enumerate(zip(slos, panels[0], strict=True)):

@@ -23,6 +23,7 @@ def _flavors(tenant: TenantPlan, wanted: list[str] | None) -> tuple[str, ...]:
 def schedule_jobs(sim: Simulation) -> None:
     for stream in sim.workload.jobs:
         for at, run in _stream_jobs(sim, stream):
+            sim.expected[(stream.tenant, _tier(sim, stream))] += 1
             sim.clock.call(at, _arrive, sim, stream, run)
 
 
@@ -54,10 +55,15 @@ def _arrive(sim: Simulation, stream: JobStream, run: float) -> None:
     sim.submit(job_group(sim, stream, run))
 
 
+def _tier(sim: Simulation, stream: JobStream) -> str:
+    """The stream's priority tier: its own, or its tenant's."""
+    return stream.priority or sim.tenants[stream.tenant].config.priority
+
+
 def job_group(sim: Simulation, stream: JobStream, run: float) -> Group:
     """One job of the stream as a Kueue workload: its tenant's tier unless it names one, its flavors in order."""
     tenant = sim.tenants[stream.tenant]
-    tier = stream.priority or tenant.config.priority
+    tier = _tier(sim, stream)
     claim, units, flavors = None, stream.gpus_per_pod, _flavors(tenant, stream.flavors)
     if stream.claim_template is not None:
         template = claims_placement.find_template(sim.config, tenant, stream.claim_template)
@@ -112,6 +118,7 @@ def schedule_trace(sim: Simulation, source: TraceSource, project_dir: Path) -> T
     for m in mapped:
         tier = m.target.priority or m.tenant.config.priority
         for _ in range(source.copies):
+            sim.expected[(m.tenant.name, tier)] += 1
             sim.clock.call(m.task.arrival, _arrive_task, sim, m, tier)
     return stats
 

@@ -14,12 +14,17 @@ from typing import Any
 import simpy
 
 
+class _Halt(Exception):
+    """Raised by `Clock.halt` inside an action: the run stops there."""
+
+
 class Clock:
     def __init__(self, start: datetime, end: float):
         self.env = simpy.Environment()
         self.start = start
         self.end = end
         self.events = 0
+        self.halted_at: float | None = None  # when an action stopped the run before its end
 
     @property
     def now(self) -> float:
@@ -48,5 +53,12 @@ class Clock:
 
         self.call(first, tick)
 
+    def halt(self) -> None:
+        """Stop the run now, from inside an action: nothing scheduled after this action runs."""
+        raise _Halt()
+
     def run(self) -> None:
-        self.env.run(until=self.end)
+        try:
+            self.env.run(until=self.end)
+        except _Halt:
+            self.halted_at = self.now

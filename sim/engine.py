@@ -13,6 +13,7 @@ moves time and objects between them.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,6 +115,10 @@ class Simulation:
         self.flavors: dict[str, FlavorPlan] = {flavor.name: flavor for flavor in config.flavors}
         self.tenants: dict[str, TenantPlan] = {tenant.name: tenant for tenant in config.tenants}
         self.groups: dict[int, Group] = {}
+        # Work scheduled to arrive, by (tenant, tier): at least as many as the run's measures will count there, known
+        # once the arrivals are scheduled (sim/early_stop.py reads it). Inference replicas are created on demand and
+        # not counted.
+        self.expected: Counter[tuple[str, str]] = Counter()
         self.pending_pods: list[Pod] = []
         self._next_key = 0
         self._next_node = 0

@@ -18,6 +18,7 @@ from typing import Any
 from config import PlatformConfig
 
 from .admission import kueue_for
+from .early_stop import Watch
 from .measures import Measures, Scope, compute
 from .run import Result, simulate
 from .stats import summary
@@ -90,13 +91,16 @@ def outcome(result: Result) -> dict[str, Any]:
         "series": result.sim.record.as_data(),
         "trace": [asdict(stats) for stats in result.trace_stats],
         "fixed_capacity": [asdict(fixed) for fixed in result.sim.fixed],
+        "stopped": result.stopped,
     }
 
 
-def run_one(scenario: Scenario, seed: int) -> dict[str, Any]:
+def run_one(scenario: Scenario, seed: int, watch: Sequence[Watch] = ()) -> dict[str, Any]:
+    """One run as plain data; `watch`: levels that stop it once certainly missed (sim/early_stop.py), its
+    outcome's "stopped" then says when and on which."""
     result = simulate(scenario.config, scenario.workload, kueue_for, source=scenario.source, seed=seed,
                       static_baseline=scenario.static_baseline, project_dir=scenario.project_dir, without=scenario.without,
-                      commitment_discount=scenario.commitment_discount, sharing=scenario.sharing)
+                      commitment_discount=scenario.commitment_discount, sharing=scenario.sharing, watch=watch)
     return outcome(result)
 
 

@@ -32,6 +32,7 @@ there (waits, time to start) and on the capacity there (GPU-hours, cost).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -262,6 +263,7 @@ class Fleet:
         self.flavors: dict[str, FlavorPlan] = {flavor.name: flavor for flavor in first.flavors}
         self.pools = self.sims[self.order[0]].pools
         self.gpu_sharing: GpuSharing | None = None  # the fleet replays a trace's fractions as the workers' pools take them
+        self.expected: Counter[tuple[str, str]] = Counter()  # the arrivals' count, as Simulation.expected (unread here)
         self.workloads: dict[int, Dispatched] = {}
         self.by_copy: dict[tuple[str, int], Dispatched] = {}  # live copies
         self.owner: dict[tuple[str, int], Dispatched] = {}  # every copy ever made

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from config import PlatformConfig
 
@@ -12,6 +13,7 @@ from . import claims_placement, variants
 from . import sharing as gpu_sharing
 from .arrivals import schedule_jobs, schedule_trace
 from .baseline import largest_pods
+from .early_stop import Watch, Watcher
 from .engine import Options, Simulation
 from .queueing import Kueue
 from .sampling import start_sampling
@@ -31,6 +33,7 @@ class Result:
     sim: Simulation
     deployments: list[Deployment]
     trace_stats: list[TraceStats]
+    stopped: dict[str, Any] | None = None  # when a watched level stopped the run early (sim/early_stop.py)
 
 
 def simulate(
@@ -45,10 +48,12 @@ def simulate(
     without: frozenset[str] = frozenset(),
     commitment_discount: float = 0.0,
     sharing: str | None = None,
+    watch: Sequence[Watch] = (),
 ) -> Result:
     """One run. `static_baseline` buys each tenant's usable nominal quota as fixed nodes and switches off what the
     static baseline leaves out (sim/variants.py STATIC_WITHOUT); `without` switches mechanisms off one by one.
-    `sharing`: how the trace's fractional tasks share GPUs (sim/sharing.py MODES); None: whole GPUs, unsampled."""
+    `sharing`: how the trace's fractional tasks share GPUs (sim/sharing.py MODES); None: whole GPUs, unsampled.
+    `watch`: levels that stop the run once certainly missed (sim/early_stop.py); the ledger then ends there."""
     pools = gpu_sharing.trace_pools(config, workload) if sharing is not None else ()
     if sharing is not None:
         config = gpu_sharing.shared_config(config, gpu_sharing.runnable(sharing), pools)
@@ -69,8 +74,11 @@ def simulate(
     for deployment in found:
         start(sim, deployment)
     start_sampling(sim, found, seconds(workload.sample_interval))
+    watcher = Watcher(sim, watch, seconds(workload.sample_interval))
     sim.clock.run()
+    if sim.clock.halted_at is not None:
+        sim.ledger.end = sim.clock.halted_at
     sim.close()
-    return Result(sim, found, stats)
+    return Result(sim, found, stats, watcher.stopped)
 
 

@@ -242,3 +242,44 @@ def test_resume_refuses_another_plans_journal(project: Path, planned: tuple[Path
 def test_two_workers_plan_what_one_does(project: Path, planned: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
     _, data = planned
     assert _plan(project, tmp_path / "two", workers=2) == data
+
+
+def test_a_run_stopped_early_gives_the_verdict_of_the_run_to_the_end(project: Path) -> None:
+    """Nominal 12 meets the level; 10, 8 and 4 miss it, each stopped once its third (or second) job started late:
+    the same verdicts as the runs to the end, with figures no higher than theirs."""
+    from sim.experiment import Scenario
+    from sim.workload import read_workload
+
+    document = _tiny_document()
+    config = load(document)
+    workload = read_workload(project / "three-at-once.yaml").workload
+    knobs = planner.knobs_for(config, workload)
+    [slo] = plan_slo.parse_all([LEVEL], NAMES)
+    candidates = [planner.candidate(document, knobs, {NOMINAL: n, BORROWING: 0, HEADROOM: 0}, config, "tiny")
+                  for n in (12, 10, 8, 4)]
+    early = planner.evaluate(candidates, Scenario(config, workload), [5], [slo], NAMES, None)
+    exact = planner.evaluate(candidates, Scenario(config, workload), [5], [slo], NAMES, None, early_stop=False)
+    assert [r.feasible for r in early] == [r.feasible for r in exact] == [True, False, False, False]
+    assert [r.stopped is not None for r in early] == [False, True, True, True]
+    assert all(r.stopped is None for r in exact)
+    for stopped, whole in zip(early[1:], exact[1:], strict=True):
+        assert stopped.stopped is not None and stopped.stopped["level"] == LEVEL
+        assert 1800 < stopped.levels[0]["mean"] <= whole.levels[0]["mean"]
+        assert stopped.levels[0]["at_least"] and stopped.cost["at_least"]
+        assert stopped.cost["mean"] < whole.cost["mean"]
+        assert 0 < stopped.violations[0] <= whole.violations[0]
+    assert early[0].levels == exact[0].levels and early[0].cost == exact[0].cost
+
+
+def test_stopped_trials_are_listed_apart_with_lower_bounds(planned: tuple[Path, dict[str, Any]]) -> None:
+    out, data = planned
+    stopped = [t for t in data["trials"] if t["stopped"] is not None]
+    assert stopped, "the fixture's search stops no run: this test would test nothing"
+    text = (out / "plan.md").read_text()
+    frontier = text.split("## Frontier")[1].split("trial(s) stopped early")[0]
+    listed = text.split("trial(s) stopped early")[1].split("## What the plan does not model")[0]
+    for t in stopped:
+        assert f"\n| {t['trial']} | " not in frontier
+        row = next(line for line in listed.splitlines() if line.startswith(f"| {t['trial']} | "))
+        assert f"`{LEVEL}`" in row and "≥ $" in row and f"≥ {plan_slo.show(t['levels'][0]['mean'], 's')}" in row
+        assert "pareto" not in t
