@@ -39,7 +39,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -324,51 +324,79 @@ def _run(job: tuple[Scenario, int, tuple[Watch, ...]]) -> dict[str, Any]:
 
 def evaluate(candidates: Sequence[Candidate], scenario: Scenario, seeds: Sequence[int], slos: Sequence[Slo],
              names: Names, pool: Executor | None, early_stop: bool = True) -> list[Evaluation]:
-    """Each candidate on every seed (one job each, across the pool), gathered back in order. With `early_stop`, a
-    run stops once a work level is certainly missed over these seeds (sim/early_stop.py)."""
+    """Each candidate on every seed (one job each, across the pool), gathered back in order.
+
+    With `early_stop`, a run stops once a work level is certainly missed over these seeds (sim/early_stop.py),
+    in two rounds: every candidate's first seed, watched past K times each bound (K seeds, the others unknown,
+    each at least 0); then the other seeds of the candidates it did not decide, each watched past K times the
+    bound less the first seed's figure. A candidate its first seed decides runs no other seed."""
     watch = watches(slos, names, len(seeds), bool(scenario.workload.inference)) if early_stop else ()
-    jobs = [(scenario.replace(config=c.config), seed, watch) for c in candidates if c.config is not None for seed in seeds]
-    runs = list(pool.map(_run, jobs)) if pool is not None else [_run(job) for job in jobs]
-    found, at = [], 0
+    live = [c for c in candidates if c.config is not None]
+    if not watch:
+        jobs = [(scenario.replace(config=c.config), seed, watch) for c in live for seed in seeds]
+        runs = _map(pool, jobs)
+        mine = {id(c): runs[i * len(seeds): (i + 1) * len(seeds)] for i, c in enumerate(live)}
+    else:
+        first = _map(pool, [(scenario.replace(config=c.config), seeds[0], watch) for c in live])
+        later = [(c, tuple(replace(w, beyond=w.beyond - (_figure(w.slo, run, names) or 0.0)) for w in watch))
+                 for c, run in zip(live, first, strict=True) if run["stopped"] is None and len(seeds) > 1]
+        rest = _map(pool, [(scenario.replace(config=c.config), seed, lowered) for c, lowered in later
+                           for seed in seeds[1:]])
+        mine = {id(c): [run] for c, run in zip(live, first, strict=True)}
+        for i, (c, _) in enumerate(later):
+            mine[id(c)] += rest[i * (len(seeds) - 1): (i + 1) * (len(seeds) - 1)]
+    found = []
     for c in candidates:
         if c.config is None:
             found.append(Evaluation(summary([]), [summary([]) for _ in slos], [1.0] * len(slos), c.problem))
             continue
-        mine, at = runs[at: at + len(seeds)], at + len(seeds)
-        extra = {"events": sum(r["events"] for r in mine), "cpu": sum(r["cpu"] for r in mine)}
-        if any(r["stopped"] for r in mine):
-            found.append(_stopped(mine, slos, names, {w.slo.text for w in watch}, extra))
+        runs = mine[id(c)]
+        extra = {"events": sum(r["events"] for r in runs), "cpu": sum(r["cpu"] for r in runs)}
+        if any(r["stopped"] for r in runs):
+            found.append(_stopped(runs, len(seeds), slos, names, {w.slo.text for w in watch}, extra))
             continue
-        combined = replicate(mine)
+        combined = replicate(runs)
         levels = [plan_slo.figure(slo, combined, names) for slo in slos]
         violations = [plan_slo.violation(s, v) for s, v in zip(slos, levels, strict=True)]
         found.append(Evaluation(combined["run"][m.COST], levels, violations, extra=extra))
     return found
 
 
-def _stopped(runs: Sequence[dict[str, Any]], slos: Sequence[Slo], names: Names, watched: set[str],
+def _map(pool: Executor | None, jobs: list[tuple[Scenario, int, tuple[Watch, ...]]]) -> list[dict[str, Any]]:
+    return list(pool.map(_run, jobs)) if pool is not None else [_run(job) for job in jobs]
+
+
+def _figure(slo: Slo, run: dict[str, Any], names: Names) -> float | None:
+    """One run's figure for the level (a stopped run's: its lower bound)."""
+    if run["stopped"] is not None:
+        return run["stopped"]["lower_bounds"].get(slo.text)
+    value: float | None = plan_slo.figure(slo, replicate([run]), names)["mean"]
+    return value
+
+
+def _stopped(runs: Sequence[dict[str, Any]], seeds: int, slos: Sequence[Slo], names: Names, watched: set[str],
              extra: dict[str, Any]) -> Evaluation:
-    """A candidate some of whose seeds stopped early. Each watched level's mean over the seeds from the finished
-    seeds' figures and the stopped seeds' lower bounds is a lower bound of its mean; the level that stopped a seed
-    is past its bound by it. The cost is what the runs spent, a lower bound too. Levels not watched are unknown:
-    they tell the sampler nothing (violation 0)."""
+    """A candidate some of whose runs stopped early. Each watched level's lower bound of its mean over the `seeds`
+    seeds: the finished runs' figures and the stopped runs' lower bounds, over `seeds` (a seed not run counts 0); the
+    level that stopped a run is past its bound by it. The cost is what the runs spent over `seeds`, a lower bound too.
+    Levels not watched are unknown: they tell the sampler nothing (violation 0)."""
     stops = [r["stopped"] for r in runs if r["stopped"]]
-    levels, violations = [], []
+    levels: list[dict[str, Any]] = []
+    violations: list[float] = []
     for slo in slos:
         if slo.text not in watched:
             levels.append({"mean": None, "low": None, "high": None, "n": 0, "unknown": True})
             violations.append(0.0)
             continue
-        values = [r["stopped"]["lower_bounds"][slo.text] if r["stopped"]
-                  else plan_slo.figure(slo, replicate([r]), names)["mean"] for r in runs]
-        known = [v for v in values if v is not None]
-        level = {"mean": sum(known) / len(known) if known else None, "low": None, "high": None, "n": len(known),
+        known = [v for r in runs if (v := _figure(slo, r, names)) is not None]
+        level = {"mean": sum(known) / seeds if known else None, "low": None, "high": None, "n": len(runs),
                  "at_least": True}
         levels.append(level)
         violations.append(plan_slo.violation(slo, level))
     costs = [r["measures"]["run"][m.COST] for r in runs]
-    cost = {"mean": sum(costs) / len(costs), "low": None, "high": None, "n": len(costs), "at_least": True}
-    stopped = {"level": stops[0]["level"], "seeds": len(stops), "at_hours": [s["at"] / 3600 for s in stops]}
+    cost = {"mean": sum(costs) / seeds, "low": None, "high": None, "n": len(runs), "at_least": True}
+    stopped = {"level": stops[0]["level"], "seeds": len(stops), "runs": len(runs),
+               "at_hours": [s["at"] / 3600 for s in stops]}
     return Evaluation(cost, levels, violations, extra=extra, stopped=stopped)
 
 
@@ -526,7 +554,8 @@ def _verdict(result: Evaluation, slos: Sequence[Slo]) -> str:
     cost = f"{_at_least(result.cost)}${result.cost['mean']:,.2f}"
     if result.stopped is not None:
         hours = ", ".join(f"{h:.0f}" for h in result.stopped["at_hours"])
-        return f"{cost}; misses {', '.join(missed)} (certain by hour {hours}: stopped there)"
+        return (f"{cost}; misses {', '.join(missed)} (certain at hour {hours}: stopped there, "
+                f"{result.stopped['runs']} seed{'s' if result.stopped['runs'] > 1 else ''} run)")
     return f"{cost}; meets every level" if not missed else f"{cost}; misses {', '.join(missed)}"
 
 
@@ -892,14 +921,15 @@ def render_markdown(data: Mapping[str, Any], slos: Sequence[Slo]) -> str:
     stopped = sorted((t for t in data["trials"] if t.get("stopped") is not None), key=lambda t: t["trial"])
     if stopped:
         lines += ["", f"{len(stopped)} trial(s) stopped early: a level was certainly missed (sim/early_stop.py), so "
-                  "the rest of the run could not change the verdict. Their figures are lower bounds (≥): the cost "
-                  "spent until the stop, and each watched level's least possible mean; the other levels were not "
+                  "the rest of the runs could not change the verdict; a first seed that decided alone ran no other. "
+                  "Their figures are lower bounds (≥) of the mean over every seed, a seed not run counting 0: the "
+                  "cost spent until the stop, and each watched level's least possible mean; the other levels were not "
                   "measured. They are left out of the table above and of frontier.png.", "",
-                  "| trial | stopped on | at hour | cost until then | " + " | ".join(f"`{s.text}`" for s in slos) + " |",
-                  "| ---: | --- | ---: | ---: | " + " | ".join(["---:"] * len(slos)) + " |"]
+                  "| trial | stopped on | seeds run | stopped at hour | cost | " + " | ".join(f"`{s.text}`" for s in slos)
+                  + " |", "| ---: | --- | ---: | ---: | ---: | " + " | ".join(["---:"] * len(slos)) + " |"]
         for t in stopped:
             hours = ", ".join(f"{h:.0f}" for h in t["stopped"]["at_hours"])
-            cells = [str(t["trial"]), f"`{t['stopped']['level']}`", hours, _usd(t["cost"])]
+            cells = [str(t["trial"]), f"`{t['stopped']['level']}`", str(t["stopped"]["runs"]), hours, _usd(t["cost"])]
             cells += [_ci(v, u) for v, u in zip(t["levels"], units, strict=True)]
             lines.append("| " + " | ".join(cells) + " |")
     refused = [t for t in data["trials"] if t["problem"] is not None]

@@ -283,3 +283,29 @@ def test_stopped_trials_are_listed_apart_with_lower_bounds(planned: tuple[Path, 
         row = next(line for line in listed.splitlines() if line.startswith(f"| {t['trial']} | "))
         assert f"`{LEVEL}`" in row and "≥ $" in row and f"≥ {plan_slo.show(t['levels'][0]['mean'], 's')}" in row
         assert "pareto" not in t
+
+
+@pytest.mark.parametrize(("bound", "nominal", "runs", "stopped"), [(40, 4, 1, 1), (60, 8, 3, 2)])
+def test_over_three_seeds_the_first_decides_alone_or_lowers_the_others_bar(project: Path, bound: int, nominal: int,
+                                                                           runs: int, stopped: int) -> None:
+    """Over three seeds, each seed's figure v is the last started job's wait, about 2 h 4 min (launch times vary by
+    seed). At `<=40m` the first seed's bound passes 3 x 40 min = 2 h and decides alone: no other seed runs. At
+    `<=1h`, v is under 3 h: the first seed runs to the end, and the other two stop once their bound passes
+    3 h - v, about 56 min, under their own v."""
+    from sim.experiment import Scenario
+    from sim.workload import read_workload
+
+    document = _tiny_document()
+    config = load(document)
+    workload = read_workload(project / "three-at-once.yaml").workload
+    knobs = planner.knobs_for(config, workload)
+    [slo] = plan_slo.parse_all([f"standard.p95_time_to_start<={bound}m"], NAMES)
+    [c] = [planner.candidate(document, knobs, {NOMINAL: nominal, BORROWING: 0, HEADROOM: 0}, config, "tiny")]
+    seeds = [5, 6, 7]
+    [early] = planner.evaluate([c], Scenario(config, workload), seeds, [slo], NAMES, None)
+    [exact] = planner.evaluate([c], Scenario(config, workload), seeds, [slo], NAMES, None, early_stop=False)
+    assert early.stopped is not None and (early.stopped["runs"], early.stopped["seeds"]) == (runs, stopped)
+    assert 2 * 3600 < exact.levels[0]["low"] <= exact.levels[0]["high"] < 2.2 * 3600
+    assert not exact.feasible and not early.feasible and early.levels[0]["at_least"]
+    assert bound * 60 < early.levels[0]["mean"] <= exact.levels[0]["mean"]
+    assert early.cost["mean"] < exact.cost["mean"]
