@@ -636,7 +636,9 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
     mark = fingerprint(stack_path.read_text(), workload_path.read_text(), slos, knobs, options)
     study = open_study(out_dir, mark, options.resume, say)
     if not study.get_trials(deepcopy=False):
+        # The stack as it is, then the largest stack of the ranges: if that misses a level, nothing in range meets it.
         study.enqueue_trial({k.name: k.current for k in knobs})
+        study.enqueue_trial({k.name: k.high for k in knobs})
     search_seeds = list(range(options.seed, options.seed + options.seeds))
     fresh = list(range(VERIFY_SEED_OFFSET + options.seed, VERIFY_SEED_OFFSET + options.seed + options.verify_seeds))
     say(f"plan for stack {stack} with {workload_path.name}: {len(knobs)} knobs, {options.trials} trials x "
@@ -668,7 +670,7 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
     say(f"search {searched_at - started:.0f} s, verification and why {finished - searched_at:.0f} s, on {workers} "
         f"worker{'s' if workers > 1 else ''} -> {', '.join(str(p) for p in written)}")
     if chosen is None:
-        say("no candidate met every level on fresh seeds: see plan.md for the closest, and raise --trials or relax a level")
+        say(f"no candidate met every level on fresh seeds: {data['unmet']}")
         return EXIT_UNMET
     return 0
 
@@ -770,7 +772,34 @@ def _data(stack: str, workload_path: Path, slos: Sequence[Slo], knobs: Sequence[
         "verified": attempts,
         "why": why,
         "trials": trials,
+        "unmet": None if chosen is not None else _unmet(study, knobs, slos, options, attempts),
     }
+
+
+def _unmet(study: Any, knobs: Sequence[Knob], slos: Sequence[Slo], options: Options,
+           attempts: list[dict[str, Any]]) -> str:
+    """Why no stack was chosen, and what to change: the largest stack in range misses a level (raise --range), the
+    candidates that met every level on the search seeds missed on fresh ones (more seeds), or the search found none."""
+    from optuna.trial import TrialState
+
+    top = {k.name: k.high for k in knobs}
+    largest = next((t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE
+                    and {k.name: int(t.params[k.name]) for k in knobs} == top), None)
+    if largest is not None and largest.user_attrs["problem"] is not None:
+        return (f"the largest stack in range (trial {largest.number + 1}, every knob at --range {options.range_factor} "
+                f"times its value) is refused by the stack's rules: {largest.user_attrs['problem']}")
+    if largest is not None:
+        missed = [f"{slo.text} at {_at_least(value)}{plan_slo.show(value['mean'], slo.kind.unit)}"
+                  for slo, value, violation in zip(slos, largest.user_attrs["levels"], largest.user_attrs["violations"],
+                                                   strict=True) if violation > 0]
+        if missed:
+            return (f"the largest stack in range (trial {largest.number + 1}, every knob at --range "
+                    f"{options.range_factor} times its value) misses {', '.join(missed)}: raise --range, or relax "
+                    f"{'that level' if len(missed) == 1 else 'those levels'}")
+    if attempts:
+        return ("the cheapest candidates that met every level on the search seeds missed one on fresh seeds (the "
+                "verification table): raise --seeds, or give the levels a margin")
+    return "no trial met every level, though the largest stack in range does: raise --trials"
 
 
 def _dominates(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -874,7 +903,7 @@ def render_markdown(data: Mapping[str, Any], slos: Sequence[Slo]) -> str:
     chosen = data["chosen"]
     lines += ["", "## Chosen stack", ""]
     if chosen is None:
-        lines += ["No candidate met every level on fresh seeds. The closest trials are in the frontier below.", ""]
+        lines += [f"No candidate met every level on fresh seeds: {data['unmet']}", ""]
     else:
         verification = chosen["verification"]
         lines += ["| value | in the stack | planned |", "| --- | ---: | ---: |"]

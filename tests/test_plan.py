@@ -309,3 +309,22 @@ def test_over_three_seeds_the_first_decides_alone_or_lowers_the_others_bar(proje
     assert not exact.feasible and not early.feasible and early.levels[0]["at_least"]
     assert bound * 60 < early.levels[0]["mean"] <= exact.levels[0]["mean"]
     assert early.cost["mean"] < exact.cost["mean"]
+
+
+def test_a_level_the_largest_stack_misses_says_raise_the_range(project: Path, tmp_path: Path) -> None:
+    """No stack starts a job within a second of its creation (a node takes minutes): the largest stack of the ranges
+    (trial 2, every knob at the top: nominal 32, borrowing 16, headroom 4) misses the level, and the plan says so."""
+    lines: list[str] = []
+    code = planner.plan("tiny", project / "three-at-once.yaml", ["standard.p95_time_to_start<=1s"], tmp_path,
+                        planner.Options(trials=3, seeds=1, verify_seeds=1, batch=2, workers=1, tighten=0),
+                        project_dir=project, say=lines.append)
+    assert code == planner.EXIT_UNMET
+    data = json.loads((tmp_path / "plan.json").read_text())
+    largest = next(t for t in data["trials"] if t["trial"] == 2)
+    assert largest["values"] == {NOMINAL: 32, BORROWING: 0, HEADROOM: 4}  # no lender: borrowing clamped to 0
+    said = ("the largest stack in range (trial 2, every knob at --range 2 times its value) misses "
+            "standard.p95_time_to_start<=1s at ")
+    assert data["unmet"].startswith(said) and data["unmet"].endswith(": raise --range, or relax that level")
+    assert lines[-1] == f"no candidate met every level on fresh seeds: {data['unmet']}"
+    assert f"No candidate met every level on fresh seeds: {data['unmet']}" in (tmp_path / "plan.md").read_text()
+    assert not (tmp_path / "Pulumi.tiny.yaml").exists()
