@@ -79,6 +79,9 @@ VERIFY_CANDIDATES = 3
 # Pools searched for a `gpus` that holds their promised quota: this many above the least.
 GPUS_TRIES = 8
 INVALID_COST = 1e12
+# The study's attributes that hold the tightening's progress: rounds done, and the incumbent of the round in progress.
+TIGHTENED = "tightened"
+TIGHTENING = "tightening"
 
 TENANTS_KEY = f"{PROJECT}:tenants"
 POOLS_KEY = f"{PROJECT}:nodePools"
@@ -450,37 +453,79 @@ def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
             run: Callable[[list[Candidate]], list[Evaluation]], options: Options, slos: Sequence[Slo],
             say: Callable[[str], None]) -> None:
     """From the cheapest candidate that meets every level, each knob lowered by at least CHEAPER (one batch, the
-    same seeds); the cheapest of those that still meets every level (ties: the smaller stack) is the next one, until
-    no knob can be lowered or `options.tighten` rounds. Every step is a trial of the study, enqueued with its
-    values, so the frontier and a resumed plan hold it too; a stack the study already holds is not run again."""
-    for _ in range(options.tighten):
-        asked = _pending(study, knobs)
-        if not asked:
+    same seeds), then every lowering that still met every level at once; the cheapest of these that meets every
+    level (ties: the smaller stack) is the next one, until none is or `options.tighten` rounds. Every step is a
+    trial of the study, enqueued with its values, so the frontier and a resumed plan hold it too; a stack the study
+    already holds is not run again. The round in progress and the rounds done are the study's own attributes, so
+    an interrupted plan resumes the round it was in."""
+    while True:
+        done = study.user_attrs.get(TIGHTENED, 0)
+        number = study.user_attrs.get(TIGHTENING)
+        pending = _pending(study, knobs)
+        if pending:  # asked before an interruption: simulated now, as the uninterrupted plan did
+            _run_batch(study, pending, make, run, slos, say, "")
+        if number is None:
             best = best_trials(study)
-            if not best:
+            if done >= options.tighten or not best:
                 return
-            incumbent = best[0]
-            seen = {_values_key(t.user_attrs["values"]) for t in study.get_trials(deepcopy=False) if "values" in t.user_attrs}
-            neighbours = []
-            for knob in knobs:
-                lower = knob.lowered(incumbent.user_attrs["values"][knob.name])
-                if lower is None:
-                    continue
-                params = {**{k.name: int(incumbent.params[k.name]) for k in knobs}, knob.name: lower}
-                key = _values_key(make(params).values)
-                if key not in seen:
-                    seen.add(key)
-                    neighbours.append(params)
-            if not neighbours:
-                return
-            for params in neighbours:
-                study.enqueue_trial(params)
-            asked = _pending(study, knobs)
-            say(f"tighten: trial {incumbent.number + 1} with each of {len(neighbours)} knobs lowered by 10 % or more")
-        before = best_trials(study)[0].number
-        _run_batch(study, asked, make, run, slos, say, "")
-        if best_trials(study)[0].number == before:
+            number = best[0].number
+            study.set_user_attr(TIGHTENING, number)
+        incumbent = study.get_trials(deepcopy=False)[number]
+        start = {k.name: int(incumbent.params[k.name]) for k in knobs}
+        singles = [(knob.name, lower) for knob in knobs
+                   if (lower := knob.lowered(incumbent.user_attrs["values"][knob.name])) is not None]
+        fresh = _new(study, make, [{**start, name: lower} for name, lower in singles])
+        if fresh:
+            say(f"tighten: trial {number + 1} with each of {len(fresh)} knobs lowered by 10 % or more")
+            _enqueue_and_run(study, knobs, fresh, make, run, slos, say)
+        held = _held(study)
+        kept = {name: lower for name, lower in singles
+                if _meets(held.get(_values_key(make({**start, name: lower}).values)))}
+        if len(kept) > 1:
+            together = _new(study, make, [{**start, **kept}])
+            if together:
+                say(f"tighten: trial {number + 1} with the {len(kept)} lowerings that met every level, together")
+                _enqueue_and_run(study, knobs, together, make, run, slos, say)
+        study.set_user_attr(TIGHTENED, done + 1)
+        study.set_user_attr(TIGHTENING, None)
+        if best_trials(study)[0].number == number:
             return
+
+
+def _held(study: Any) -> dict[str, Any]:
+    """The study's finished trials by their stack's values (the first of equal ones)."""
+    from optuna.trial import TrialState
+
+    held: dict[str, Any] = {}
+    for t in study.get_trials(deepcopy=False):
+        if t.state == TrialState.COMPLETE and "values" in t.user_attrs:
+            held.setdefault(_values_key(t.user_attrs["values"]), t)
+    return held
+
+
+def _new(study: Any, make: Callable[[dict[str, int]], Candidate], params: list[dict[str, int]]) -> list[dict[str, int]]:
+    """The params whose stacks the study does not hold yet, each once (called with nothing pending)."""
+    seen = {_values_key(t.user_attrs["values"]) for t in study.get_trials(deepcopy=False) if "values" in t.user_attrs}
+    fresh = []
+    for p in params:
+        key = _values_key(make(p).values)
+        if key not in seen:
+            seen.add(key)
+            fresh.append(p)
+    return fresh
+
+
+def _enqueue_and_run(study: Any, knobs: Sequence[Knob], params: list[dict[str, int]],
+                     make: Callable[[dict[str, int]], Candidate], run: Callable[[list[Candidate]], list[Evaluation]],
+                     slos: Sequence[Slo], say: Callable[[str], None]) -> None:
+    for p in params:
+        study.enqueue_trial(p)
+    _run_batch(study, _pending(study, knobs), make, run, slos, say, "")
+
+
+def _meets(trial: Any) -> bool:
+    return (trial is not None and trial.user_attrs.get("problem") is None and trial.user_attrs.get("stopped") is None
+            and all(v <= 0 for v in trial.user_attrs["violations"]))
 
 
 def _values_key(values: Mapping[str, int]) -> str:
@@ -569,9 +614,7 @@ def best_trials(study: Any) -> list[Any]:
     the smaller stack (fewer GPUs on its pools), then the earlier trial."""
     from optuna.trial import TrialState
 
-    feasible = [t for t in study.get_trials(deepcopy=False)
-                if t.state == TrialState.COMPLETE and t.user_attrs.get("problem") is None
-                and t.user_attrs.get("stopped") is None and all(v <= 0 for v in t.user_attrs["violations"])]
+    feasible = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE and _meets(t)]
     return sorted(feasible, key=lambda t: (round(t.value, 2), sum(t.user_attrs["pool_gpus"].values()),
                                            sum(t.user_attrs["values"].values()), t.number))
 

@@ -328,3 +328,50 @@ def test_a_level_the_largest_stack_misses_says_raise_the_range(project: Path, tm
     assert lines[-1] == f"no candidate met every level on fresh seeds: {data['unmet']}"
     assert f"No candidate met every level on fresh seeds: {data['unmet']}" in (tmp_path / "plan.md").read_text()
     assert not (tmp_path / "Pulumi.tiny.yaml").exists()
+
+
+def _stand_in(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
+    """A stand-in for the simulator: a stack meets the level when the nominal quota holds 12 slices, and costs a
+    dollar per nominal slice and ten per headroom GPU."""
+    found = []
+    for c in candidates:
+        nominal, headroom = c.values[NOMINAL], c.values[HEADROOM]
+        cost = {"mean": float(nominal + 10 * headroom), "low": None, "high": None, "n": 1}
+        found.append(planner.Evaluation(cost, [{"mean": 0.0, "n": 1}], [0.0 if nominal >= 12 else 1.0]))
+    return found
+
+
+def test_tightening_lowers_every_knob_that_can_go_lower_at_once() -> None:
+    """From the largest stack (nominal 32, headroom 4): each round lowers each knob alone, then every lowering that
+    met the level together. Round 1 from (32, 4): 28 and 3 alone meet it, so (28, 3) together; round 2 from there:
+    (24, 2); then (20, 1), (18, 0), (16, 0), (14, 0) and (12, 0), where nothing lower meets it. One knob a round
+    would take eleven rounds."""
+    import optuna
+
+    document = _tiny_document()
+    config = load(document)
+    from sim.workload import Workload
+
+    knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="minimize")
+    study.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
+
+    def make(values: dict[str, int]) -> planner.Candidate:
+        return planner.candidate(document, knobs, values, config, "tiny")
+
+    slos = plan_slo.parse_all([LEVEL], NAMES)
+    planner._enqueue_and_run(study, knobs, [], make, _stand_in, slos, lambda line: None)
+    planner.tighten(study, knobs, make, _stand_in, planner.Options(tighten=24), slos, lambda line: None)
+    best = planner.best_trials(study)[0].user_attrs["values"]
+    assert (best[NOMINAL], best[HEADROOM]) == (12, 0)
+    together = [(t.user_attrs["values"][NOMINAL], t.user_attrs["values"][HEADROOM]) for t in study.get_trials()]
+    assert [pair for pair in [(28, 3), (24, 2), (20, 1)] if pair in together] == [(28, 3), (24, 2), (20, 1)]
+    assert study.user_attrs[planner.TIGHTENED] <= 8
+    # A limit of two rounds stops at the second round's best: (24, 2).
+    limited = optuna.create_study(direction="minimize")
+    limited.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
+    planner._enqueue_and_run(limited, knobs, [], make, _stand_in, slos, lambda line: None)
+    planner.tighten(limited, knobs, make, _stand_in, planner.Options(tighten=2), slos, lambda line: None)
+    best = planner.best_trials(limited)[0].user_attrs["values"]
+    assert (best[NOMINAL], best[HEADROOM]) == (24, 2)
