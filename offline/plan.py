@@ -72,15 +72,18 @@ RANGE_FACTOR = 2
 RANGE_FLOOR_GPUS = 4
 # A knob's range holds at most about this many values; wider ranges step by more than one unit.
 VALUES_PER_KNOB = 24
-# Lower by at least this share to show which level binds a value.
+# Lower by at least this share to show which level binds a value, and to end the tightening.
 CHEAPER = 0.10
+# The tightening's step doubles after a round whose lowerings all met every level together, up to this share, and
+# halves back to CHEAPER after a round that found nothing cheaper.
+WIDEST = 0.40
 # How many candidates the verification on fresh seeds tries, cheapest first.
 VERIFY_CANDIDATES = 3
 # Pools searched for a `gpus` that holds their promised quota: this many above the least.
 GPUS_TRIES = 8
 INVALID_COST = 1e12
-# The study's attributes that hold the tightening's progress: rounds done, and the incumbent of the round in progress.
-TIGHTENED = "tightened"
+# The study's attribute that holds the tightening's progress, written at once: rounds done, the round in progress's
+# incumbent (None between rounds) and share.
 TIGHTENING = "tightening"
 
 TENANTS_KEY = f"{PROJECT}:tenants"
@@ -109,9 +112,9 @@ class Knob:
     step: int
     unit: str
 
-    def lowered(self, value: int) -> int | None:
-        """The value at least CHEAPER below `value` on the knob's grid, or None at the floor."""
-        target = value - max(self.step, math.ceil(CHEAPER * value - 1e-9))
+    def lowered(self, value: int, share: float = 0.10) -> int | None:
+        """The value at least `share` (CHEAPER) below `value` on the knob's grid, or None at the floor."""
+        target = value - max(self.step, math.ceil(share * value - 1e-9))
         target = self.low + ((target - self.low) // self.step) * self.step if target >= self.low else self.low
         return target if target < value else None
 
@@ -452,43 +455,49 @@ def search(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], C
 def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate],
             run: Callable[[list[Candidate]], list[Evaluation]], options: Options, slos: Sequence[Slo],
             say: Callable[[str], None]) -> None:
-    """From the cheapest candidate that meets every level, each knob lowered by at least CHEAPER (one batch, the
-    same seeds), then every lowering that still met every level at once; the cheapest of these that meets every
-    level (ties: the smaller stack) is the next one, until none is or `options.tighten` rounds. Every step is a
-    trial of the study, enqueued with its values, so the frontier and a resumed plan hold it too; a stack the study
-    already holds is not run again. The round in progress and the rounds done are the study's own attributes, so
-    an interrupted plan resumes the round it was in."""
+    """A pattern search down from the cheapest candidate that meets every level. Each round: each knob lowered by
+    the round's share (one batch, the same seeds), then every lowering that still met every level at once; the
+    cheapest of these that meets every level (ties: the smaller stack) is the next one. The share starts at
+    CHEAPER, doubles (up to WIDEST) after a round whose lowerings together were the cheapest, and halves after a
+    round that found nothing cheaper; the search ends when a round at CHEAPER finds nothing cheaper, or after
+    `options.tighten` rounds. Every step is a trial of the study, enqueued with its values, so the frontier and a
+    resumed plan hold it too; a stack the study already holds is not run again. The round in progress, its share
+    and the rounds done are the study's own attributes, so an interrupted plan resumes the round it was in."""
     while True:
-        done = study.user_attrs.get(TIGHTENED, 0)
-        number = study.user_attrs.get(TIGHTENING)
+        progress = study.user_attrs.get(TIGHTENING, {"done": 0, "trial": None, "share": CHEAPER, "ended": False})
+        done, number, share = progress["done"], progress["trial"], progress["share"]
         pending = _pending(study, knobs)
         if pending:  # asked before an interruption: simulated now, as the uninterrupted plan did
             _run_batch(study, pending, make, run, slos, say, "")
         if number is None:
             best = best_trials(study)
-            if done >= options.tighten or not best:
+            if progress["ended"] or done >= options.tighten or not best:
                 return
             number = best[0].number
-            study.set_user_attr(TIGHTENING, number)
+            study.set_user_attr(TIGHTENING, {"done": done, "trial": number, "share": share, "ended": False})
         incumbent = study.get_trials(deepcopy=False)[number]
         start = {k.name: int(incumbent.params[k.name]) for k in knobs}
         singles = [(knob.name, lower) for knob in knobs
-                   if (lower := knob.lowered(incumbent.user_attrs["values"][knob.name])) is not None]
+                   if (lower := knob.lowered(incumbent.user_attrs["values"][knob.name], share)) is not None]
         fresh = _new(study, make, [{**start, name: lower} for name, lower in singles])
         if fresh:
-            say(f"tighten: trial {number + 1} with each of {len(fresh)} knobs lowered by 10 % or more")
+            say(f"tighten: trial {number + 1} with each of {len(fresh)} knobs lowered by {share:.0%} or more")
             _enqueue_and_run(study, knobs, fresh, make, run, slos, say)
         held = _held(study)
         kept = {name: lower for name, lower in singles
                 if _meets(held.get(_values_key(make({**start, name: lower}).values)))}
-        if len(kept) > 1:
-            together = _new(study, make, [{**start, **kept}])
-            if together:
-                say(f"tighten: trial {number + 1} with the {len(kept)} lowerings that met every level, together")
-                _enqueue_and_run(study, knobs, together, make, run, slos, say)
-        study.set_user_attr(TIGHTENED, done + 1)
-        study.set_user_attr(TIGHTENING, None)
-        if best_trials(study)[0].number == number:
+        together = _values_key(make({**start, **kept}).values)
+        if len(kept) > 1 and _new(study, make, [{**start, **kept}]):
+            say(f"tighten: trial {number + 1} with the {len(kept)} lowerings that met every level, together")
+            _enqueue_and_run(study, knobs, [{**start, **kept}], make, run, slos, say)
+        best = best_trials(study)[0]
+        finished = best.number == number and share <= CHEAPER
+        if best.number == number:
+            share = max(CHEAPER, share / 2)
+        elif len(kept) > 1 and _values_key(best.user_attrs["values"]) == together:
+            share = min(WIDEST, share * 2)
+        study.set_user_attr(TIGHTENING, {"done": done + 1, "trial": None, "share": share, "ended": finished})
+        if finished:
             return
 
 
@@ -605,7 +614,7 @@ def _verdict(result: Evaluation, slos: Sequence[Slo]) -> str:
 
 
 def _at_least(value: Mapping[str, Any]) -> str:
-    """"at least " before a lower bound's figure (a stopped run's)."""
+    """`≥ ` before a lower bound's figure (a stopped run's), nothing before a measured one."""
     return "≥ " if value.get("at_least") else ""
 
 

@@ -341,37 +341,40 @@ def _stand_in(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
     return found
 
 
-def test_tightening_lowers_every_knob_that_can_go_lower_at_once() -> None:
-    """From the largest stack (nominal 32, headroom 4): each round lowers each knob alone, then every lowering that
-    met the level together. Round 1 from (32, 4): 28 and 3 alone meet it, so (28, 3) together; round 2 from there:
-    (24, 2); then (20, 1), (18, 0), (16, 0), (14, 0) and (12, 0), where nothing lower meets it. One knob a round
-    would take eleven rounds."""
+def test_tightening_lowers_every_knob_that_can_go_lower_at_once_with_a_widening_step() -> None:
+    """From the largest stack (nominal 32, headroom 4), on the stand-in. Round 1 at 10 %: 28 and 3 alone meet the
+    level, so (28, 3) together, the cheapest: the step doubles. Round 2 at 20 %: (22, 2); round 3 at 40 %: (12, 1);
+    round 4 at 40 %: nominal 6 misses, headroom 0 alone is the cheapest, (12, 0). Rounds 5, 6 and 7 find nothing
+    cheaper at 40 %, 20 % and 10 % (nominal 6, 8, 10 miss): the search ends at (12, 0) after seven rounds. One knob
+    at 10 % a round would take eleven."""
     import optuna
+
+    from sim.workload import Workload
 
     document = _tiny_document()
     config = load(document)
-    from sim.workload import Workload
-
     knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
+    slos = plan_slo.parse_all([LEVEL], NAMES)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize")
-    study.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
 
     def make(values: dict[str, int]) -> planner.Candidate:
         return planner.candidate(document, knobs, values, config, "tiny")
 
-    slos = plan_slo.parse_all([LEVEL], NAMES)
-    planner._enqueue_and_run(study, knobs, [], make, _stand_in, slos, lambda line: None)
-    planner.tighten(study, knobs, make, _stand_in, planner.Options(tighten=24), slos, lambda line: None)
-    best = planner.best_trials(study)[0].user_attrs["values"]
-    assert (best[NOMINAL], best[HEADROOM]) == (12, 0)
-    together = [(t.user_attrs["values"][NOMINAL], t.user_attrs["values"][HEADROOM]) for t in study.get_trials()]
-    assert [pair for pair in [(28, 3), (24, 2), (20, 1)] if pair in together] == [(28, 3), (24, 2), (20, 1)]
-    assert study.user_attrs[planner.TIGHTENED] <= 8
-    # A limit of two rounds stops at the second round's best: (24, 2).
-    limited = optuna.create_study(direction="minimize")
-    limited.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
-    planner._enqueue_and_run(limited, knobs, [], make, _stand_in, slos, lambda line: None)
-    planner.tighten(limited, knobs, make, _stand_in, planner.Options(tighten=2), slos, lambda line: None)
-    best = planner.best_trials(limited)[0].user_attrs["values"]
-    assert (best[NOMINAL], best[HEADROOM]) == (24, 2)
+    def tightened(rounds: int) -> Any:
+        study = optuna.create_study(direction="minimize")
+        study.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
+        planner._enqueue_and_run(study, knobs, [], make, _stand_in, slos, lambda line: None)
+        planner.tighten(study, knobs, make, _stand_in, planner.Options(tighten=rounds), slos, lambda line: None)
+        return study
+
+    def pair(trial: Any) -> tuple[int, int]:
+        return trial.user_attrs["values"][NOMINAL], trial.user_attrs["values"][HEADROOM]
+
+    study = tightened(24)
+    assert pair(planner.best_trials(study)[0]) == (12, 0)
+    assert study.user_attrs[planner.TIGHTENING] == {"done": 7, "trial": None, "share": 0.10, "ended": True}
+    held = [pair(t) for t in study.get_trials()]
+    assert all(p in held for p in [(28, 3), (22, 2), (12, 1), (6, 1), (6, 0), (8, 0), (10, 0)])
+    assert (20, 0) not in held  # never one knob at a time down the whole way
+    # A limit of two rounds stops at the second round's best.
+    assert pair(planner.best_trials(tightened(2))[0]) == (22, 2)
