@@ -459,10 +459,11 @@ def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
     the round's share (one batch, the same seeds), then every lowering that still met every level at once; the
     cheapest of these that meets every level (ties: the smaller stack) is the next one. The share starts at
     CHEAPER, doubles (up to WIDEST) after a round whose lowerings together were the cheapest, and halves after a
-    round that found nothing cheaper; the search ends when a round at CHEAPER finds nothing cheaper, or after
-    `options.tighten` rounds. Every step is a trial of the study, enqueued with its values, so the frontier and a
-    resumed plan hold it too; a stack the study already holds is not run again. The round in progress, its share
-    and the rounds done are the study's own attributes, so an interrupted plan resumes the round it was in."""
+    round that found nothing cheaper to the cent (a smaller stack of the same cost is taken, not counted as
+    progress); the search ends when a round at CHEAPER finds nothing cheaper, or after `options.tighten` rounds.
+    Every step is a trial of the study, enqueued with its values, so the frontier and a resumed plan hold it too;
+    a stack the study already holds is not run again. The round in progress, its share and the rounds done are the
+    study's own attributes, so an interrupted plan resumes the round it was in."""
     while True:
         progress = study.user_attrs.get(TIGHTENING, {"done": 0, "trial": None, "share": CHEAPER, "ended": False})
         done, number, share = progress["done"], progress["trial"], progress["share"]
@@ -481,7 +482,7 @@ def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
                    if (lower := knob.lowered(incumbent.user_attrs["values"][knob.name], share)) is not None]
         fresh = _new(study, make, [{**start, name: lower} for name, lower in singles])
         if fresh:
-            say(f"tighten: trial {number + 1} with each of {len(fresh)} knobs lowered by {share:.0%} or more")
+            say(f"tighten: trial {number + 1} with each of {len(fresh)} knobs lowered by {share * 100:.0f} % or more")
             _enqueue_and_run(study, knobs, fresh, make, run, slos, say)
         held = _held(study)
         kept = {name: lower for name, lower in singles
@@ -491,8 +492,9 @@ def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
             say(f"tighten: trial {number + 1} with the {len(kept)} lowerings that met every level, together")
             _enqueue_and_run(study, knobs, [{**start, **kept}], make, run, slos, say)
         best = best_trials(study)[0]
-        finished = best.number == number and share <= CHEAPER
-        if best.number == number:
+        cheaper = round(best.value, 2) < round(incumbent.value, 2)
+        finished = not cheaper and share <= CHEAPER
+        if not cheaper:
             share = max(CHEAPER, share / 2)
         elif len(kept) > 1 and _values_key(best.user_attrs["values"]) == together:
             share = min(WIDEST, share * 2)

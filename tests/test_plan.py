@@ -378,3 +378,36 @@ def test_tightening_lowers_every_knob_that_can_go_lower_at_once_with_a_widening_
     assert (20, 0) not in held  # never one knob at a time down the whole way
     # A limit of two rounds stops at the second round's best.
     assert pair(planner.best_trials(tightened(2))[0]) == (22, 2)
+
+
+def test_a_smaller_stack_of_the_same_cost_is_taken_but_halves_the_step() -> None:
+    """The stand-in with headroom free: lowering it alone is a tie. From (32, 4): (28, 3), (22, 2) and (12, 1) as
+    before (each cheaper by its nominal quota); at 40 % from (12, 1), nominal 6 misses and (12, 0) only ties: it is
+    taken (the smaller stack) and the step halves; nominal 8 at 20 % and 10 at 10 % miss: the end, after six
+    rounds, where counting the tie as progress would have spent a seventh at 40 %."""
+    import optuna
+
+    from sim.workload import Workload
+
+    def free_headroom(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
+        return [planner.Evaluation({"mean": float(c.values[NOMINAL]), "low": None, "high": None, "n": 1},
+                                   [{"mean": 0.0, "n": 1}], [0.0 if c.values[NOMINAL] >= 12 else 1.0]) for c in candidates]
+
+    document = _tiny_document()
+    config = load(document)
+    knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
+    slos = plan_slo.parse_all([LEVEL], NAMES)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def make(values: dict[str, int]) -> planner.Candidate:
+        return planner.candidate(document, knobs, values, config, "tiny")
+
+    study = optuna.create_study(direction="minimize")
+    study.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
+    planner._enqueue_and_run(study, knobs, [], make, free_headroom, slos, lambda line: None)
+    planner.tighten(study, knobs, make, free_headroom, planner.Options(tighten=24), slos, lambda line: None)
+    best = planner.best_trials(study)[0].user_attrs["values"]
+    assert (best[NOMINAL], best[HEADROOM]) == (12, 0)
+    assert study.user_attrs[planner.TIGHTENING] == {"done": 6, "trial": None, "share": 0.10, "ended": True}
+    held = [(t.user_attrs["values"][NOMINAL], t.user_attrs["values"][HEADROOM]) for t in study.get_trials()]
+    assert (8, 0) in held and (6, 0) not in held
