@@ -459,8 +459,8 @@ def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
     the round's share (one batch, the same seeds), then every lowering that still met every level at once; the
     cheapest of these that meets every level (ties: the smaller stack) is the next one. The share starts at
     CHEAPER, doubles (up to WIDEST) after a round whose lowerings together were the cheapest, and halves after a
-    round that found nothing cheaper to the cent (a smaller stack of the same cost is taken, not counted as
-    progress); the search ends when a round at CHEAPER finds nothing cheaper, or after `options.tighten` rounds.
+    round that found nothing cheaper to the cent (a smaller stack of the same cost is taken all the same); the
+    search ends when a round at CHEAPER finds no stack to take, or after `options.tighten` rounds.
     Every step is a trial of the study, enqueued with its values, so the frontier and a resumed plan hold it too;
     a stack the study already holds is not run again. The round in progress, its share and the rounds done are the
     study's own attributes, so an interrupted plan resumes the round it was in."""
@@ -493,7 +493,7 @@ def tighten(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
             _enqueue_and_run(study, knobs, [{**start, **kept}], make, run, slos, say)
         best = best_trials(study)[0]
         cheaper = round(best.value, 2) < round(incumbent.value, 2)
-        finished = not cheaper and share <= CHEAPER
+        finished = best.number == number and share <= CHEAPER
         if not cheaper:
             share = max(CHEAPER, share / 2)
         elif len(kept) > 1 and _values_key(best.user_attrs["values"]) == together:

@@ -384,7 +384,7 @@ def test_a_smaller_stack_of_the_same_cost_is_taken_but_halves_the_step() -> None
     """The stand-in with headroom free: lowering it alone is a tie. From (32, 4): (28, 3), (22, 2) and (12, 1) as
     before (each cheaper by its nominal quota); at 40 % from (12, 1), nominal 6 misses and (12, 0) only ties: it is
     taken (the smaller stack) and the step halves; nominal 8 at 20 % and 10 at 10 % miss: the end, after six
-    rounds, where counting the tie as progress would have spent a seventh at 40 %."""
+    rounds, where counting the tie as progress would have spent a seventh at 40 %. At 10 %, ties go on."""
     import optuna
 
     from sim.workload import Workload
@@ -411,3 +411,11 @@ def test_a_smaller_stack_of_the_same_cost_is_taken_but_halves_the_step() -> None
     assert study.user_attrs[planner.TIGHTENING] == {"done": 6, "trial": None, "share": 0.10, "ended": True}
     held = [(t.user_attrs["values"][NOMINAL], t.user_attrs["values"][HEADROOM]) for t in study.get_trials()]
     assert (8, 0) in held and (6, 0) not in held
+    # From (12, 4), at 10 % from the start: only ties, one headroom GPU a round, taken down to (12, 0), where no stack
+    # is left to take.
+    study = optuna.create_study(direction="minimize")
+    study.enqueue_trial({NOMINAL: 12, BORROWING: 0, HEADROOM: 4})
+    planner._enqueue_and_run(study, knobs, [], make, free_headroom, slos, lambda line: None)
+    planner.tighten(study, knobs, make, free_headroom, planner.Options(tighten=24), slos, lambda line: None)
+    best = planner.best_trials(study)[0].user_attrs["values"]
+    assert (best[NOMINAL], best[HEADROOM]) == (12, 0)
