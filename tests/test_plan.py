@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -193,8 +194,8 @@ def test_the_planned_stack_file_changes_only_the_planned_values(project: Path, p
     assert load(document).tenants[0].quotas[0].quota.nominal == 12
 
 
-def test_one_more_slice_short_misses_the_level(project: Path) -> None:
-    """N = 12 meets the level and N - 1 = 11 misses it, on the same seed."""
+def _at_nominals(project: Path, nominals: Sequence[int], level: str = LEVEL) -> tuple[list[planner.Candidate], Any, Any]:
+    """The tiny stack at each nominal quota (no borrowing, no headroom), the scenario of the tiny workload, the level."""
     from sim.experiment import Scenario
     from sim.workload import read_workload
 
@@ -202,10 +203,16 @@ def test_one_more_slice_short_misses_the_level(project: Path) -> None:
     config = load(document)
     workload = read_workload(project / "three-at-once.yaml").workload
     knobs = planner.knobs_for(config, workload)
-    [slo] = plan_slo.parse_all([LEVEL], NAMES)
+    [slo] = plan_slo.parse_all([level], NAMES)
     candidates = [planner.candidate(document, knobs, {NOMINAL: n, BORROWING: 0, HEADROOM: 0}, config, "tiny")
-                  for n in (12, 11)]
-    results = planner.evaluate(candidates, Scenario(config, workload), [5], [slo], NAMES, None)
+                  for n in nominals]
+    return candidates, Scenario(config, workload), slo
+
+
+def test_one_more_slice_short_misses_the_level(project: Path) -> None:
+    """N = 12 meets the level and N - 1 = 11 misses it, on the same seed."""
+    candidates, scenario, slo = _at_nominals(project, (12, 11))
+    results = planner.evaluate(candidates, scenario, [5], [slo], NAMES, None)
     assert [r.feasible for r in results] == [True, False]
     assert results[1].levels[0]["mean"] > 2 * 3600  # the third job waits for a first one to finish
 
@@ -247,18 +254,9 @@ def test_two_workers_plan_what_one_does(project: Path, planned: tuple[Path, dict
 def test_a_run_stopped_early_gives_the_verdict_of_the_run_to_the_end(project: Path) -> None:
     """Nominal 12 meets the level; 10, 8 and 4 miss it, each stopped once its third (or second) job started late:
     the same verdicts as the runs to the end, with figures no higher than theirs."""
-    from sim.experiment import Scenario
-    from sim.workload import read_workload
-
-    document = _tiny_document()
-    config = load(document)
-    workload = read_workload(project / "three-at-once.yaml").workload
-    knobs = planner.knobs_for(config, workload)
-    [slo] = plan_slo.parse_all([LEVEL], NAMES)
-    candidates = [planner.candidate(document, knobs, {NOMINAL: n, BORROWING: 0, HEADROOM: 0}, config, "tiny")
-                  for n in (12, 10, 8, 4)]
-    early = planner.evaluate(candidates, Scenario(config, workload), [5], [slo], NAMES, None)
-    exact = planner.evaluate(candidates, Scenario(config, workload), [5], [slo], NAMES, None, early_stop=False)
+    candidates, scenario, slo = _at_nominals(project, (12, 10, 8, 4))
+    early = planner.evaluate(candidates, scenario, [5], [slo], NAMES, None)
+    exact = planner.evaluate(candidates, scenario, [5], [slo], NAMES, None, early_stop=False)
     assert [r.feasible for r in early] == [r.feasible for r in exact] == [True, False, False, False]
     assert [r.stopped is not None for r in early] == [False, True, True, True]
     assert all(r.stopped is None for r in exact)
@@ -292,18 +290,10 @@ def test_over_three_seeds_the_first_decides_alone_or_lowers_the_others_bar(proje
     seed). At `<=40m` the first seed's bound passes 3 x 40 min = 2 h and decides alone: no other seed runs. At
     `<=1h`, v is under 3 h: the first seed runs to the end, and the other two stop once their bound passes
     3 h - v, about 56 min, under their own v."""
-    from sim.experiment import Scenario
-    from sim.workload import read_workload
-
-    document = _tiny_document()
-    config = load(document)
-    workload = read_workload(project / "three-at-once.yaml").workload
-    knobs = planner.knobs_for(config, workload)
-    [slo] = plan_slo.parse_all([f"standard.p95_time_to_start<={bound}m"], NAMES)
-    [c] = [planner.candidate(document, knobs, {NOMINAL: nominal, BORROWING: 0, HEADROOM: 0}, config, "tiny")]
+    candidates, scenario, slo = _at_nominals(project, (nominal,), f"standard.p95_time_to_start<={bound}m")
     seeds = [5, 6, 7]
-    [early] = planner.evaluate([c], Scenario(config, workload), seeds, [slo], NAMES, None)
-    [exact] = planner.evaluate([c], Scenario(config, workload), seeds, [slo], NAMES, None, early_stop=False)
+    [early] = planner.evaluate(candidates, scenario, seeds, [slo], NAMES, None)
+    [exact] = planner.evaluate(candidates, scenario, seeds, [slo], NAMES, None, early_stop=False)
     assert early.stopped is not None and (early.stopped["runs"], early.stopped["seeds"]) == (runs, stopped)
     assert 2 * 3600 < exact.levels[0]["low"] <= exact.levels[0]["high"] < 2.2 * 3600
     assert not exact.feasible and not early.feasible and early.levels[0]["at_least"]
@@ -341,81 +331,63 @@ def _stand_in(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
     return found
 
 
+def _free_headroom(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
+    """The stand-in with headroom free: a dollar per nominal slice."""
+    return [planner.Evaluation({"mean": float(c.values[NOMINAL]), "low": None, "high": None, "n": 1},
+                               [{"mean": 0.0, "n": 1}], [0.0 if c.values[NOMINAL] >= 12 else 1.0]) for c in candidates]
+
+
+def _tightened(start: tuple[int, int], run: Any, rounds: int = 24) -> Any:
+    """A study holding the tiny stack at (nominal, headroom) `start`, evaluated by `run`, then tightened."""
+    import optuna
+
+    from sim.workload import Workload
+
+    document = _tiny_document()
+    config = load(document)
+    knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
+    slos = plan_slo.parse_all([LEVEL], NAMES)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def make(values: dict[str, int]) -> planner.Candidate:
+        return planner.candidate(document, knobs, values, config, "tiny")
+
+    study = optuna.create_study(direction="minimize")
+    study.enqueue_trial({NOMINAL: start[0], BORROWING: 0, HEADROOM: start[1]})
+    planner._enqueue_and_run(study, knobs, [], make, run, slos, lambda line: None)
+    planner.tighten(study, knobs, make, run, planner.Options(tighten=rounds), slos, lambda line: None)
+    return study
+
+
+def _pair(trial: Any) -> tuple[int, int]:
+    return trial.user_attrs["values"][NOMINAL], trial.user_attrs["values"][HEADROOM]
+
+
 def test_tightening_lowers_every_knob_that_can_go_lower_at_once_with_a_widening_step() -> None:
     """From the largest stack (nominal 32, headroom 4), on the stand-in. Round 1 at 10 %: 28 and 3 alone meet the
     level, so (28, 3) together, the cheapest: the step doubles. Round 2 at 20 %: (22, 2); round 3 at 40 %: (12, 1);
     round 4 at 40 %: nominal 6 misses, headroom 0 alone is the cheapest, (12, 0). Rounds 5, 6 and 7 find nothing
     cheaper at 40 %, 20 % and 10 % (nominal 6, 8, 10 miss): the search ends at (12, 0) after seven rounds. One knob
     at 10 % a round would take eleven."""
-    import optuna
-
-    from sim.workload import Workload
-
-    document = _tiny_document()
-    config = load(document)
-    knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
-    slos = plan_slo.parse_all([LEVEL], NAMES)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-    def make(values: dict[str, int]) -> planner.Candidate:
-        return planner.candidate(document, knobs, values, config, "tiny")
-
-    def tightened(rounds: int) -> Any:
-        study = optuna.create_study(direction="minimize")
-        study.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
-        planner._enqueue_and_run(study, knobs, [], make, _stand_in, slos, lambda line: None)
-        planner.tighten(study, knobs, make, _stand_in, planner.Options(tighten=rounds), slos, lambda line: None)
-        return study
-
-    def pair(trial: Any) -> tuple[int, int]:
-        return trial.user_attrs["values"][NOMINAL], trial.user_attrs["values"][HEADROOM]
-
-    study = tightened(24)
-    assert pair(planner.best_trials(study)[0]) == (12, 0)
+    study = _tightened((32, 4), _stand_in)
+    assert _pair(planner.best_trials(study)[0]) == (12, 0)
     assert study.user_attrs[planner.TIGHTENING] == {"done": 7, "trial": None, "share": 0.10, "ended": True}
-    held = [pair(t) for t in study.get_trials()]
+    held = [_pair(t) for t in study.get_trials()]
     assert all(p in held for p in [(28, 3), (22, 2), (12, 1), (6, 1), (6, 0), (8, 0), (10, 0)])
     assert (20, 0) not in held  # never one knob at a time down the whole way
     # A limit of two rounds stops at the second round's best.
-    assert pair(planner.best_trials(tightened(2))[0]) == (22, 2)
+    assert _pair(planner.best_trials(_tightened((32, 4), _stand_in, rounds=2))[0]) == (22, 2)
 
 
 def test_a_smaller_stack_of_the_same_cost_is_taken_but_halves_the_step() -> None:
     """The stand-in with headroom free: lowering it alone is a tie. From (32, 4): (28, 3), (22, 2) and (12, 1) as
     before (each cheaper by its nominal quota); at 40 % from (12, 1), nominal 6 misses and (12, 0) only ties: it is
     taken (the smaller stack) and the step halves; nominal 8 at 20 % and 10 at 10 % miss: the end, after six
-    rounds, where counting the tie as progress would have spent a seventh at 40 %. At 10 %, ties go on."""
-    import optuna
-
-    from sim.workload import Workload
-
-    def free_headroom(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
-        return [planner.Evaluation({"mean": float(c.values[NOMINAL]), "low": None, "high": None, "n": 1},
-                                   [{"mean": 0.0, "n": 1}], [0.0 if c.values[NOMINAL] >= 12 else 1.0]) for c in candidates]
-
-    document = _tiny_document()
-    config = load(document)
-    knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
-    slos = plan_slo.parse_all([LEVEL], NAMES)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-
-    def make(values: dict[str, int]) -> planner.Candidate:
-        return planner.candidate(document, knobs, values, config, "tiny")
-
-    study = optuna.create_study(direction="minimize")
-    study.enqueue_trial({NOMINAL: 32, BORROWING: 0, HEADROOM: 4})
-    planner._enqueue_and_run(study, knobs, [], make, free_headroom, slos, lambda line: None)
-    planner.tighten(study, knobs, make, free_headroom, planner.Options(tighten=24), slos, lambda line: None)
-    best = planner.best_trials(study)[0].user_attrs["values"]
-    assert (best[NOMINAL], best[HEADROOM]) == (12, 0)
+    rounds, where counting the tie as progress would have spent a seventh at 40 %. From (12, 4), at 10 % from the
+    start, only ties: one headroom GPU a round, taken down to (12, 0), where no stack is left to take."""
+    study = _tightened((32, 4), _free_headroom)
+    assert _pair(planner.best_trials(study)[0]) == (12, 0)
     assert study.user_attrs[planner.TIGHTENING] == {"done": 6, "trial": None, "share": 0.10, "ended": True}
-    held = [(t.user_attrs["values"][NOMINAL], t.user_attrs["values"][HEADROOM]) for t in study.get_trials()]
+    held = [_pair(t) for t in study.get_trials()]
     assert (8, 0) in held and (6, 0) not in held
-    # From (12, 4), at 10 % from the start: only ties, one headroom GPU a round, taken down to (12, 0), where no stack
-    # is left to take.
-    study = optuna.create_study(direction="minimize")
-    study.enqueue_trial({NOMINAL: 12, BORROWING: 0, HEADROOM: 4})
-    planner._enqueue_and_run(study, knobs, [], make, free_headroom, slos, lambda line: None)
-    planner.tighten(study, knobs, make, free_headroom, planner.Options(tighten=24), slos, lambda line: None)
-    best = planner.best_trials(study)[0].user_attrs["values"]
-    assert (best[NOMINAL], best[HEADROOM]) == (12, 0)
+    assert _pair(planner.best_trials(_tightened((12, 4), _free_headroom))[0]) == (12, 0)
