@@ -217,15 +217,19 @@ def test_one_more_slice_short_misses_the_level(project: Path) -> None:
     assert results[1].levels[0]["mean"] > 2 * 3600  # the third job waits for a first one to finish
 
 
+@pytest.mark.parametrize("at", [2, 3, 4])
 def test_an_interrupted_plan_resumed_is_the_plan_run_straight(project: Path, planned: tuple[Path, dict[str, Any]],
-                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Interrupted while simulating its second batch (the search's first two sampled trials), then resumed."""
+                                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              at: int) -> None:
+    """Interrupted while simulating its `at`-th batch, then resumed: the search's second batch (its sampled trial),
+    the first tightening round and the second (one knob lowers on this stack: the rounds have no lowerings
+    together)."""
     out, data = planned
     evaluate, calls = planner.evaluate, []
 
     def interrupted(*args: Any) -> Any:
         calls.append(1)
-        if len(calls) == 2:
+        if len(calls) == at:
             raise KeyboardInterrupt
         return evaluate(*args)
 
@@ -337,26 +341,41 @@ def _free_headroom(candidates: list[planner.Candidate]) -> list[planner.Evaluati
                                [{"mean": 0.0, "n": 1}], [0.0 if c.values[NOMINAL] >= 12 else 1.0]) for c in candidates]
 
 
-def _tightened(start: tuple[int, int], run: Any, rounds: int = 24) -> Any:
-    """A study holding the tiny stack at (nominal, headroom) `start`, evaluated by `run`, then tightened."""
-    import optuna
-
+def _tiny_knobs_and_make() -> tuple[list[planner.Knob], Any]:
     from sim.workload import Workload
 
     document = _tiny_document()
     config = load(document)
     knobs = planner.knobs_for(config, Workload.model_validate(yaml.safe_load(WORKLOAD)))
-    slos = plan_slo.parse_all([LEVEL], NAMES)
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
 
     def make(values: dict[str, int]) -> planner.Candidate:
         return planner.candidate(document, knobs, values, config, "tiny")
 
+    return knobs, make
+
+
+def _started(start: tuple[int, int], run: Any) -> Any:
+    """A study holding the tiny stack at (nominal, headroom) `start`, evaluated by `run`."""
+    import optuna
+
+    knobs, make = _tiny_knobs_and_make()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize")
     study.enqueue_trial({NOMINAL: start[0], BORROWING: 0, HEADROOM: start[1]})
-    planner._enqueue_and_run(study, knobs, [], make, run, slos, lambda line: None)
-    planner.tighten(study, knobs, make, run, planner.Options(tighten=rounds), slos, lambda line: None)
+    planner._enqueue_and_run(study, knobs, [], make, run, plan_slo.parse_all([LEVEL], NAMES), lambda line: None)
     return study
+
+
+def _tighten(study: Any, run: Any, rounds: int = 24) -> Any:
+    knobs, make = _tiny_knobs_and_make()
+    planner.tighten(study, knobs, make, run, planner.Options(tighten=rounds), plan_slo.parse_all([LEVEL], NAMES),
+                    lambda line: None)
+    return study
+
+
+def _tightened(start: tuple[int, int], run: Any, rounds: int = 24) -> Any:
+    """The study from `start`, then tightened."""
+    return _tighten(_started(start, run), run, rounds)
 
 
 def _pair(trial: Any) -> tuple[int, int]:
@@ -391,3 +410,23 @@ def test_a_smaller_stack_of_the_same_cost_is_taken_but_halves_the_step() -> None
     held = [_pair(t) for t in study.get_trials()]
     assert (8, 0) in held and (6, 0) not in held
     assert _pair(planner.best_trials(_tightened((12, 4), _free_headroom))[0]) == (12, 0)
+
+
+@pytest.mark.parametrize("at", [2, 3, 4])
+def test_a_tightening_interrupted_within_a_round_resumes_it(at: int) -> None:
+    """The stand-in's tightening from (32, 4), interrupted at its `at`-th evaluation (2: round 1's lowerings
+    together; 3 and 4: round 2's alone and together), then run again on the same study: the same trials, in the
+    same order, as the tightening run straight."""
+    straight = [_pair(t) for t in _tightened((32, 4), _stand_in).get_trials()]
+    calls: list[int] = []
+
+    def interrupted(candidates: list[planner.Candidate]) -> list[planner.Evaluation]:
+        calls.append(1)
+        if len(calls) == at + 1:  # the first evaluation is the starting stack's, before the tightening
+            raise KeyboardInterrupt
+        return _stand_in(candidates)
+
+    study = _started((32, 4), interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _tighten(study, interrupted)
+    assert [_pair(t) for t in _tighten(study, _stand_in).get_trials()] == straight
