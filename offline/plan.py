@@ -516,7 +516,7 @@ def _held(study: Any) -> dict[str, Any]:
 
 def _new(study: Any, make: Callable[[dict[str, int]], Candidate], params: list[dict[str, int]]) -> list[dict[str, int]]:
     """The params whose stacks the study does not hold yet, each once (called with nothing pending)."""
-    seen = {_values_key(t.user_attrs["values"]) for t in study.get_trials(deepcopy=False) if "values" in t.user_attrs}
+    seen = set(_held(study))
     fresh = []
     for p in params:
         key = _values_key(make(p).values)
@@ -730,7 +730,7 @@ def plan(stack: str, workload_path: Path, slo_texts: Sequence[str], out_dir: Pat
 
 
 def _verify(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], Candidate],
-            run: Callable[[list[Candidate]], list[Evaluation]], fresh: int, slos: Sequence[Slo],
+            run: Callable[[list[Candidate]], list[Evaluation]], seeds: int, slos: Sequence[Slo],
             say: Callable[[str], None]) -> tuple[Candidate | None, Evaluation | None, list[dict[str, Any]]]:
     """The cheapest candidates that met every level, each on the fresh seeds, until one meets them there too."""
     attempts = []
@@ -739,7 +739,7 @@ def _verify(study: Any, knobs: Sequence[Knob], make: Callable[[dict[str, int]], 
         [result] = run([chosen])
         attempts.append({"trial": trial.number + 1, "cost": result.cost, "levels": result.levels,
                          "met": result.feasible, "stopped": result.stopped})
-        say(f"verify trial {trial.number + 1} on {fresh} fresh seeds: {_verdict(result, slos)}")
+        say(f"verify trial {trial.number + 1} on {seeds} fresh seeds: {_verdict(result, slos)}")
         if result.feasible:
             return chosen, result, attempts
     return None, None, attempts

@@ -56,7 +56,7 @@ class Watch:
     its lower bound is past `beyond`."""
 
     slo: Slo
-    level: str  # "tier", "tenant" or "run"
+    level: str  # "run", "tier" or "tenant" (plan_slo.level_of)
     beyond: float
 
 
@@ -68,8 +68,7 @@ def watches(slos: Sequence[Slo], names: Names, seeds: int, has_inference: bool) 
     for slo in slos:
         if slo.metric not in WATCHED:
             continue
-        level = "run" if slo.scope == plan_slo.ALL else "tier" if slo.scope in names.tiers else "tenant"
-        found.append(Watch(slo, level, seeds * slo.bound))
+        found.append(Watch(slo, plan_slo.level_of(slo, names), seeds * slo.bound))
     return tuple(found)
 
 
@@ -91,22 +90,20 @@ def _member(watch: Watch, tenant: str, tier: str) -> bool:
 
 
 class Watcher:
-    """The watched levels of one run, checked every `period` simulated seconds from the first."""
+    """The watched levels of one run, checked every `period` simulated seconds from the first. Made once the
+    arrivals are scheduled: each watch's `N` is the work scheduled in its scope then."""
 
     def __init__(self, sim: Simulation, watched: Sequence[Watch], period: float):
         self.sim = sim
         self.watched = tuple(watched)
+        self.counts = [sum(n for (tenant, tier), n in sim.expected.items() if _member(w, tenant, tier))
+                       for w in self.watched]
         self.values: list[dict[int, float]] = [{} for _ in self.watched]
         self.created: dict[int, Created] = {}
         self.seen = {"created": 0, STARTED: 0, ADMITTED: 0}
         self.stopped: dict[str, Any] | None = None
         if self.watched:
             sim.clock.every(period, self.check, first=period)
-
-    def counts(self) -> list[int]:
-        """Each watch's `N`: the work scheduled in its scope."""
-        return [sum(n for (tenant, tier), n in self.sim.expected.items() if _member(w, tenant, tier))
-                for w in self.watched]
 
     def _read(self) -> None:
         ledger = self.sim.ledger
@@ -128,7 +125,7 @@ class Watcher:
         """Each watched level's lower bound now, by its text."""
         self._read()
         return {watch.slo.text: lower_bound(watch.slo.metric, list(values.values()), count)
-                for watch, values, count in zip(self.watched, self.values, self.counts(), strict=True)}
+                for watch, values, count in zip(self.watched, self.values, self.counts, strict=True)}
 
     def check(self) -> None:
         bounds = self.bounds()

@@ -162,18 +162,22 @@ def _check_scope(scope: str, metric: str, kind: Metric, names: Names, where: str
                    f"({', '.join(names.tiers)}) or a tenant ({', '.join(names.tenants)}), not {scope!r}")
 
 
+def level_of(slo: Slo, names: Names) -> str:
+    """Whose figure the level reads: "run" (every workload or deployment), a "deployment", a "tier" or a "tenant"."""
+    if slo.scope in (ALL, ALL_DEPLOYMENTS):
+        return "run"
+    if slo.kind.kind == INFERENCE:
+        return "deployment"
+    return "tier" if slo.scope in names.tiers else "tenant"
+
+
 def figure(slo: Slo, combined: Mapping[str, Any], names: Names) -> dict[str, Any]:
     """The level's figure over the seeds, {"mean", "low", "high", "n"}, from sim/experiment.py's replicate()."""
-    kind = slo.kind
-    if slo.scope in (ALL, ALL_DEPLOYMENTS):
-        row = combined["run"]
-        measure = kind.run_measure
-    elif kind.kind == INFERENCE:
-        row, measure = combined["deployments"].get(slo.scope, {}), kind.measure
-    elif slo.scope in names.tiers:
-        row, measure = combined["tiers"].get(slo.scope, {}), kind.measure
+    level = level_of(slo, names)
+    if level == "run":
+        row, measure = combined["run"], slo.kind.run_measure
     else:
-        row, measure = combined["tenants"].get(slo.scope, {}), kind.measure
+        row, measure = combined[f"{level}s"].get(slo.scope, {}), slo.kind.measure
     return dict(row.get(measure) or {"mean": None, "low": None, "high": None, "n": 0})
 
 
